@@ -1,0 +1,1 @@
+"""`alpha`, the command-line face of the compiler: it parses arguments and renders, nothing more."""

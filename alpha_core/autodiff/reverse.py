@@ -1,0 +1,129 @@
+"""Reverse mode on the tensor graph: forward, per-example loss, and the leaf's gradient.
+
+The gradient of a parameter is the sum over the leaf's examples in index order: every op that
+takes a per-example tensor to a parameter-shaped one (a matmul over the batch axis, a reduction
+over broadcast axes) adds from +0.0 in index order. When a node feeds several consumers, their
+contributions are added in reverse graph order, so the step is one fixed expression.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from alpha_core.check.program import Program
+from alpha_core.ir.graph import BATCH, Graph, GraphBuilder, Shape
+
+
+@dataclass(frozen=True)
+class StepGraph:
+    """One leaf's step: `loss_sum` (a scalar) and one gradient node per parameter."""
+
+    graph: Graph
+    loss_sum: int
+    grads: tuple[int, ...]
+    output: int  # the model output, for the forward (evaluation) kernel
+
+
+def training_step(program: Program) -> StepGraph:
+    b = GraphBuilder()
+    for node in program.model.nodes:
+        b.add(node.op, node.inputs, node.shape, node.attrs)
+    out = program.output
+    classes = program.data.outputs
+    if program.loss == "softmax_cross_entropy":
+        labels = b.add("label_class", (), (BATCH,))
+        per_example = b.add("xent", (out, labels), (BATCH,))
+        seed = b.add("xent_grad", (out, labels), (BATCH, classes))
+    else:
+        labels = b.add("label_reg", (), (BATCH, classes))
+        per_example = b.add("mse", (out, labels), (BATCH,))
+        seed = b.add("mse_grad", (out, labels), (BATCH, classes))
+    loss_sum = b.add("sum", (per_example,), (), (("axis", 0),))
+    grads = _backward(b, out, seed, len(program.model.nodes))
+    param_grads = []
+    for index, spec in enumerate(program.params):
+        pnode = b.add("param", (), spec.shape, (("index", index),))
+        g = grads.get(pnode)
+        param_grads.append(g if g is not None else b.add("zeros", (), spec.shape))
+    return StepGraph(b.graph(), loss_sum, tuple(param_grads), out)
+
+
+def _backward(b: GraphBuilder, out: int, seed: int, n_forward: int) -> dict[int, int]:
+    grads: dict[int, int] = {out: seed}
+
+    def acc(node: int, g: int) -> None:
+        if node in grads:
+            grads[node] = b.add("add", (grads[node], g), b.shape(node))
+        else:
+            grads[node] = g
+
+    def reduce_to(g: int, shape: Shape) -> int:
+        if b.shape(g) == shape:
+            return g
+        return b.add("reduce_to", (g,), shape)
+
+    for i in range(n_forward - 1, -1, -1):
+        if i not in grads:
+            continue
+        node = b.nodes[i]
+        d = grads[i]
+        op, ins = node.op, node.inputs
+        if op in ("param", "input_x", "const"):
+            continue
+        if op in ("add", "sub"):
+            a, c = ins
+            acc(a, reduce_to(d, b.shape(a)))
+            dc = d if op == "add" else b.add("neg", (d,), b.shape(d))
+            acc(c, reduce_to(dc, b.shape(c)))
+        elif op == "mul":
+            a, c = ins
+            acc(a, reduce_to(b.add("mul", (d, c), node.shape), b.shape(a)))
+            acc(c, reduce_to(b.add("mul", (d, a), node.shape), b.shape(c)))
+        elif op == "div":
+            a, c = ins
+            acc(a, reduce_to(b.add("div", (d, c), node.shape), b.shape(a)))
+            if b.nodes[c].op != "const":
+                # d(a/c)/dc = -(d * (a/c)) / c
+                t = b.add("div", (b.add("mul", (d, i), node.shape), c), node.shape)
+                acc(c, reduce_to(b.add("neg", (t,), node.shape), b.shape(c)))
+        elif op == "matmul":
+            a, c = ins
+            sa, sc = b.shape(a), b.shape(c)
+            ct = b.add("transpose", (c,), (sc[1], sc[0]))
+            acc(a, b.add("matmul", (d, ct), sa))
+            at = b.add("transpose", (a,), (sa[1], sa[0]))
+            acc(c, b.add("matmul", (at, d), sc))
+        elif op == "transpose":
+            (a,) = ins
+            acc(a, b.add("transpose", (d,), b.shape(a)))
+        elif op == "neg":
+            acc(ins[0], b.add("neg", (d,), node.shape))
+        elif op == "relu":
+            acc(ins[0], b.add("relu_grad", (ins[0], d), node.shape))
+        elif op == "tanh":
+            acc(ins[0], b.add("tanh_grad", (i, d), node.shape))
+        elif op == "sigmoid":
+            acc(ins[0], b.add("sigmoid_grad", (i, d), node.shape))
+        elif op == "exp":
+            acc(ins[0], b.add("mul", (d, i), node.shape))
+        elif op == "log":
+            acc(ins[0], b.add("div", (d, ins[0]), node.shape))
+        elif op in ("sum", "mean"):
+            (a,) = ins
+            axis = node.attr("axis")
+            g = b.add("broadcast", (d,), b.shape(a), (("axis", axis),))
+            if op == "mean":
+                sa = b.shape(a)
+                n = sa[axis] if isinstance(axis, int) else _count(sa)
+                g = b.add("div", (g, b.add("const", (), (), (("value", float(n)),))), sa)
+            acc(a, g)
+        else:
+            raise AssertionError(f"no derivative for {op}")
+    return grads
+
+
+def _count(shape: Shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n

@@ -1,0 +1,106 @@
+"""What a checked system means: the facts codegen, the runtime and the faces build on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from alpha_core.ir.graph import Graph, Shape
+from alpha_core.syntax.span import Span
+
+
+@dataclass(frozen=True)
+class InitSpec:
+    kind: str  # zeros | normal | uniform
+    a: float = 0.0  # normal: mean; uniform: low
+    b: float = 0.0  # normal: std; uniform: high
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    shape: Shape
+    offset: int  # first float in the flat parameter array
+    count: int
+    init: InitSpec
+    span: Span
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    kind: str  # table | synthetic
+    features: int
+    label_kind: str  # class | regression
+    outputs: int  # classes, or regression targets per example
+    rows: int
+    holdout: int
+    sha256: str  # of the file bytes (table) or the embedded x then y bytes (synthetic)
+    path: str | None = None  # table: absolute path at build time
+    seed: int = 0  # synthetic
+    noise: float = 0.0  # synthetic
+
+    @property
+    def train_rows(self) -> int:
+        return self.rows - self.holdout
+
+
+@dataclass(frozen=True)
+class LearnerSpec:
+    kind: str  # sgd | momentum | adam
+    hyper: tuple[tuple[str, float], ...]
+
+    def get(self, name: str) -> float:
+        return dict(self.hyper)[name]
+
+
+@dataclass(frozen=True)
+class Program:
+    """A system that passed every check: the input to autodiff and codegen."""
+
+    name: str
+    data: DataSpec
+    batch: int
+    leaves: int
+    shuffle_seed: int | None
+    params: tuple[ParamSpec, ...]
+    model: Graph  # input_x → model output; node `output` is the result
+    output: int
+    loss: str  # softmax_cross_entropy | mse
+    learner: LearnerSpec
+    steps: int
+
+    @property
+    def leaf_size(self) -> int:
+        return self.batch // self.leaves
+
+    @property
+    def n_params(self) -> int:
+        return sum(p.count for p in self.params)
+
+    @property
+    def n_state(self) -> int:
+        slots = {"sgd": 0, "momentum": 1, "adam": 2}[self.learner.kind]
+        scalars = 2 if self.learner.kind == "adam" else 0
+        return slots * self.n_params + scalars
+
+    def canonical(self) -> str:
+        """A text that changes exactly when the meaning changes; its SHA-256 is the identity."""
+        parts = [
+            f"system {self.name}",
+            f"data {self.data.kind} features={self.data.features} label={self.data.label_kind}"
+            f" outputs={self.data.outputs} rows={self.data.rows} holdout={self.data.holdout}"
+            f" sha256={self.data.sha256} seed={self.data.seed} noise={self.data.noise!r}",
+            f"batch {self.batch} leaves {self.leaves} shuffle {self.shuffle_seed}",
+        ]
+        for p in self.params:
+            parts.append(f"param {p.name} {p.shape} {p.init}")
+        for i, n in enumerate(self.model.nodes):
+            parts.append(f"%{i} = {n.op}{n.inputs} {n.shape} {n.attrs}")
+        parts += [f"output %{self.output}", f"loss {self.loss}",
+                  f"learner {self.learner.kind} {self.learner.hyper}", f"steps {self.steps}"]
+        return "\n".join(parts) + "\n"
+
+    def identity(self) -> str:
+        import hashlib
+
+        return hashlib.sha256(self.canonical().encode()).hexdigest()

@@ -1,0 +1,374 @@
+"""Check one `system` declaration and lower it to a Program."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import PurePosixPath
+
+from alpha_core.check import arguments as A
+from alpha_core.check.context import CheckContext, show_shape
+from alpha_core.check.expressions import Binding, ExprLowering, declared_shape
+from alpha_core.check.program import DataSpec, InitSpec, LearnerSpec, ParamSpec, Program
+from alpha_core.check.words import device_word
+from alpha_core.data import synthetic
+from alpha_core.diagnostics import Related
+from alpha_core.ir.graph import BATCH, GraphBuilder, size
+from alpha_core.syntax import ast
+from alpha_core.syntax.span import Span
+
+ReadFile = Callable[[str], bytes | None]
+
+ITEM_WORDS = {
+    ast.DataItem: "data", ast.BatchItem: "batch", ast.FnItem: "fn model",
+    ast.LossItem: "loss", ast.LearnerItem: "learner", ast.StepsItem: "steps",
+}
+LEARNERS: dict[str, list[A.Arg]] = {
+    "sgd": [A.Arg("lr", "float", low=0.0, positive=True)],
+    "momentum": [A.Arg("lr", "float", low=0.0, positive=True),
+                 A.Arg("mu", "float", 0.9, low=0.0, high=1.0)],
+    "adam": [A.Arg("lr", "float", low=0.0, positive=True),
+             A.Arg("beta1", "float", 0.9, low=0.0, high=1.0),
+             A.Arg("beta2", "float", 0.999, low=0.0, high=1.0),
+             A.Arg("eps", "float", 1e-8, low=0.0, positive=True)],
+}
+LOSSES = ("softmax_cross_entropy", "mse")
+INITS: dict[str, list[A.Arg]] = {
+    "normal": [A.Arg("mean", "float"), A.Arg("std", "float", low=0.0),
+               A.Arg("seed", "int", low=0)],
+    "uniform": [A.Arg("low", "float"), A.Arg("high", "float"), A.Arg("seed", "int", low=0)],
+}
+TABLE = [A.Arg("path", "string"), A.Arg("features", "int", low=1),
+         A.Arg("label", "name", "last"), A.Arg("classes", "int", 0, low=0),
+         A.Arg("targets", "int", 0, low=0), A.Arg("holdout", "int", 0, low=0)]
+SYNTHETIC = [A.Arg("rows", "int", low=2, high=1_000_000), A.Arg("features", "int", low=1),
+             A.Arg("classes", "int", 0, low=0), A.Arg("targets", "int", 0, low=0),
+             A.Arg("seed", "int", 0, low=0), A.Arg("noise", "float", 0.1, low=0.0),
+             A.Arg("holdout", "int", -1, low=-1)]
+
+
+def check_system(decl: ast.Decl, ctx: CheckContext, read_file: ReadFile,
+                 base_dir: str) -> Program | None:
+    _device_words(decl, ctx)
+    names: dict[str, Span] = {}
+    found: dict[type, object] = {}
+    params: list[ast.ParamItem] = []
+    fns: dict[str, ast.FnItem] = {}
+    for item in decl.items:
+        if isinstance(item, ast.ErrorItem):
+            continue
+        named = getattr(item, "name", None)
+        if isinstance(named, str):
+            name_span = item.name_span  # type: ignore[attr-defined]
+            if named in names:
+                ctx.refuse("duplicate-name", f"`{named}` is declared twice", name_span,
+                           related=(Related(names[named], "first declared here"),))
+                continue
+            names[named] = name_span
+        if isinstance(item, ast.ParamItem):
+            params.append(item)
+        elif isinstance(item, ast.FnItem):
+            fns[item.name] = item
+        elif type(item) in found:
+            ctx.refuse("duplicate-name", f"a second `{ITEM_WORDS[type(item)]}` item",
+                       item.span,  # type: ignore[attr-defined]
+                       related=(Related(found[type(item)].span, "first here"),))  # type: ignore
+        else:
+            found[type(item)] = item
+    errors_before = len(ctx.diagnostics)
+    data = _data(found.get(ast.DataItem), ctx, read_file, base_dir, decl)  # type: ignore[arg-type]
+    batch = found.get(ast.BatchItem)
+    leaves_ok = _batch(batch, ctx, decl)  # type: ignore[arg-type]
+    param_specs = _params(params, ctx)
+    learner = _learner(found.get(ast.LearnerItem), ctx, decl)  # type: ignore[arg-type]
+    steps = found.get(ast.StepsItem)
+    if steps is None:
+        _missing(ctx, decl, "steps", "steps 100")
+    elif steps.count < 1:  # type: ignore[attr-defined]
+        ctx.refuse("bad-argument", "`steps` must be at least 1",
+                   steps.count_span)  # type: ignore[attr-defined]
+    if not params:
+        _missing(ctx, decl, "param", "param w: f32[4, 3] = normal(0.0, 0.1, seed: 1)")
+    lowered = _model(fns, found.get(ast.LossItem), param_specs, params, data, ctx,  # type: ignore
+                     decl)
+    if len(ctx.diagnostics) > errors_before or None in (data, learner, steps, lowered) \
+            or not leaves_ok or batch is None:
+        return None
+    assert data is not None and learner is not None and lowered is not None
+    graph, output, loss = lowered
+    sh = batch.shuffle  # type: ignore[attr-defined]
+    shuffle_seed = None
+    if sh is not None:
+        bound = A.bind(ctx, sh, [A.Arg("seed", "int", low=0)])
+        if bound is None:
+            return None
+        shuffle_seed = int(bound["seed"])
+    return Program(decl.name, data, batch.size, batch.leaves, shuffle_seed,  # type: ignore
+                   tuple(param_specs), graph, output, loss, learner, steps.count)  # type: ignore
+
+
+def _missing(ctx: CheckContext, decl: ast.Decl, what: str, example: str) -> None:
+    if any(isinstance(i, ast.ErrorItem) for i in decl.items):
+        return  # the item may be the one that did not parse: one refusal is enough
+    ctx.refuse("missing-item", f"system `{decl.name}` has no `{what}` item", decl.name_span,
+               help=f"add, for example, `{example}`")
+
+
+def _device_words(decl: ast.Decl, ctx: CheckContext) -> None:
+    """No device, host, address or rank word anywhere inside a system."""
+    seen: list[tuple[str, Span]] = []
+
+    def visit(node: object) -> None:
+        if isinstance(node, ast.Name | ast.Kwarg):
+            word = node.id if isinstance(node, ast.Name) else node.name
+            span = node.span if isinstance(node, ast.Name) else node.name_span
+            if device_word(word):
+                seen.append((word, span))
+        if isinstance(node, ast.Call) and device_word(node.func):
+            seen.append((node.func, node.func_span))
+        if isinstance(node, ast.ParamItem | ast.FnItem | ast.FnParam | ast.Let | ast.DataItem) \
+                and device_word(node.name):
+            seen.append((node.name, node.name_span))
+        if isinstance(node, tuple):
+            for n in node:
+                visit(n)
+        elif hasattr(node, "__dataclass_fields__"):
+            for f in node.__dataclass_fields__:
+                visit(getattr(node, f))
+
+    visit(decl.items)
+    if device_word(decl.name):
+        seen.append((decl.name, decl.name_span))
+    for word, span in seen:
+        ctx.refuse("device-in-semantics",
+                   f"`{word}` names a device, host, address or rank inside system `{decl.name}`",
+                   span, help="placement belongs to a plan, a pairing or the deployment inputs")
+
+
+def _data(item: ast.DataItem | None, ctx: CheckContext, read_file: ReadFile, base_dir: str,
+          decl: ast.Decl) -> DataSpec | None:
+    if item is None:
+        _missing(ctx, decl, "data", 'data train: table("data.csv", features: 4, classes: 3)')
+        return None
+    src = item.source
+    if src.func == "table":
+        args = A.bind(ctx, src, TABLE, positional=1)
+        if args is None:
+            return None
+        return _table(args, src, ctx, read_file, base_dir)
+    if src.func == "synthetic":
+        args = A.bind(ctx, src, SYNTHETIC)
+        if args is None:
+            return None
+        kind, outputs = _label_kind(args, src, ctx)
+        if kind is None:
+            return None
+        rows = int(args["rows"])
+        holdout = int(args["holdout"]) if int(args["holdout"]) >= 0 else rows // 5
+        if holdout >= rows:
+            ctx.refuse("bad-argument", f"`holdout` is {holdout} of only {rows} rows", src.span)
+            return None
+        spec = DataSpec("synthetic", int(args["features"]), kind, outputs, rows, holdout, "",
+                        seed=int(args["seed"]), noise=float(args["noise"]))
+        x, y = synthetic.generate(spec)
+        digest = hashlib.sha256(x.tobytes() + y.tobytes()).hexdigest()
+        return DataSpec(spec.kind, spec.features, kind, outputs, rows, holdout, digest,
+                        seed=spec.seed, noise=spec.noise)
+    ctx.unknown("data source", src.func, src.func_span, ["table", "synthetic"])
+    return None
+
+
+def _label_kind(args: dict[str, float | int | str], call: ast.Call,
+                ctx: CheckContext) -> tuple[str | None, int]:
+    classes, targets = int(args["classes"]), int(args["targets"])
+    if (classes > 0) == (targets > 0):
+        ctx.refuse("bad-argument", "give exactly one of `classes:` (at least 2) and `targets:`",
+                   call.span)
+        return None, 0
+    if classes == 1:
+        ctx.refuse("bad-argument", "`classes` must be at least 2", call.span)
+        return None, 0
+    return ("class", classes) if classes else ("regression", targets)
+
+
+def _table(args: dict[str, float | int | str], call: ast.Call, ctx: CheckContext,
+           read_file: ReadFile, base_dir: str) -> DataSpec | None:
+    kind, outputs = _label_kind(args, call, ctx)
+    if kind is None:
+        return None
+    if args["label"] != "last":
+        ctx.refuse("bad-argument", "`label:` must be `last` (the label is the last column)",
+                   call.span)
+        return None
+    rel = str(args["path"])
+    path = rel if rel.startswith("/") else str(PurePosixPath(base_dir) / rel)
+    content = read_file(path)
+    where = call.args[0].span if call.args else call.span
+    if content is None:
+        ctx.refuse("data-unreadable", f"cannot read `{rel}` (looked for {path})", where)
+        return None
+    features = int(args["features"])
+    width = features + (1 if kind == "class" else outputs)
+    lines = [ln for ln in content.split(b"\n") if ln.strip()]
+    if not lines:
+        ctx.refuse("data-unreadable", f"`{rel}` has no rows", where)
+        return None
+    for number, line in enumerate(lines[:1] + lines[-1:], start=1):
+        cols = line.count(b",") + 1
+        if cols != width:
+            ctx.refuse("data-unreadable",
+                       f"`{rel}` has {cols} columns in a row; {features} features and "
+                       f"{width - features} label column(s) make {width}", where)
+            return None
+    holdout = int(args["holdout"])
+    if holdout >= len(lines):
+        ctx.refuse("bad-argument", f"`holdout` is {holdout} of only {len(lines)} rows",
+                   call.span)
+        return None
+    return DataSpec("table", features, kind, outputs, len(lines), holdout,
+                    hashlib.sha256(content).hexdigest(), path=path)
+
+
+def _batch(item: ast.BatchItem | None, ctx: CheckContext, decl: ast.Decl) -> bool:
+    if item is None:
+        _missing(ctx, decl, "batch", "batch 64 leaves 8")
+        return False
+    if item.size < 1 or item.leaves < 1:
+        ctx.refuse("bad-argument", "`batch` and `leaves` must be at least 1", item.span)
+        return False
+    if item.size % item.leaves:
+        ctx.refuse("batch-not-divisible",
+                   f"a batch of {item.size} does not cut into {item.leaves} equal leaves",
+                   item.leaves_span,
+                   help=f"{item.size} examples make leaves of equal size for leaves in "
+                   + ", ".join(str(d) for d in range(1, item.size + 1) if item.size % d == 0)[:60])
+        return False
+    return True
+
+
+def _params(items: list[ast.ParamItem], ctx: CheckContext) -> list[ParamSpec]:
+    specs: list[ParamSpec] = []
+    offset = 0
+    for p in items:
+        shape = declared_shape(p.type)
+        if p.type.dtype != "f32":
+            ctx.refuse("type-mismatch", f"parameter `{p.name}` is `{p.type.dtype}`; "
+                       "parameters are `f32`", p.type.dtype_span)
+            continue
+        if shape is None or BATCH in shape or any(d < 1 for d in shape) or not shape:
+            ctx.refuse("shape-mismatch",
+                       f"parameter `{p.name}` needs a fixed shape of positive sizes",
+                       p.type.span)
+            continue
+        init = _init(p, ctx)
+        if init is None:
+            continue
+        specs.append(ParamSpec(p.name, shape, offset, size(shape), init, p.span))
+        offset += size(shape)
+    return specs
+
+
+def _init(p: ast.ParamItem, ctx: CheckContext) -> InitSpec | None:
+    init = p.init
+    if isinstance(init, ast.Name):
+        if init.id == "zeros":
+            return InitSpec("zeros")
+        ctx.unknown("initialiser", init.id, init.span, ["zeros", *INITS])
+        return None
+    if init.func not in INITS:
+        ctx.unknown("initialiser", init.func, init.func_span, ["zeros", *INITS])
+        return None
+    args = A.bind(ctx, init, INITS[init.func], positional=2)
+    if args is None:
+        return None
+    values = list(args.values())
+    return InitSpec(init.func, float(values[0]), float(values[1]), int(args["seed"]))
+
+
+def _learner(item: ast.LearnerItem | None, ctx: CheckContext,
+             decl: ast.Decl) -> LearnerSpec | None:
+    if item is None:
+        _missing(ctx, decl, "learner", "learner adam(lr: 0.001)")
+        return None
+    call = item.call
+    spec = LEARNERS.get(call.func)
+    if spec is None:
+        ctx.unknown("learner", call.func, call.func_span, LEARNERS)
+        return None
+    args = A.bind(ctx, call, spec)
+    if args is None:
+        return None
+    return LearnerSpec(call.func, tuple((k, float(v)) for k, v in args.items()))
+
+
+def _model(fns: dict[str, ast.FnItem], loss: ast.LossItem | None, specs: list[ParamSpec],
+           params: list[ast.ParamItem], data: DataSpec | None, ctx: CheckContext,
+           decl: ast.Decl) -> tuple[object, int, str] | None:
+    model = fns.get("model")
+    if model is None:
+        _missing(ctx, decl, "fn model", "fn model(x: f32[B, 4]) -> f32[B, 3] { ... }")
+        return None
+    if loss is None:
+        _missing(ctx, decl, "loss", "loss softmax_cross_entropy(model(x), y)")
+        return None
+    b = GraphBuilder()
+    lower = ExprLowering(ctx, b, fns)
+    env: dict[str, Binding] = {}
+    by_name = {p.name: p for p in params}
+    for p in params:  # a parameter refused where declared still binds its name, poisoned
+        env[p.name] = Binding(-1, p.name_span)
+    for index, spec in enumerate(specs):
+        env[spec.name] = Binding(b.add("param", (), spec.shape, (("index", index),)),
+                                 by_name[spec.name].name_span)
+    features = data.features if data is not None else None
+    if len(model.params) != 1:
+        ctx.refuse("bad-argument", "`model` takes one argument, the examples `x: f32[B, n]`",
+                   model.name_span)
+        return None
+    xparam = model.params[0]
+    xshape = declared_shape(xparam.type)
+    if xshape is None or len(xshape) != 2 or xshape[0] != BATCH:
+        ctx.refuse("shape-mismatch", "the model's argument must be `f32[B, features]`",
+                   xparam.type.span)
+        return None
+    if features is not None and xshape[1] != features:
+        ctx.refuse("shape-mismatch",
+                   f"the model takes {xshape[1]} features but the data has {features}",
+                   xparam.type.dims[1].span)
+        return None
+    x = b.add("input_x", (), xshape)
+    env["x"] = Binding(x, xparam.name_span)
+    call = loss.call
+    if call.func not in LOSSES:
+        ctx.unknown("loss", call.func, call.func_span, LOSSES)
+        return None
+    if len(call.args) != 2 or call.kwargs:
+        ctx.refuse("bad-argument", f"`{call.func}` takes the model's output and `y`", call.span)
+        return None
+    pred_e, label_e = call.args
+    if not (isinstance(label_e, ast.Name) and label_e.id == "y"):
+        ctx.refuse("bad-argument", f"the second argument of `{call.func}` is the labels `y`",
+                   label_e.span)
+        return None
+    if not (isinstance(pred_e, ast.Call) and pred_e.func == "model"):
+        ctx.refuse("bad-argument", "the loss is taken of `model(x)`", pred_e.span)
+        return None
+    out = lower.inline(model, pred_e, {**env, "x": Binding(x, xparam.name_span)})
+    if out is None:
+        return None
+    ctx.types[pred_e.span] = b.shape(out)
+    oshape = b.shape(out)
+    if data is not None:
+        want_kind = "class" if call.func == "softmax_cross_entropy" else "regression"
+        if data.label_kind != want_kind:
+            ctx.refuse("type-mismatch",
+                       f"`{call.func}` needs {'class labels' if want_kind == 'class' else 'regression targets'}"
+                       f" but the data has {'classes' if data.label_kind == 'class' else 'targets'}",
+                       call.func_span)
+            return None
+        if oshape != (BATCH, data.outputs):
+            ctx.refuse("shape-mismatch",
+                       f"the model gives {show_shape(oshape)} but the data's labels need "
+                       f"{show_shape((BATCH, data.outputs))}", pred_e.span)
+            return None
+    return b.graph(), out, call.func

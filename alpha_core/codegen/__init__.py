@@ -1,0 +1,1 @@
+"""LLVM code generation (llvmlite): kernels for the runtime, object code per target."""

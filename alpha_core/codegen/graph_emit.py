@@ -1,0 +1,278 @@
+"""Emit the tensor graph as loops over static buffers, in the order docs/semantics.md fixes.
+
+Every intermediate tensor gets its own internal global buffer (sizes are static), so LLVM sees
+that no two alias and vectorises the innermost loops, which always run over independent
+outputs. Sums are never reassociated: each accumulates from +0.0 in index order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from llvmlite import ir
+
+from alpha_core.codegen.loops import (
+    F32,
+    I32,
+    PTR,
+    broadcast_strides,
+    for_range,
+    i64,
+    linear,
+    load,
+    nest,
+    row_major_strides,
+    entry_alloca,
+    store,
+)
+from alpha_core.ir.graph import Graph, Node, concrete, size
+from alpha_core.semantics import learners as recipes
+from alpha_core.semantics.llvm_arith import LlvmArith
+from alpha_core.semantics.mathfuncs import emit_math_functions
+
+
+def live_nodes(graph: Graph, roots: Sequence[int]) -> list[int]:
+    """The nodes the roots depend on, in graph order."""
+    need = set(roots)
+    for i in range(len(graph) - 1, -1, -1):
+        if i in need:
+            need.update(graph[i].inputs)
+    return sorted(need)
+
+
+class GraphEmitter:
+    """Emits nodes of one graph into the function under `builder`."""
+
+    def __init__(self, module: ir.Module, graph: Graph, batch: int, prefix: str) -> None:
+        self.module = module
+        self.graph = graph
+        self.batch = batch
+        self.prefix = prefix
+        self.math = emit_math_functions(module)
+        self.ptrs: dict[int, ir.Value] = {}
+        self.param_offsets: dict[int, int] = {}
+
+    def shape(self, i: int) -> tuple[int, ...]:
+        return concrete(self.graph[i].shape, self.batch)
+
+    def buffer(self, i: int) -> ir.Value:
+        if i not in self.ptrs:
+            n = max(1, size(self.shape(i)))
+            g = ir.GlobalVariable(self.module, ir.ArrayType(F32, n), f"{self.prefix}.t{i}")
+            g.linkage = "internal"
+            g.initializer = ir.Constant(ir.ArrayType(F32, n), None)
+            g.align = 64
+            node = self.graph[i]
+            if node.op == "const":  # a constant global: every load of it folds away
+                g.initializer = ir.Constant(ir.ArrayType(F32, 1), [float(node.attr("value"))])
+                g.global_constant = True
+            g.type = PTR  # opaque: loads and stores name their own element type
+            self.ptrs[i] = g
+        return self.ptrs[i]
+
+    def emit(self, b: ir.IRBuilder, roots: Sequence[int], bound: dict[int, ir.Value]) -> None:
+        """Emit every live node not in `bound` (params, inputs, labels bound to pointers)."""
+        self.ptrs.update(bound)
+        A = LlvmArith(b)
+        for i in live_nodes(self.graph, roots):
+            node = self.graph[i]
+            if i in bound or node.op in ("param", "input_x", "label_class", "label_reg"):
+                if i not in self.ptrs:
+                    raise AssertionError(f"{node.op} %{i} is not bound")
+                continue
+            self._emit(b, A, i, node)
+
+    def _in(self, node: Node, k: int) -> ir.Value:
+        return self.ptrs[node.inputs[k]]
+
+    def _emit(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node) -> None:
+        out = self.buffer(i)
+        shape = self.shape(i)
+        op = node.op
+        if op == "const":
+            pass  # initialised at its definition
+        elif op == "zeros":
+            self._fill(b, out, size(shape))
+        elif op in ("add", "sub", "mul", "div"):
+            sa, sc = self.shape(node.inputs[0]), self.shape(node.inputs[1])
+            st_a, st_c = broadcast_strides(sa, shape), broadcast_strides(sc, shape)
+            st_o = row_major_strides(shape)
+            a, c = self._in(node, 0), self._in(node, 1)
+            fn = {"add": A.add, "sub": A.sub, "mul": A.mul, "div": A.div}[op]
+
+            def body(idx: list[ir.Value]) -> None:
+                va = load(b, a, linear(b, idx, st_a))
+                vc = load(b, c, linear(b, idx, st_c))
+                store(b, fn(va, vc), out, linear(b, idx, st_o))
+
+            nest(b, shape, body)
+        elif op in ("neg", "relu", "tanh", "sigmoid", "exp", "log"):
+            a = self._in(node, 0)
+
+            def unary(v: ir.Value) -> ir.Value:
+                if op == "neg":
+                    return A.neg(v)
+                if op == "relu":
+                    return recipes.relu(A, v)
+                return b.call(self.math[op], [v])
+
+            for_range(b, size(shape), lambda j: store(b, unary(load(b, a, j)), out, j))
+        elif op in ("relu_grad", "tanh_grad", "sigmoid_grad"):
+            x, d = self._in(node, 0), self._in(node, 1)
+            rec = {"relu_grad": recipes.relu_grad, "tanh_grad": recipes.tanh_grad,
+                   "sigmoid_grad": recipes.sigmoid_grad}[op]
+            for_range(b, size(shape),
+                      lambda j: store(b, rec(A, load(b, x, j), load(b, d, j)), out, j))
+        elif op == "matmul":
+            self._matmul(b, A, node, out)
+        elif op == "transpose":
+            (m, n) = self.shape(node.inputs[0])
+            a = self._in(node, 0)
+            nest(b, (m, n), lambda idx: store(
+                b, load(b, a, linear(b, idx, (n, 1))), out, linear(b, idx, (1, m))))
+        elif op in ("sum", "mean", "reduce_to"):
+            self._reduce(b, A, i, node, out)
+        elif op == "broadcast":
+            self._broadcast(b, node, out, shape)
+        elif op in ("xent", "xent_grad"):
+            self._xent(b, A, node, out, grad=op == "xent_grad")
+        elif op in ("mse", "mse_grad"):
+            self._mse(b, A, node, out, grad=op == "mse_grad")
+        else:
+            raise AssertionError(f"no code for {op}")
+
+    def _fill(self, b: ir.IRBuilder, out: ir.Value, n: int) -> None:
+        for_range(b, n, lambda j: store(b, ir.Constant(F32, 0.0), out, j))
+
+    def _matmul(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value) -> None:
+        """out[m, n] = Σ_k a[m, k] * c[k, n], k ascending from +0.0; n innermost."""
+        (m, k), (_, n) = self.shape(node.inputs[0]), self.shape(node.inputs[1])
+        a, c = self._in(node, 0), self._in(node, 1)
+
+        def row(mi: ir.Value) -> None:
+            base = b.mul(mi, i64(n))
+            for_range(b, n, lambda ni: store(b, ir.Constant(F32, 0.0), out, b.add(base, ni)),
+                      "z")
+
+            def inner(ki: ir.Value) -> None:
+                av = load(b, a, b.add(b.mul(mi, i64(k)), ki))
+                cb = b.mul(ki, i64(n))
+
+                def col(ni: ir.Value) -> None:
+                    o = b.add(base, ni)
+                    acc = load(b, out, o)
+                    store(b, A.add(acc, A.mul(av, load(b, c, b.add(cb, ni)))), out, o)
+
+                for_range(b, n, col, "n")
+
+            for_range(b, k, inner, "k")
+
+        for_range(b, m, row, "m")
+
+    def _reduce(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node,
+                out: ir.Value) -> None:
+        """Add the input into the output in row-major input order, from +0.0."""
+        src_shape = self.shape(node.inputs[0])
+        out_shape = self.shape(i)
+        src = self._in(node, 0)
+        self._fill(b, out, max(1, size(out_shape)))
+        if node.op == "reduce_to":
+            strides = broadcast_strides(out_shape, src_shape)
+        else:
+            axis = node.attr("axis")
+            if axis is None:
+                strides = [0] * len(src_shape)
+            else:
+                assert isinstance(axis, int)
+                own = row_major_strides(out_shape)
+                strides = own[:axis] + [0] + own[axis:]
+        st_src = row_major_strides(src_shape)
+
+        def body(idx: list[ir.Value]) -> None:
+            o = linear(b, idx, strides)
+            store(b, A.add(load(b, out, o), load(b, src, linear(b, idx, st_src))), out, o)
+
+        nest(b, src_shape, body)
+        if node.op == "mean":
+            axis = node.attr("axis")
+            count = size(src_shape) if axis is None else src_shape[axis]  # type: ignore[index]
+            n = A.const(float(count))
+            for_range(b, max(1, size(out_shape)),
+                      lambda j: store(b, A.div(load(b, out, j), n), out, j))
+
+    def _broadcast(self, b: ir.IRBuilder, node: Node, out: ir.Value,
+                   shape: tuple[int, ...]) -> None:
+        src = self._in(node, 0)
+        axis = node.attr("axis")
+        if axis is None:
+            strides = [0] * len(shape)
+        else:
+            assert isinstance(axis, int)
+            own = row_major_strides(shape[:axis] + shape[axis + 1:])
+            strides = own[:axis] + [0] + own[axis:]
+        st_o = row_major_strides(shape)
+        nest(b, shape, lambda idx: store(b, load(b, src, linear(b, idx, strides)), out,
+                                         linear(b, idx, st_o)))
+
+    def _xent(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value,
+              grad: bool) -> None:
+        """Per example: m = max z; s = Σ exp(z - m); loss = log s - (z[y] - m);
+        grad = exp(z - m) / s - [j = y]."""
+        rows, classes = self.shape(node.inputs[0])
+        z, labels = self._in(node, 0), self._in(node, 1)
+        m_slot = entry_alloca(b)
+        s_slot = entry_alloca(b)
+        exp = self.math["exp"]
+
+        def example(r: ir.Value) -> None:
+            base = b.mul(r, i64(classes))
+            b.store(load(b, z, base), m_slot)
+            for_range(b, classes, lambda j: b.store(
+                A.select(A.gt(v := load(b, z, b.add(base, j)), b.load(m_slot, typ=F32)), v,
+                         b.load(m_slot, typ=F32)), m_slot), "mx")
+            m = b.load(m_slot, typ=F32)
+            b.store(A.const(0.0), s_slot)
+            for_range(b, classes, lambda j: b.store(
+                A.add(b.load(s_slot, typ=F32),
+                      b.call(exp, [A.sub(load(b, z, b.add(base, j)), m)])), s_slot), "sx")
+            s = b.load(s_slot, typ=F32)
+            y = b.sext(load(b, labels, r, I32), ir.IntType(64))
+            if not grad:
+                zy = load(b, z, b.add(base, y))
+                store(b, A.sub(b.call(self.math["log"], [s]), A.sub(zy, m)), out, r)
+                return
+
+            def cls(j: ir.Value) -> None:
+                p = A.div(b.call(exp, [A.sub(load(b, z, b.add(base, j)), m)]), s)
+                hot = b.icmp_unsigned("==", j, y)
+                store(b, A.sub(p, A.select(hot, A.const(1.0), A.const(0.0))), out,
+                      b.add(base, j))
+
+            for_range(b, classes, cls, "g")
+
+        for_range(b, rows, example, "ex")
+
+    def _mse(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value,
+             grad: bool) -> None:
+        """Per example: d = p - t; loss = (Σ d*d) / n; grad = (d + d) / n."""
+        rows, width = self.shape(node.inputs[0])
+        p, t = self._in(node, 0), self._in(node, 1)
+        n = A.const(float(width))
+        if grad:
+            for_range(b, rows * width, lambda j: store(
+                b, A.div(A.add(d := A.sub(load(b, p, j), load(b, t, j)), d), n), out, j))
+            return
+        s_slot = entry_alloca(b)
+
+        def example(r: ir.Value) -> None:
+            base = b.mul(r, i64(width))
+            b.store(A.const(0.0), s_slot)
+
+            def term(j: ir.Value) -> None:
+                d = A.sub(load(b, p, b.add(base, j)), load(b, t, b.add(base, j)))
+                b.store(A.add(b.load(s_slot, typ=F32), A.mul(d, d)), s_slot)
+
+            for_range(b, width, term, "sq")
+            store(b, A.div(b.load(s_slot, typ=F32), n), out, r)
+
+        for_range(b, rows, example, "ex")

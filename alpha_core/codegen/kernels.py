@@ -1,0 +1,156 @@
+"""The kernels one executable links: init, leaf gradient, learner update, forward.
+
+Their C signatures are declared in runtime/alpha_program.h; this module is the other side of
+that contract.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from alpha_core.autodiff.reverse import StepGraph
+from alpha_core.check.program import InitSpec, Program
+from alpha_core.codegen.graph_emit import GraphEmitter
+from alpha_core.codegen.loops import F32, I32, PTR, entry_alloca, for_range, gep, i64, load, store
+from alpha_core.ir.graph import Graph
+from alpha_core.semantics import learners
+from alpha_core.semantics.llvm_arith import LlvmArith
+
+
+def _function(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type],
+              names: list[str]) -> tuple[ir.Function, ir.IRBuilder]:
+    fn = ir.Function(module, ir.FunctionType(ret, args), name=name)
+    fn.attributes.add("nounwind")
+    for arg, arg_name in zip(fn.args, names, strict=True):
+        arg.name = arg_name
+        if isinstance(arg.type, ir.PointerType):
+            arg.add_attribute("noalias")
+    return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+
+
+def _bind_params(b: ir.IRBuilder, graph: Graph, program: Program,
+                 params: ir.Value) -> dict[int, ir.Value]:
+    bound: dict[int, ir.Value] = {}
+    for i, node in enumerate(graph.nodes):
+        if node.op == "param":
+            index = node.attr("index")
+            assert isinstance(index, int)
+            bound[i] = gep(b, params, i64(program.params[index].offset))
+    return bound
+
+
+def _bind_inputs(graph: Graph, x: ir.Value, ycls: ir.Value | None,
+                 yreg: ir.Value | None) -> dict[int, ir.Value]:
+    bound: dict[int, ir.Value] = {}
+    for i, node in enumerate(graph.nodes):
+        if node.op == "input_x":
+            bound[i] = x
+        elif node.op == "label_class" and ycls is not None:
+            bound[i] = ycls
+        elif node.op == "label_reg" and yreg is not None:
+            bound[i] = yreg
+    return bound
+
+
+def _copy(b: ir.IRBuilder, src: ir.Value, dst: ir.Value, dst_offset: int, n: int) -> None:
+    for_range(b, n, lambda j: store(b, load(b, src, j), dst, b.add(j, i64(dst_offset))), "cp")
+
+
+def emit_leaf_grad(module: ir.Module, program: Program, step: StepGraph) -> None:
+    fn, b = _function(module, "alpha_leaf_grad", F32, [PTR] * 5,
+                      ["params", "x", "y_class", "y_reg", "grad"])
+    params, x, ycls, yreg, grad = fn.args
+    em = GraphEmitter(module, step.graph, program.leaf_size, "step")
+    bound = _bind_params(b, step.graph, program, params)
+    bound.update(_bind_inputs(step.graph, x, ycls, yreg))
+    em.emit(b, [step.loss_sum, *step.grads], bound)
+    for spec, g in zip(program.params, step.grads, strict=True):
+        _copy(b, em.ptrs[g], grad, spec.offset, spec.count)
+    b.ret(load(b, em.ptrs[step.loss_sum], i64(0)))
+
+
+def emit_forward(module: ir.Module, program: Program) -> None:
+    fn, b = _function(module, "alpha_forward", ir.VoidType(), [PTR] * 3,
+                      ["params", "x", "out"])
+    params, x, out = fn.args
+    em = GraphEmitter(module, program.model, program.leaf_size, "fwd")
+    bound = _bind_params(b, program.model, program, params)
+    bound.update(_bind_inputs(program.model, x, None, None))
+    em.emit(b, [program.output], bound)
+    _copy(b, em.ptrs[program.output], out, 0, program.leaf_size * program.data.outputs)
+    b.ret_void()
+
+
+def emit_apply(module: ir.Module, program: Program) -> None:
+    fn, b = _function(module, "alpha_apply", ir.VoidType(), [PTR, PTR, PTR, I32],
+                      ["params", "state", "grad_sum", "step"])
+    params, state, gsum, step_index = fn.args
+    A = LlvmArith(b)
+    n = program.n_params
+    learner = program.learner
+    hyper = dict(learner.hyper)
+    powers: tuple[ir.Value, ir.Value] | None = None
+    if learner.kind == "adam":
+        first = b.icmp_unsigned("==", step_index, ir.Constant(I32, 0))
+        b1t, b2t = learners.adam_powers(A, first, load(b, state, i64(2 * n)),
+                                        load(b, state, i64(2 * n + 1)), hyper["beta1"],
+                                        hyper["beta2"])
+        store(b, b1t, state, i64(2 * n))
+        store(b, b2t, state, i64(2 * n + 1))
+        # keep the powers in registers across the loop
+        s1, s2 = entry_alloca(b), entry_alloca(b)
+        b.store(b1t, s1)
+        b.store(b2t, s2)
+        powers = (s1, s2)
+
+    def element(j: ir.Value) -> None:
+        p = load(b, params, j)
+        g = learners.mean_gradient(A, load(b, gsum, j), program.batch)
+        if learner.kind == "sgd":
+            store(b, learners.sgd(A, p, g, hyper["lr"]), params, j)
+        elif learner.kind == "momentum":
+            vj = b.add(j, i64(0))
+            p2, v2 = learners.momentum(A, p, load(b, state, vj), g, hyper["lr"], hyper["mu"])
+            store(b, p2, params, j)
+            store(b, v2, state, vj)
+        else:
+            assert powers is not None
+            mj, vj = j, b.add(j, i64(n))
+            p2, m2, v2 = learners.adam(
+                A, p, load(b, state, mj), load(b, state, vj), g,
+                b.load(powers[0], typ=F32), b.load(powers[1], typ=F32), hyper["lr"],
+                hyper["beta1"], hyper["beta2"], hyper["eps"])
+            store(b, p2, params, j)
+            store(b, m2, state, mj)
+            store(b, v2, state, vj)
+
+    for_range(b, n, element, "p")
+    b.ret_void()
+
+
+def emit_init(module: ir.Module, program: Program) -> None:
+    from alpha_core.semantics import rng
+
+    fn, b = _function(module, "alpha_init_params", ir.VoidType(), [PTR], ["params"])
+    (params,) = fn.args
+    for spec in program.params:
+        base = gep(b, params, i64(spec.offset))
+        rng.emit_init(b, *init_arguments(spec.init), base, spec.count)
+    b.ret_void()
+
+
+def init_arguments(init: InitSpec) -> tuple[str, tuple[float, ...], int]:
+    """(kind, parameters, seed) of semantics.rng for a declared initialiser."""
+    if init.kind == "zeros":
+        return "constant", (0.0,), 0
+    return init.kind, (init.a, init.b), init.seed
+
+
+def build_kernels(program: Program, step: StepGraph, triple: str) -> ir.Module:
+    module = ir.Module(name=f"alpha.{program.name}")
+    module.triple = triple
+    emit_init(module, program)
+    emit_leaf_grad(module, program, step)
+    emit_apply(module, program)
+    emit_forward(module, program)
+    return module

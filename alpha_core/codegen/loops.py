@@ -1,0 +1,103 @@
+"""Counted loop nests in LLVM IR, and typed access to float buffers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from llvmlite import ir
+
+F32 = ir.FloatType()
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+PTR = ir.PointerType()
+
+
+def i64(n: int) -> ir.Constant:
+    return ir.Constant(I64, n)
+
+
+def for_range(b: ir.IRBuilder, n: int, body: Callable[[ir.Value], None],
+              name: str = "i") -> None:
+    """for (i = 0; i < n; i++) body(i), with i an i64."""
+    if n <= 0:
+        return
+    fn = b.function
+    pre = b.block
+    head = fn.append_basic_block(f"{name}.head")
+    loop = fn.append_basic_block(f"{name}.body")
+    done = fn.append_basic_block(f"{name}.done")
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I64, name)
+    i.add_incoming(i64(0), pre)
+    b.cbranch(b.icmp_unsigned("<", i, i64(n)), loop, done)
+    b.position_at_end(loop)
+    body(i)
+    nxt = b.add(i, i64(1), flags=["nuw", "nsw"])
+    i.add_incoming(nxt, b.block)
+    b.branch(head)
+    b.position_at_end(done)
+
+
+def nest(b: ir.IRBuilder, dims: Sequence[int],
+         body: Callable[[list[ir.Value]], None]) -> None:
+    """Row-major loop nest over `dims`: the last index varies fastest."""
+
+    def level(k: int, idx: list[ir.Value]) -> None:
+        if k == len(dims):
+            body(idx)
+            return
+        for_range(b, dims[k], lambda i: level(k + 1, idx + [i]), name=f"d{k}")
+
+    level(0, [])
+
+
+def linear(b: ir.IRBuilder, idx: Sequence[ir.Value], strides: Sequence[int]) -> ir.Value:
+    """Σ idx[k] * strides[k] (strides of 0 skip a broadcast axis)."""
+    off: ir.Value = i64(0)
+    for i, s in zip(idx, strides, strict=True):
+        if s == 0:
+            continue
+        term = i if s == 1 else b.mul(i, i64(s), flags=["nuw", "nsw"])
+        off = term if isinstance(off, ir.Constant) and off.constant == 0 else b.add(
+            off, term, flags=["nuw", "nsw"])
+    return off
+
+
+def row_major_strides(shape: Sequence[int]) -> list[int]:
+    strides = [0] * len(shape)
+    acc = 1
+    for k in range(len(shape) - 1, -1, -1):
+        strides[k] = acc
+        acc *= shape[k]
+    return strides
+
+
+def broadcast_strides(shape: Sequence[int], out: Sequence[int]) -> list[int]:
+    """Strides for reading a `shape` tensor at `out` indices, NumPy broadcasting rules."""
+    own = row_major_strides(shape)
+    strides = [0] * len(out)
+    for k in range(1, len(shape) + 1):
+        strides[-k] = 0 if shape[-k] == 1 and out[-k] != 1 else own[-k]
+    return strides
+
+
+def gep(b: ir.IRBuilder, base: ir.Value, offset: ir.Value, ty: ir.Type = F32) -> ir.Value:
+    return b.gep(base, [offset], inbounds=True, source_etype=ty)
+
+
+def load(b: ir.IRBuilder, base: ir.Value, offset: ir.Value, ty: ir.Type = F32) -> ir.Value:
+    return b.load(gep(b, base, offset, ty), typ=ty)
+
+
+def store(b: ir.IRBuilder, value: ir.Value, base: ir.Value, offset: ir.Value) -> None:
+    b.store(value, gep(b, base, offset, value.type))
+
+
+def entry_alloca(b: ir.IRBuilder, ty: ir.Type = F32) -> ir.Value:
+    """A stack slot in the entry block, where mem2reg can promote it to a register."""
+    here = b.block
+    b.position_at_start(b.function.entry_basic_block)
+    slot = b.alloca(ty)
+    b.position_at_end(here)
+    return slot

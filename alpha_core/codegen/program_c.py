@@ -1,0 +1,77 @@
+"""The generated `program.c`: the constant ALPHA_PROGRAM that describes one system to the runtime."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from alpha_core.check.program import Program
+from alpha_core.data import synthetic
+
+
+def _c_string(s: str) -> str:
+    out = []
+    for ch in s:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif 32 <= ord(ch) < 127:
+            out.append(ch)
+        else:
+            out.extend(f"\\{b:03o}" for b in ch.encode())
+    return '"' + "".join(out) + '"'
+
+
+def _floats(name: str, values: np.ndarray) -> str:
+    """A float array spelled with hex literals, so the bits survive the C compiler exactly."""
+    flat = np.ascontiguousarray(values, dtype=np.float32).ravel()
+    lines = []
+    for start in range(0, len(flat), 6):
+        chunk = flat[start:start + 6]
+        lines.append("    " + ", ".join(float(v).hex() + "f" for v in chunk) + ",")
+    body = "\n".join(lines) if lines else "    0"
+    return f"static const float {name}[{max(1, len(flat))}] = {{\n{body}\n}};\n"
+
+
+def program_c(program: Program, data_path: str | None) -> str:
+    d = program.data
+    parts = ['#include "alpha_program.h"\n', "#include <stddef.h>\n\n"]
+    if d.kind == "synthetic":
+        x, y = synthetic.generate(d)
+        parts.append(_floats("embedded_x", x))
+        parts.append(_floats("embedded_y", y))
+        x_ref, y_ref, kind = "embedded_x", "embedded_y", "ALPHA_DATA_EMBEDDED"
+    else:
+        x_ref, y_ref, kind = "NULL", "NULL", "ALPHA_DATA_CSV"
+    parts.append("static const struct alpha_tensor tensors[] = {\n")
+    for p in program.params:
+        parts.append(f"    {{{_c_string(p.name)}, {p.offset}u, {p.count}u}},\n")
+    parts.append("};\n\n")
+    path = data_path if data_path is not None else (d.path or "")
+    fields = {
+        "system": _c_string(program.name),
+        "identity": _c_string(program.identity()),
+        "n_params": f"{program.n_params}u",
+        "n_state": f"{program.n_state}u",
+        "batch": f"{program.batch}u",
+        "leaves": f"{program.leaves}u",
+        "leaf_size": f"{program.leaf_size}u",
+        "steps": f"{program.steps}u",
+        "features": f"{d.features}u",
+        "outputs": f"{d.outputs}u",
+        "label_kind": "ALPHA_LABEL_CLASS" if d.label_kind == "class" else
+        "ALPHA_LABEL_REGRESSION",
+        "shuffle": "1u" if program.shuffle_seed is not None else "0u",
+        "shuffle_seed": f"{program.shuffle_seed or 0}u",
+        "data_kind": kind,
+        "data_path": _c_string(path),
+        "data_sha256": _c_string(d.sha256),
+        "rows": f"{d.rows}u",
+        "holdout": f"{d.holdout}u",
+        "embedded_x": x_ref,
+        "embedded_y": y_ref,
+        "n_tensors": f"{len(program.params)}u",
+        "tensors": "tensors",
+    }
+    parts.append("const struct alpha_program ALPHA_PROGRAM = {\n")
+    parts.extend(f"    .{k} = {v},\n" for k, v in fields.items())
+    parts.append("};\n")
+    return "".join(parts)

@@ -1,0 +1,54 @@
+"""Plain-text rendering of diagnostics, rustc style: the name, the message, the source excerpt.
+
+The CLI colours this text; golden tests compare it as it is.
+"""
+
+from __future__ import annotations
+
+from alpha_core.diagnostics.diagnostic import Diagnostic
+from alpha_core.syntax.span import LineIndex, Span
+
+
+def _excerpt(index: LineIndex, span: Span, label: str, width: int) -> list[str]:
+    start = index.position(span.start)
+    end = index.position(max(span.start, span.end - 1))
+    line = index.line_text(start.line).expandtabs(1)
+    underline_end = end.column + 1 if end.line == start.line else len(line)
+    carets = "^" * max(1, underline_end - start.column)
+    number = str(start.line + 1).rjust(width)
+    pad = " " * width
+    return [f"{number} | {line}",
+            f"{pad} | {' ' * start.column}{carets}{(' ' + label) if label else ''}"]
+
+
+def render(d: Diagnostic, text: str, path: str) -> str:
+    index = LineIndex(text)
+    lines = [f"{d.severity}[{d.name}]: {d.message}"]
+    spans = [s for s in [d.span, *(r.span for r in d.related)] if s is not None]
+    width = max((len(str(index.position(s.start).line + 1)) for s in spans), default=1)
+    pad = " " * width
+    if d.span is not None:
+        pos = index.position(d.span.start)
+        lines.append(f"{pad}--> {path}:{pos.line + 1}:{pos.column + 1}")
+        lines.append(f"{pad} |")
+        lines += _excerpt(index, d.span, "", width)
+    for r in d.related:
+        pos = index.position(r.span.start)
+        lines.append(f"{pad} ::: {path}:{pos.line + 1}:{pos.column + 1}")
+        lines += _excerpt(index, r.span, r.message, width)
+    for note in d.notes:
+        lines.append(f"{pad} = note: {note}")
+    if d.help:
+        lines.append(f"{pad} = help: {d.help}")
+    lines.append(f"{pad} = explain: alpha explain {d.name}")
+    return "\n".join(lines)
+
+
+def span_json(span: Span | None, text: str) -> dict[str, int] | None:
+    """A span for machine-readable output: offsets and 1-based line and column."""
+    if span is None:
+        return None
+    index = LineIndex(text)
+    a, b = index.position(span.start), index.position(span.end)
+    return {"start": span.start, "end": span.end, "line": a.line + 1, "column": a.column + 1,
+            "end_line": b.line + 1, "end_column": b.column + 1}

@@ -1,0 +1,94 @@
+"""The tensor graph: a straight-line list of operations on statically shaped float32 tensors.
+
+A shape may start with BATCH, the examples of one leaf. Every operation's order of evaluation is
+part of its meaning (docs/semantics.md): a reduction adds its inputs from +0.0 in row-major
+index order; a matmul adds over its inner index in order; nothing is fused or reassociated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+BATCH = -1
+
+Shape = tuple[int, ...]
+
+ELEMENTWISE_BINARY = ("add", "sub", "mul", "div")
+ELEMENTWISE_UNARY = ("neg", "relu", "tanh", "sigmoid", "exp", "log")
+
+
+@dataclass(frozen=True)
+class Node:
+    """One operation. `attrs` holds op-specific constants (value, axis, index, shape)."""
+
+    op: str
+    inputs: tuple[int, ...]
+    shape: Shape
+    attrs: tuple[tuple[str, object], ...] = ()
+
+    def attr(self, name: str) -> object:
+        for k, v in self.attrs:
+            if k == name:
+                return v
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Graph:
+    nodes: tuple[Node, ...]
+
+    def __getitem__(self, i: int) -> Node:
+        return self.nodes[i]
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+
+@dataclass
+class GraphBuilder:
+    """Appends nodes, sharing identical ones (a parameter read twice is one node)."""
+
+    nodes: list[Node] = field(default_factory=list)
+    _index: dict[Node, int] = field(default_factory=dict)
+
+    def add(self, op: str, inputs: tuple[int, ...], shape: Shape,
+            attrs: tuple[tuple[str, object], ...] = ()) -> int:
+        node = Node(op, inputs, shape, attrs)
+        found = self._index.get(node)
+        if found is not None:
+            return found
+        self.nodes.append(node)
+        self._index[node] = len(self.nodes) - 1
+        return len(self.nodes) - 1
+
+    def shape(self, i: int) -> Shape:
+        return self.nodes[i].shape
+
+    def graph(self) -> Graph:
+        return Graph(tuple(self.nodes))
+
+
+def broadcast_shapes(a: Shape, b: Shape) -> Shape | None:
+    """NumPy broadcasting over trailing dimensions; None when the shapes do not fit."""
+    out: list[int] = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        da = a[-i] if i <= len(a) else 1
+        db = b[-i] if i <= len(b) else 1
+        if da == db or db == 1:
+            out.append(da)
+        elif da == 1:
+            out.append(db)
+        else:
+            return None
+    return tuple(reversed(out))
+
+
+def concrete(shape: Shape, batch: int) -> Shape:
+    return tuple(batch if d == BATCH else d for d in shape)
+
+
+def size(shape: Shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n

@@ -1,0 +1,69 @@
+"""The local deployment tool: start built executables and read their JSON-lines events.
+
+It decides nothing about what is computed; it starts processes and reports what they say.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass
+class RoleOutcome:
+    role: str
+    exit_code: int
+    refusal: str | None = None
+    message: str | None = None
+    done: dict[str, object] | None = None
+    stderr: str = ""
+    events: list[dict[str, object]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        done = self.done or {}
+        return {
+            "role": self.role,
+            "exit_code": self.exit_code,
+            "refusal": self.refusal,
+            "message": self.message,
+            "params_sha256": done.get("params_sha256"),
+            "final_loss": done.get("final_loss"),
+            "holdout_accuracy": done.get("holdout_accuracy"),
+            "holdout_mse": done.get("holdout_mse"),
+            "params_file": done.get("params_file"),
+        }
+
+
+def run_role(role: str, command: Sequence[str],
+             on_event: Callable[[str, dict[str, object]], None] | None = None,
+             keep_events: bool = False) -> RoleOutcome:
+    """Run one executable to its end, passing each event to `on_event` as it arrives."""
+    proc = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    outcome = RoleOutcome(role, -1)
+    assert proc.stdout is not None and proc.stderr is not None
+    for line in proc.stdout:
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        if keep_events:
+            outcome.events.append(event)
+        kind = event.get("event")
+        if kind == "refused":
+            outcome.refusal = str(event.get("name"))
+            outcome.message = str(event.get("message"))
+        elif kind == "done":
+            outcome.done = event
+        if on_event is not None:
+            on_event(role, event)
+    outcome.stderr = proc.stderr.read()
+    outcome.exit_code = proc.wait()
+    if outcome.exit_code != 0 and outcome.refusal is None:
+        outcome.refusal = "role-crashed"
+        outcome.message = f"{role} exited with status {outcome.exit_code} and no named refusal"
+    return outcome

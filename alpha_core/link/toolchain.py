@@ -1,0 +1,165 @@
+"""The native toolchain: `zig cc` from the ziglang package, and the C runtime compiled once per
+target into a content-addressed object cache."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+TARGETS = ("x86_64-linux-musl", "aarch64-linux-musl")
+
+# Every C file of an executable is compiled with these: no contraction into FMA (it changes the
+# bits), no fast-math, and nothing that depends on where the sources live.
+C_FLAGS = (
+    "-std=c11",
+    "-O2",
+    "-ffp-contract=off",
+    "-fno-fast-math",
+    "-ffunction-sections",
+    "-fdata-sections",
+    "-Wall",
+    "-Wextra",
+)
+
+# Bump when the way objects are built changes in a way the key below cannot see.
+_CACHE_VERSION = b"alpha-runtime-object-1"
+
+
+class LinkError(Exception):
+    """A toolchain failure, carrying the refusal name the caller reports (`link-failed`)."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f"{name}: {message}")
+        self.name = name
+        self.message = message
+
+
+def _failed(message: str) -> LinkError:
+    return LinkError("link-failed", message)
+
+
+def zig_command() -> list[str]:
+    """The command that runs zig: the ziglang package of this interpreter."""
+    if importlib.util.find_spec("ziglang") is None:
+        raise _failed(f"the ziglang package is not installed for {sys.executable}")
+    return [sys.executable, "-m", "ziglang"]
+
+
+def zig_version() -> str:
+    try:
+        return importlib.metadata.version("ziglang")
+    except importlib.metadata.PackageNotFoundError as error:
+        raise _failed(f"the ziglang package is not installed for {sys.executable}") from error
+
+
+def cache_root() -> Path:
+    """$ALPHA_CACHE_DIR, or ~/.cache/alpha."""
+    configured = os.environ.get("ALPHA_CACHE_DIR")
+    return Path(configured) if configured else Path.home() / ".cache" / "alpha"
+
+
+def zig_environment() -> dict[str, str]:
+    # zig builds musl into its cache on first use of a target (about a minute): keep that in a
+    # cache the project controls, and keep zig's local cache out of the working folder.
+    zig_cache = str(cache_root() / "zig")
+    return {**os.environ, "ZIG_GLOBAL_CACHE_DIR": zig_cache, "ZIG_LOCAL_CACHE_DIR": zig_cache}
+
+
+def runtime_dir() -> Path:
+    """The C runtime's sources: `runtime/` beside the `alpha_core` package."""
+    folder = Path(__file__).resolve().parents[2] / "runtime"
+    if not (folder / "alpha_program.h").is_file():
+        raise _failed(f"the C runtime is missing: no {folder / 'alpha_program.h'}")
+    return folder
+
+
+def check_target(target: str) -> None:
+    if target not in TARGETS:
+        raise _failed(f"unsupported target {target}; supported: {', '.join(TARGETS)}")
+
+
+def run_zig(arguments: Sequence[str], cwd: Path) -> None:
+    """Runs `zig ARGUMENTS` in cwd; a failure becomes a LinkError quoting zig's own words."""
+    command = [*zig_command(), *arguments]
+    try:
+        done = subprocess.run(
+            command, cwd=cwd, env=zig_environment(), capture_output=True, text=True, check=False
+        )
+    except OSError as error:
+        raise _failed(f"cannot run zig: {error}") from error
+    if done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip()[-4000:]
+        raise _failed(f"zig {' '.join(arguments[:3])} ... exited with {done.returncode}: {detail}")
+
+
+def compile_c(
+    target: str,
+    source: str,
+    out: Path,
+    *,
+    cwd: Path,
+    include_dirs: Sequence[Path] = (),
+    extra_flags: Sequence[str] = (),
+) -> None:
+    """Compiles cwd/source (a name relative to cwd, so no absolute path reaches the object) to
+    the object file out."""
+    check_target(target)
+    flags = [*C_FLAGS, *extra_flags, f"-ffile-prefix-map={cwd}=."]
+    for folder in include_dirs:
+        flags += [f"-I{folder}", f"-ffile-prefix-map={folder}=runtime"]
+    run_zig(["cc", "-target", target, *flags, "-c", source, "-o", str(out)], cwd=cwd)
+
+
+def _object_key(target: str, source: Path, headers: Sequence[Path]) -> str:
+    digest = hashlib.sha256()
+
+    def part(data: bytes) -> None:
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+
+    part(_CACHE_VERSION)
+    part(zig_version().encode())
+    part(target.encode())
+    part("\0".join(C_FLAGS).encode())
+    part(source.name.encode())
+    part(source.read_bytes())
+    for header in headers:
+        part(header.name.encode())
+        part(header.read_bytes())
+    return digest.hexdigest()
+
+
+def runtime_objects(target: str) -> list[Path]:
+    """The runtime's objects for target, compiled on first use and cached by the SHA-256 of
+    (source, every header, target, flags, zig version)."""
+    check_target(target)
+    folder = runtime_dir()
+    sources = sorted(folder.glob("*.c"))
+    headers = sorted(folder.glob("*.h"))
+    cache = cache_root() / "runtime" / target
+    cache.mkdir(parents=True, exist_ok=True)
+    objects = [cache / f"{s.stem}-{_object_key(target, s, headers)[:32]}.o" for s in sources]
+
+    def build(source: Path, obj: Path) -> None:
+        # Compile beside the final name, then rename: concurrent builds never see half a file.
+        handle, staged = tempfile.mkstemp(prefix=f".{obj.name}.", dir=cache)
+        os.close(handle)
+        try:
+            compile_c(target, source.name, Path(staged), cwd=folder)
+            os.replace(staged, obj)
+        finally:
+            Path(staged).unlink(missing_ok=True)
+
+    missing = [(s, o) for s, o in zip(sources, objects, strict=True) if not o.exists()]
+    with ThreadPoolExecutor(max_workers=max(1, min(len(missing), os.cpu_count() or 1))) as pool:
+        for future in [pool.submit(build, s, o) for s, o in missing]:
+            future.result()
+    return objects

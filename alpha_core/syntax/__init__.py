@@ -1,0 +1,1 @@
+"""Source text to syntax trees: cutting a file into pieces, parsing each, and the tree types."""

@@ -1,0 +1,206 @@
+"""The syntax tree: frozen nodes, each with the span of the text it came from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from alpha_core.syntax.span import Span
+
+# ---- expressions ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Number:
+    value: float
+    text: str
+    is_int: bool
+    span: Span
+
+
+@dataclass(frozen=True)
+class String:
+    value: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Name:
+    id: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Kwarg:
+    name: str
+    name_span: Span
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class Call:
+    func: str
+    func_span: Span
+    args: tuple[Expr, ...]
+    kwargs: tuple[Kwarg, ...]
+    span: Span
+
+    def kwarg(self, name: str) -> Kwarg | None:
+        for kw in self.kwargs:
+            if kw.name == name:
+                return kw
+        return None
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: str  # one of + - * / @
+    left: Expr
+    right: Expr
+    span: Span
+    op_span: Span
+
+
+@dataclass(frozen=True)
+class Neg:
+    operand: Expr
+    span: Span
+
+
+Expr = Number | String | Name | Call | BinOp | Neg
+
+# ---- types ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dim:
+    value: int | str  # a size, or a symbolic name such as B
+    span: Span
+
+
+@dataclass(frozen=True)
+class TensorType:
+    dtype: str
+    dtype_span: Span
+    dims: tuple[Dim, ...]
+    span: Span
+
+
+# ---- system items --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DataItem:
+    name: str
+    name_span: Span
+    source: Call
+    span: Span
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    size: int
+    size_span: Span
+    leaves: int
+    leaves_span: Span
+    shuffle: Call | None
+    span: Span
+
+
+@dataclass(frozen=True)
+class ParamItem:
+    name: str
+    name_span: Span
+    type: TensorType
+    init: Name | Call
+    span: Span
+
+
+@dataclass(frozen=True)
+class FnParam:
+    name: str
+    name_span: Span
+    type: TensorType
+    span: Span
+
+
+@dataclass(frozen=True)
+class Let:
+    name: str
+    name_span: Span
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class Return:
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class FnItem:
+    name: str
+    name_span: Span
+    params: tuple[FnParam, ...]
+    result: TensorType
+    body: tuple[Let | Return, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class LossItem:
+    call: Call
+    span: Span
+
+
+@dataclass(frozen=True)
+class LearnerItem:
+    call: Call
+    span: Span
+
+
+@dataclass(frozen=True)
+class StepsItem:
+    count: int
+    count_span: Span
+    span: Span
+
+
+@dataclass(frozen=True)
+class ErrorItem:
+    """An item that did not parse; its diagnostic is reported beside the tree."""
+
+    text: str
+    span: Span
+
+
+SystemItem = DataItem | BatchItem | ParamItem | FnItem | LossItem | LearnerItem | StepsItem
+
+
+# ---- declarations --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Decl:
+    """A top-level declaration: `system NAME { ... }`, `plan NAME for S { ... }`, ...
+
+    `items` are the body's parsed items in source order; ErrorItems stand where one failed.
+    """
+
+    kind: str  # system | plan | pairing | error
+    name: str
+    name_span: Span
+    target: str | None  # the `for NAME` of a plan or pairing
+    target_span: Span | None
+    items: tuple[object, ...]
+    span: Span
+    body_span: Span
+
+
+@dataclass(frozen=True)
+class Module:
+    decls: tuple[Decl, ...] = field(default_factory=tuple)
+
+    def systems(self) -> list[Decl]:
+        return [d for d in self.decls if d.kind == "system"]

@@ -1,0 +1,291 @@
+"""Parse a source text into a Module. Parsing never fails: it returns a tree and diagnostics.
+
+The file is cut into pieces (pieces.py); each piece is parsed by the LALR grammar in
+grammars/alpha.lark with the start rule that fits it, and memoized by its text, so an edit
+re-parses only the pieces it changed. A piece that does not parse becomes an ErrorItem.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from pathlib import Path
+from typing import Any
+
+import lark
+
+from alpha_core.diagnostics import Diagnostic
+from alpha_core.syntax import ast
+from alpha_core.syntax.pieces import DeclPieces, split_decls
+from alpha_core.syntax.span import Span
+
+GRAMMAR_PATH = Path(__file__).resolve().parents[2] / "grammars" / "alpha.lark"
+ITEM_START = {"system": "system_item"}
+
+
+@functools.cache
+def _parser() -> lark.Lark:
+    return lark.Lark(
+        GRAMMAR_PATH.read_text(),
+        parser="lalr",
+        start=["header", "system_item", "start"],
+        propagate_positions=True,
+        maybe_placeholders=True,
+    )
+
+
+class _SyntaxFailure(Exception):
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+_TOKEN_WORDS = {
+    "LBRACE": "`{`", "RBRACE": "`}`", "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`",
+    "RSQB": "`]`", "COMMA": "`,`", "COLON": "`:`", "EQUAL": "`=`", "PLUS": "`+`",
+    "MINUS": "`-`", "STAR": "`*`", "SLASH": "`/`", "__ANON_0": "`->`", "NAME": "a name",
+    "INT": "an integer", "NUMBER": "a number", "STRING": "a string", "$END": "end of item",
+}
+
+
+def _describe(expected: set[str]) -> str:
+    words = sorted({_TOKEN_WORDS.get(e, f"`{e.lower()}`" if e.isupper() else e) for e in expected})
+    if len(words) > 6:
+        words = words[:6] + ["..."]
+    return ", ".join(words)
+
+
+def _syntax_diagnostic(err: lark.exceptions.LarkError, text: str, offset: int) -> Diagnostic:
+    if isinstance(err, lark.exceptions.UnexpectedToken):
+        tok = err.token
+        if tok.type == "$END":
+            pos = len(text)
+            found = "end of item"
+        else:
+            pos = tok.start_pos if tok.start_pos is not None else 0
+            found = f"`{tok.value}`"
+        message = f"expected {_describe(set(err.expected))}, found {found}"
+        span = Span(offset + pos, offset + pos + max(1, len(str(tok.value))))
+        if tok.type == "$END":
+            span = Span(offset + max(0, pos - 1), offset + pos)
+    elif isinstance(err, lark.exceptions.UnexpectedCharacters):
+        pos = err.pos_in_stream
+        message = f"unexpected character `{text[pos]}`"
+        span = Span(offset + pos, offset + pos + 1)
+    else:
+        pos = 0
+        message = "this does not parse"
+        span = Span(offset, offset + len(text))
+    return Diagnostic("syntax-error", message, span)
+
+
+@functools.lru_cache(maxsize=65536)
+def _parse_piece(text: str, start: str) -> tuple[Any, Diagnostic | None]:
+    """Parse one piece at offset 0. Memoized by text: the unit of incremental reparsing."""
+    try:
+        tree = _parser().parse(text, start=start)
+    except lark.exceptions.LarkError as err:
+        return None, _syntax_diagnostic(err, text, 0)
+    try:
+        return _Build(text).node(tree), None
+    except _SyntaxFailure as failure:
+        return None, failure.diagnostic
+
+
+def shift(node: Any, by: int) -> Any:
+    """The same tree with every span moved by `by` characters."""
+    if by == 0:
+        return node
+    if isinstance(node, Span):
+        return node.shifted(by)
+    if isinstance(node, tuple):
+        return tuple(shift(n, by) for n in node)
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        changes = {f.name: shift(getattr(node, f.name), by) for f in dataclasses.fields(node)}
+        return dataclasses.replace(node, **changes)
+    return node
+
+
+def shift_diagnostic(d: Diagnostic, by: int) -> Diagnostic:
+    return dataclasses.replace(d, span=d.span.shifted(by) if d.span else None)
+
+
+def parse(text: str) -> tuple[ast.Module, list[Diagnostic]]:
+    """Parse a whole file. Never raises on any input text."""
+    decl_pieces, strays = split_decls(text)
+    diags: list[Diagnostic] = []
+    for stray in strays:
+        diags.append(Diagnostic(
+            "syntax-error",
+            "expected `system`, `plan` or `pairing` at the start of a line",
+            Span(stray.piece.span.start, stray.piece.span.start + len(stray.piece.text.split()[0])),
+            help="declarations start at column 0 with their keyword",
+        ))
+    decls = [_parse_decl(dp, diags) for dp in decl_pieces]
+    return ast.Module(tuple(decls)), diags
+
+
+def _parse_decl(dp: DeclPieces, diags: list[Diagnostic]) -> ast.Decl:
+    header, err = _parse_piece(dp.header.text, "header")
+    if err is not None:
+        diags.append(shift_diagnostic(err, dp.header.span.start))
+        return ast.Decl("error", "", dp.header.span, None, None, (), dp.span, dp.body)
+    kind, name, name_span, target, target_span = shift(header, dp.header.span.start)
+    if dp.missing_open:
+        diags.append(Diagnostic("syntax-error", f"expected `{{` after the {kind} header",
+                                Span(dp.header.span.end, dp.header.span.end + 1)))
+    if dp.unclosed:
+        diags.append(Diagnostic("syntax-error", f"unclosed `{{` of {kind} `{name}`",
+                                Span(dp.body.start - 1, dp.body.start),
+                                help="add `}` where the body ends"))
+    items: list[object] = []
+    start = ITEM_START.get(kind)
+    for piece in dp.items:
+        if start is None:
+            items.append(ast.ErrorItem(piece.text, piece.span))
+            continue
+        item, err = _parse_piece(piece.text, start)
+        if err is not None:
+            diags.append(shift_diagnostic(err, piece.span.start))
+            items.append(ast.ErrorItem(piece.text, piece.span))
+        else:
+            items.append(shift(item, piece.span.start))
+    return ast.Decl(kind, name, name_span, target, target_span, tuple(items), dp.span, dp.body)
+
+
+def _span(meta_or_tok: Any) -> Span:
+    if isinstance(meta_or_tok, lark.Token):
+        return Span(meta_or_tok.start_pos or 0, meta_or_tok.end_pos or 0)
+    meta = meta_or_tok.meta
+    if getattr(meta, "empty", True):
+        return Span(0, 0)
+    return Span(meta.start_pos, meta.end_pos)
+
+
+class _Build:
+    """lark tree → ast nodes, spans relative to the piece."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def node(self, t: Any) -> Any:
+        if isinstance(t, lark.Token):
+            raise _SyntaxFailure(Diagnostic("syntax-error", f"unexpected `{t}`", _span(t)))
+        method = getattr(self, "_" + t.data, None)
+        if method is None:
+            raise _SyntaxFailure(Diagnostic("syntax-error", "this does not parse", _span(t)))
+        return method(t, *t.children)
+
+    # headers: (kind, name, name_span, target, target_span)
+    def _system_header(self, t: Any, name: lark.Token) -> tuple[Any, ...]:
+        return ("system", str(name), _span(name), None, None)
+
+    def _plan_header(self, t: Any, name: lark.Token, target: lark.Token) -> tuple[Any, ...]:
+        return ("plan", str(name), _span(name), str(target), _span(target))
+
+    def _pairing_header(self, t: Any, name: lark.Token, target: lark.Token) -> tuple[Any, ...]:
+        return ("pairing", str(name), _span(name), str(target), _span(target))
+
+    # system items
+    def _data_item(self, t: Any, name: lark.Token, source: Any) -> ast.DataItem:
+        return ast.DataItem(str(name), _span(name), self.node(source), _span(t))
+
+    def _batch_item(self, t: Any, size: lark.Token, leaves: lark.Token, shuffle: Any) -> Any:
+        sh = None
+        if shuffle is not None:
+            args, kwargs = self._args(shuffle.children[0])
+            sh = ast.Call("shuffle", _span(shuffle), args, kwargs, _span(shuffle))
+        return ast.BatchItem(int(size), _span(size), int(leaves), _span(leaves), sh, _span(t))
+
+    def _param_item(self, t: Any, name: lark.Token, ty: Any, init: Any) -> ast.ParamItem:
+        return ast.ParamItem(str(name), _span(name), self.node(ty), self.node(init), _span(t))
+
+    def _fn_item(self, t: Any, name: lark.Token, params: Any, result: Any, *body: Any) -> Any:
+        ps = tuple(self._fn_param(p) for p in params.children) if params is not None else ()
+        return ast.FnItem(str(name), _span(name), ps, self.node(result),
+                          tuple(self.node(s) for s in body), _span(t))
+
+    def _fn_param(self, p: Any) -> ast.FnParam:
+        name, ty = p.children
+        return ast.FnParam(str(name), _span(name), self.node(ty), _span(p))
+
+    def _let_stmt(self, t: Any, name: lark.Token, value: Any) -> ast.Let:
+        return ast.Let(str(name), _span(name), self.node(value), _span(t))
+
+    def _return_stmt(self, t: Any, value: Any) -> ast.Return:
+        return ast.Return(self.node(value), _span(t))
+
+    def _loss_item(self, t: Any, call: Any) -> ast.LossItem:
+        return ast.LossItem(self.node(call), _span(t))
+
+    def _learner_item(self, t: Any, call: Any) -> ast.LearnerItem:
+        return ast.LearnerItem(self.node(call), _span(t))
+
+    def _steps_item(self, t: Any, count: lark.Token) -> ast.StepsItem:
+        return ast.StepsItem(int(count), _span(count), _span(t))
+
+    def _tensor_type(self, t: Any, dtype: lark.Token, dims: Any) -> ast.TensorType:
+        ds = tuple(self.node(d) for d in dims.children) if dims is not None else ()
+        return ast.TensorType(str(dtype), _span(dtype), ds, _span(t))
+
+    def _dim_int(self, t: Any, tok: lark.Token) -> ast.Dim:
+        return ast.Dim(int(tok), _span(tok))
+
+    def _dim_name(self, t: Any, tok: lark.Token) -> ast.Dim:
+        return ast.Dim(str(tok), _span(tok))
+
+    # expressions
+    def _args(self, args: Any) -> tuple[tuple[ast.Expr, ...], tuple[ast.Kwarg, ...]]:
+        pos: list[ast.Expr] = []
+        kws: list[ast.Kwarg] = []
+        if args is None:
+            return (), ()
+        for a in args.children:
+            if isinstance(a, lark.Tree) and a.data == "kwarg":
+                name, value = a.children
+                kws.append(ast.Kwarg(str(name), _span(name), self.node(value), _span(a)))
+            else:
+                if kws:
+                    raise _SyntaxFailure(Diagnostic(
+                        "syntax-error", "positional argument after a keyword argument",
+                        _span(a)))
+                pos.append(self.node(a))
+        return tuple(pos), tuple(kws)
+
+    def _call(self, t: Any, func: lark.Token, args: Any) -> ast.Call:
+        pos, kws = self._args(args)
+        return ast.Call(str(func), _span(func), pos, kws, _span(t))
+
+    def _name(self, t: Any, tok: lark.Token) -> ast.Name:
+        return ast.Name(str(tok), _span(tok))
+
+    def _number(self, t: Any, tok: lark.Token) -> ast.Number:
+        text = str(tok)
+        return ast.Number(float(text), text, tok.type == "INT", _span(tok))
+
+    def _string(self, t: Any, tok: lark.Token) -> ast.String:
+        return ast.String(str(tok)[1:-1], _span(tok))
+
+    def _neg(self, t: Any, operand: Any) -> ast.Neg:
+        return ast.Neg(self.node(operand), _span(t))
+
+    def _binop(self, t: Any, op: str, left: Any, right: Any) -> ast.BinOp:
+        lnode, rnode = self.node(left), self.node(right)
+        between = self.text[lnode.span.end:rnode.span.start]
+        at = lnode.span.end + max(0, between.find(op))
+        return ast.BinOp(op, lnode, rnode, _span(t), Span(at, at + 1))
+
+    def _add(self, t: Any, a: Any, b: Any) -> ast.BinOp:
+        return self._binop(t, "+", a, b)
+
+    def _sub(self, t: Any, a: Any, b: Any) -> ast.BinOp:
+        return self._binop(t, "-", a, b)
+
+    def _mul(self, t: Any, a: Any, b: Any) -> ast.BinOp:
+        return self._binop(t, "*", a, b)
+
+    def _div(self, t: Any, a: Any, b: Any) -> ast.BinOp:
+        return self._binop(t, "/", a, b)
+
+    def _matmul(self, t: Any, a: Any, b: Any) -> ast.BinOp:
+        return self._binop(t, "@", a, b)
