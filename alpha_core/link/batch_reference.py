@@ -39,7 +39,15 @@ def permute(seed: int, epoch: int, q: int, n: int) -> int:
 
 
 def example_row(
-    *, train_rows: int, batch: int, leaf_size: int, shuffle: int, seed: int, t: int, leaf: int, i: int
+    *,
+    train_rows: int,
+    batch: int,
+    leaf_size: int,
+    shuffle: int,
+    seed: int,
+    t: int,
+    leaf: int,
+    i: int,
 ) -> int:
     """Training row of example i of leaf `leaf` in round t (0-based)."""
     g = t * batch + leaf * leaf_size + i

@@ -32,4 +32,5 @@ def tree_combine(values: Sequence[T], add: Callable[[T, T], T]) -> T:
 
 def tree_shape(leaves: int) -> object:
     """The tree as nested pairs of leaf indices, e.g. 3 -> ((0, 1), 2); for docs and tests."""
-    return tree_combine(list(range(leaves)), lambda left, right: (left, right))
+    leaf_indices: list[object] = list(range(leaves))
+    return tree_combine(leaf_indices, lambda left, right: (left, right))

@@ -1,0 +1,23 @@
+/* The data set: loaded once at start-up, its digest checked against ALPHA_PROGRAM.data_sha256
+ * before anything is parsed. */
+#ifndef ALPHA_DATA_H
+#define ALPHA_DATA_H
+
+#include <stdint.h>
+
+#include "alpha_program.h"
+
+struct dataset {
+    uint32_t rows;
+    uint32_t features;
+    uint32_t targets;          /* floats of y per row: 1 (class kind) or outputs (regression) */
+    const float *x;            /* rows * features */
+    const int32_t *y_class;    /* rows labels in [0, outputs), class kind; else NULL */
+    const float *y_reg;        /* rows * outputs targets, regression kind; else NULL */
+};
+
+/* Loads the data named by the program (path overrides data_path for the CSV kind; may be NULL).
+ * Refuses with data-missing, data-unreadable, data-digest-mismatch or data-malformed. */
+void data_load(const struct alpha_program *p, const char *path, struct dataset *out);
+
+#endif

@@ -1,0 +1,95 @@
+/* JSON-lines events. Every event is one line on stdout, flushed as soon as it is complete. */
+#include "events.h"
+
+#include <string.h>
+
+void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        default:
+            if (*p < 0x20 || *p == 0x7f)
+                fprintf(f, "\\u%04x", *p);
+            else
+                fputc(*p, f);   /* bytes >= 0x80 pass through: names and paths are UTF-8 */
+        }
+    }
+    fputc('"', f);
+}
+
+static uint32_t float_bits(float v)
+{
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    return bits;
+}
+
+static int is_finite(float v) { return ((float_bits(v) >> 23) & 0xff) != 0xff; }
+
+/* "loss":<number or null>,"loss_bits":"<hex>" — JSON has no NaN or infinity, so a non-finite
+ * value is null and only its bits say which. %.9g round-trips a float32. */
+static void loss_fields(FILE *f, const char *key, float v)
+{
+    fprintf(f, "\"%s\":", key);
+    if (is_finite(v))
+        fprintf(f, "%.9g", (double)v);
+    else
+        fputs("null", f);
+    fprintf(f, ",\"%s_bits\":\"%08x\"", key, (unsigned)float_bits(v));
+}
+
+static void metric_field(FILE *f, const char *key, double v, int present)
+{
+    fprintf(f, ",\"%s\":", key);
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    if (present && ((bits >> 52) & 0x7ff) != 0x7ff)
+        fprintf(f, "%.9g", v);
+    else
+        fputs("null", f);
+}
+
+void event_start(const struct alpha_program *p)
+{
+    fputs("{\"event\":\"start\",\"system\":", stdout);
+    json_string(stdout, p->system);
+    fputs(",\"identity\":", stdout);
+    json_string(stdout, p->identity);
+    printf(",\"params\":%llu,\"steps\":%u,\"batch\":%u,\"leaves\":%u,\"leaf_size\":%u}\n",
+           (unsigned long long)p->n_params, (unsigned)p->steps, (unsigned)p->batch,
+           (unsigned)p->leaves, (unsigned)p->leaf_size);
+    fflush(stdout);
+}
+
+void event_step(uint32_t step, float loss)
+{
+    printf("{\"event\":\"step\",\"step\":%u,", (unsigned)step);
+    loss_fields(stdout, "loss", loss);
+    fputs("}\n", stdout);
+    fflush(stdout);
+}
+
+void event_done(const struct alpha_program *p, const struct run_report *r)
+{
+    fputs("{\"event\":\"done\",\"system\":", stdout);
+    json_string(stdout, p->system);
+    printf(",\"steps\":%u,", (unsigned)r->steps);
+    if (r->steps > 0)
+        loss_fields(stdout, "final_loss", r->final_loss);
+    else
+        fputs("\"final_loss\":null,\"final_loss_bits\":null", stdout);
+    fputs(",\"params_file\":", stdout);
+    json_string(stdout, r->params_file);
+    printf(",\"params_sha256\":\"%s\",\"holdout_rows\":%u", r->params_sha256,
+           (unsigned)r->holdout_rows);
+    const char *key = p->label_kind == ALPHA_LABEL_CLASS ? "holdout_accuracy" : "holdout_mse";
+    metric_field(stdout, key, r->holdout_metric, r->holdout_rows > 0);
+    fputs("}\n", stdout);
+    fflush(stdout);
+}

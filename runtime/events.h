@@ -1,0 +1,28 @@
+/* JSON-lines events on stdout: one object per line, flushed at once, so the CLI and the TUI can
+ * follow a run. Floats appear here for reporting only; nothing printed is read back. */
+#ifndef ALPHA_EVENTS_H
+#define ALPHA_EVENTS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "alpha_program.h"
+
+/* What the done event reports. */
+struct run_report {
+    uint32_t steps;
+    float final_loss;           /* meaningful when steps > 0 */
+    const char *params_file;
+    char params_sha256[65];
+    uint32_t holdout_rows;
+    double holdout_metric;      /* accuracy (class kind) or mean squared error (regression) */
+};
+
+/* Writes s as a JSON string literal, quotes included. */
+void json_string(FILE *f, const char *s);
+
+void event_start(const struct alpha_program *p);
+void event_step(uint32_t step, float loss);
+void event_done(const struct alpha_program *p, const struct run_report *r);
+
+#endif

@@ -1,0 +1,38 @@
+/* Named refusals: the runtime's only way to stop early. */
+#include "refusal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+
+void refuse(const char *name, const char *format, ...)
+{
+    char message[1024];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(message, sizeof message, format, args);
+    va_end(args);
+
+    fputs("{\"event\":\"refused\",\"name\":", stdout);
+    json_string(stdout, name);
+    fputs(",\"message\":", stdout);
+    json_string(stdout, message);
+    fputs("}\n", stdout);
+    fflush(stdout);
+    fprintf(stderr, "error[%s]: %s\n", name, message);
+    fflush(stderr);
+    exit(strcmp(name, REFUSAL_USAGE) == 0 ? ALPHA_EXIT_USAGE : ALPHA_EXIT_REFUSED);
+}
+
+void *checked_calloc(size_t count, size_t size, const char *what)
+{
+    /* calloc(0, ...) may return NULL legitimately; ask for one element so NULL means failure. */
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p)
+        refuse(REFUSAL_OUT_OF_MEMORY, "cannot allocate %zu x %zu bytes for %s", count, size,
+               what);
+    return p;
+}

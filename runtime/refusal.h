@@ -1,0 +1,28 @@
+/* Named refusals. A refusal prints one `refused` event on stdout and `error[NAME]: message` on
+ * stderr, then exits; nothing is written after it (in particular no parameter file).
+ * docs/runtime.md lists every name below; a test keeps the two in step. */
+#ifndef ALPHA_REFUSAL_H
+#define ALPHA_REFUSAL_H
+
+#include <stddef.h>
+
+#define ALPHA_EXIT_USAGE 2
+#define ALPHA_EXIT_REFUSED 3
+
+#define REFUSAL_USAGE "usage"                         /* bad command line (exit 2) */
+#define REFUSAL_PROGRAM_INVALID "program-invalid"     /* ALPHA_PROGRAM contradicts itself */
+#define REFUSAL_DATA_MISSING "data-missing"           /* the data file does not exist */
+#define REFUSAL_DATA_UNREADABLE "data-unreadable"     /* it exists but cannot be read */
+#define REFUSAL_DATA_DIGEST_MISMATCH "data-digest-mismatch"
+#define REFUSAL_DATA_MALFORMED "data-malformed"       /* bad row, column count, label, row count */
+#define REFUSAL_OUT_OF_MEMORY "out-of-memory"
+#define REFUSAL_PARAMS_WRITE_FAILED "params-write-failed"
+
+/* Exits with ALPHA_EXIT_USAGE for REFUSAL_USAGE and ALPHA_EXIT_REFUSED otherwise. */
+_Noreturn void refuse(const char *name, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* malloc/calloc that refuse with out-of-memory instead of returning NULL. */
+void *checked_calloc(size_t count, size_t size, const char *what);
+
+#endif
