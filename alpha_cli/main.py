@@ -157,7 +157,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                       f"({done.get('holdout_rows')} rows)")
         if "holdout_mse" in done:
             out.print(f"held-out mse      {float(done['holdout_mse']):.6f}")  # type: ignore
-        out.print(f"parameters sha256 {done.get('params_sha256')}")
+        out.print(f"parameters sha256 {done.get('params_sha256')}", soft_wrap=True)
         return OK
 
 

@@ -22,7 +22,9 @@ from alpha_core.codegen.loops import (
     load,
     nest,
     row_major_strides,
+    LANES,
     entry_alloca,
+    splat,
     store,
 )
 from alpha_core.ir.graph import Graph, Node, concrete, size
@@ -145,27 +147,33 @@ class GraphEmitter:
         for_range(b, n, lambda j: store(b, ir.Constant(F32, 0.0), out, j))
 
     def _matmul(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value) -> None:
-        """out[m, n] = Σ_k a[m, k] * c[k, n], k ascending from +0.0; n innermost."""
+        """out[m, n] = Σ_k a[m, k] * c[k, n], k ascending from +0.0.
+
+        Lanes run over n (independent outputs): each block of LANES outputs keeps its
+        accumulator in a vector register for the whole k loop, then is stored once.
+        """
         (m, k), (_, n) = self.shape(node.inputs[0]), self.shape(node.inputs[1])
         a, c = self._in(node, 0), self._in(node, 1)
+        blocks, rest = divmod(n, LANES)
+
+        def accumulate(mi: ir.Value, col: ir.Value, width: int) -> None:
+            ty = ir.VectorType(F32, width) if width > 1 else F32
+            slot = entry_alloca(b, ty)
+            b.store(ir.Constant(ty, None), slot)
+
+            def step(ki: ir.Value) -> None:
+                av = splat(b, load(b, a, b.add(b.mul(mi, i64(k)), ki)), width)
+                cv = load(b, c, b.add(b.mul(ki, i64(n)), col), ty)
+                b.store(A.add(b.load(slot, typ=ty), A.mul(av, cv)), slot)
+
+            for_range(b, k, step, "k")
+            store(b, b.load(slot, typ=ty), out, b.add(b.mul(mi, i64(n)), col))
 
         def row(mi: ir.Value) -> None:
-            base = b.mul(mi, i64(n))
-            for_range(b, n, lambda ni: store(b, ir.Constant(F32, 0.0), out, b.add(base, ni)),
-                      "z")
-
-            def inner(ki: ir.Value) -> None:
-                av = load(b, a, b.add(b.mul(mi, i64(k)), ki))
-                cb = b.mul(ki, i64(n))
-
-                def col(ni: ir.Value) -> None:
-                    o = b.add(base, ni)
-                    acc = load(b, out, o)
-                    store(b, A.add(acc, A.mul(av, load(b, c, b.add(cb, ni)))), out, o)
-
-                for_range(b, n, col, "n")
-
-            for_range(b, k, inner, "k")
+            for_range(b, blocks, lambda blk: accumulate(mi, b.mul(blk, i64(LANES)), LANES),
+                      "nb")
+            for r in range(rest):
+                accumulate(mi, i64(blocks * LANES + r), 1)
 
         for_range(b, m, row, "m")
 

@@ -11,6 +11,10 @@ I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 PTR = ir.PointerType()
 
+# Outputs computed side by side in one vector: never a change of bits, only of speed, since
+# lanes are independent outputs and each lane's sum keeps its order.
+LANES = 8
+
 
 def i64(n: int) -> ir.Constant:
     return ir.Constant(I64, n)
@@ -83,15 +87,18 @@ def broadcast_strides(shape: Sequence[int], out: Sequence[int]) -> list[int]:
 
 
 def gep(b: ir.IRBuilder, base: ir.Value, offset: ir.Value, ty: ir.Type = F32) -> ir.Value:
+    if isinstance(ty, ir.VectorType):
+        ty = ty.element  # offsets count elements, never whole vectors
     return b.gep(base, [offset], inbounds=True, source_etype=ty)
 
 
 def load(b: ir.IRBuilder, base: ir.Value, offset: ir.Value, ty: ir.Type = F32) -> ir.Value:
-    return b.load(gep(b, base, offset, ty), typ=ty)
+    # element alignment: a vector of lanes starts at any float
+    return b.load(gep(b, base, offset, ty), typ=ty, align=4)
 
 
 def store(b: ir.IRBuilder, value: ir.Value, base: ir.Value, offset: ir.Value) -> None:
-    b.store(value, gep(b, base, offset, value.type))
+    b.store(value, gep(b, base, offset, value.type), align=4)
 
 
 def entry_alloca(b: ir.IRBuilder, ty: ir.Type = F32) -> ir.Value:
@@ -101,3 +108,13 @@ def entry_alloca(b: ir.IRBuilder, ty: ir.Type = F32) -> ir.Value:
     slot = b.alloca(ty)
     b.position_at_end(here)
     return slot
+
+
+def splat(b: ir.IRBuilder, value: ir.Value, width: int) -> ir.Value:
+    """`value` in every lane of a `width`-lane vector (itself when width is 1)."""
+    if width == 1:
+        return value
+    ty = ir.VectorType(value.type, width)
+    one = b.insert_element(ir.Constant(ty, ir.Undefined), value, ir.Constant(I32, 0))
+    return b.shuffle_vector(one, ir.Constant(ty, ir.Undefined),
+                            ir.Constant(ir.VectorType(I32, width), [0] * width))
