@@ -39,10 +39,13 @@ def _analysis(path: str) -> Analysis:
 
 
 def _diag_json(d: Diagnostic, text: str) -> dict[str, Any]:
-    return {"name": d.name, "message": d.message, "span": span_json(d.span, text),
-            "related": [{"message": r.message, "span": span_json(r.span, text)}
-                        for r in d.related],
-            "help": d.help}
+    return {
+        "name": d.name,
+        "message": d.message,
+        "span": span_json(d.span, text),
+        "related": [{"message": r.message, "span": span_json(r.span, text)} for r in d.related],
+        "help": d.help,
+    }
 
 
 def _show(diags: list[Diagnostic], a: Analysis) -> None:
@@ -61,16 +64,26 @@ def cmd_check(args: argparse.Namespace) -> int:
     a = _analysis(args.file)
     diags = a.diagnostics
     if args.json:
-        print(json.dumps({"file": a.path, "ok": not diags,
-                          "systems": sorted(a.checked.programs),
-                          "refusals": [_diag_json(d, a.text) for d in diags]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "file": a.path,
+                    "ok": not diags,
+                    "systems": sorted(a.checked.programs),
+                    "refusals": [_diag_json(d, a.text) for d in diags],
+                },
+                indent=2,
+            )
+        )
         return REFUSED if diags else OK
     if diags:
         _show(diags, a)
         return REFUSED
     for name, p in sorted(a.checked.programs.items()):
-        out.print(f"[green]ok[/] system [bold]{name}[/]: {p.n_params:,} parameters, "
-                  f"batch {p.batch} in {p.leaves} leaves, {p.learner.kind}, {p.steps} steps")
+        out.print(
+            f"[green]ok[/] system [bold]{name}[/]: {p.n_params:,} parameters, "
+            f"batch {p.batch} in {p.leaves} leaves, {p.learner.kind}, {p.steps} steps"
+        )
     return OK
 
 
@@ -89,8 +102,11 @@ def _build(args: argparse.Namespace, out_dir: Path) -> tuple[Analysis, Any, list
 def cmd_build(args: argparse.Namespace) -> int:
     a, result, diags = _build(args, Path(args.output))
     if args.json:
-        body: dict[str, Any] = {"file": a.path, "ok": result is not None,
-                                "refusals": [_diag_json(d, a.text) for d in diags]}
+        body: dict[str, Any] = {
+            "file": a.path,
+            "ok": result is not None,
+            "refusals": [_diag_json(d, a.text) for d in diags],
+        }
         if result is not None:
             body.update(result.to_json())
         print(json.dumps(body, indent=2))
@@ -99,8 +115,10 @@ def cmd_build(args: argparse.Namespace) -> int:
         _show(diags, a)
         return REFUSED
     for exe in result.executables:
-        out.print(f"[green]built[/] {escape(exe.path)}  {exe.target}  {exe.size:,} bytes  "
-                  f"sha256 {exe.sha256[:16]}…")
+        out.print(
+            f"[green]built[/] {escape(exe.path)}  {exe.target}  {exe.size:,} bytes  "
+            f"sha256 {exe.sha256[:16]}…"
+        )
     out.print(f"manifest {escape(result.manifest)}")
     return OK
 
@@ -111,15 +129,24 @@ def _run_one(exe: str, args: argparse.Namespace, steps: int, quiet_json: bool) -
         command += ["--data", args.data]
     if quiet_json:
         return run_role("main", command)
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                  TextColumn("{task.completed}/{task.total}"), TextColumn("loss {task.fields[loss]}"),
-                  TimeElapsedColumn(), console=err) as progress:
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TextColumn("loss {task.fields[loss]}"),
+        TimeElapsedColumn(),
+        console=err,
+    ) as progress:
         task = progress.add_task("training", total=steps, loss="–")
 
         def on_event(role: str, event: dict[str, object]) -> None:
             if event.get("event") == "step":
-                progress.update(task, completed=int(event["step"]),  # type: ignore[arg-type]
-                                loss=f"{float(event['loss']):.4f}")  # type: ignore[arg-type]
+                loss = event.get("loss")
+                progress.update(
+                    task,
+                    completed=int(str(event["step"])),
+                    loss=f"{float(loss):.4f}" if isinstance(loss, int | float) else "nan",
+                )
 
         return run_role("main", command, on_event)
 
@@ -130,22 +157,41 @@ def cmd_run(args: argparse.Namespace) -> int:
         a, result, diags = _build(args, out_dir)
         if result is None:
             if args.json:
-                print(json.dumps({"file": a.path, "ok": False,
-                                  "refusals": [_diag_json(d, a.text) for d in diags]}, indent=2))
+                print(
+                    json.dumps(
+                        {
+                            "file": a.path,
+                            "ok": False,
+                            "refusals": [_diag_json(d, a.text) for d in diags],
+                        },
+                        indent=2,
+                    )
+                )
             else:
                 _show(diags, a)
             return REFUSED
         program, _ = a.program(args.system)
         assert program is not None
         if not args.json:
-            err.print(f"[green]built[/] {result.system} ({program.n_params:,} parameters) — "
-                      f"training {program.steps} steps of batch {program.batch}")
+            err.print(
+                f"[green]built[/] {result.system} ({program.n_params:,} parameters) — "
+                f"training {program.steps} steps of batch {program.batch}"
+            )
         outcome = _run_one(result.executables[0].path, args, program.steps, args.json)
         ok = outcome.exit_code == 0
         if args.json:
-            print(json.dumps({"file": a.path, "ok": ok, "system": result.system,
-                              "identity": result.identity,
-                              "roles": [outcome.to_json()]}, indent=2))
+            print(
+                json.dumps(
+                    {
+                        "file": a.path,
+                        "ok": ok,
+                        "system": result.system,
+                        "identity": result.identity,
+                        "roles": [outcome.to_json()],
+                    },
+                    indent=2,
+                )
+            )
             return OK if ok else REFUSED
         if not ok:
             err.print(f"[bold red]error\\[{outcome.refusal}][/]: {escape(outcome.message or '')}")
@@ -153,8 +199,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         done = outcome.done or {}
         out.print(f"final loss        {float(done['final_loss']):.6f}")  # type: ignore[arg-type]
         if "holdout_accuracy" in done:
-            out.print(f"held-out accuracy {float(done['holdout_accuracy']):.4f}  "  # type: ignore
-                      f"({done.get('holdout_rows')} rows)")
+            out.print(
+                f"held-out accuracy {float(done['holdout_accuracy']):.4f}  "  # type: ignore
+                f"({done.get('holdout_rows')} rows)"
+            )
         if "holdout_mse" in done:
             out.print(f"held-out mse      {float(done['holdout_mse']):.6f}")  # type: ignore
         out.print(f"parameters sha256 {done.get('params_sha256')}", soft_wrap=True)
@@ -167,8 +215,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
         from alpha_core.check.context import suggest
 
         near = suggest(args.name, REGISTRY)
-        raise Usage(f"no refusal named `{args.name}`" +
-                    (f"; did you mean `{near[0]}`?" if near else ""))
+        raise Usage(
+            f"no refusal named `{args.name}`" + (f"; did you mean `{near[0]}`?" if near else "")
+        )
     out.print(f"[bold]{r.name}[/] ({r.moment}): {escape(r.summary)}\n")
     out.print(escape(r.explanation))
     if r.example:
@@ -178,15 +227,19 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="alpha", description="Compile learning systems into "
-                                "exact, self-contained native executables.")
+    p = argparse.ArgumentParser(
+        prog="alpha",
+        description="Compile learning systems into exact, self-contained native executables.",
+    )
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("check", help="check a file and report refusals")
     c.add_argument("file")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_check)
-    for name, func, help in (("build", cmd_build, "build the executables"),
-                             ("run", cmd_run, "build, run on this machine, report")):
+    for name, func, help in (
+        ("build", cmd_build, "build the executables"),
+        ("run", cmd_run, "build, run on this machine, report"),
+    ):
         b = sub.add_parser(name, help=help)
         b.add_argument("file")
         b.add_argument("-o", "--output", default="build" if name == "build" else None)

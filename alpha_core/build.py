@@ -45,8 +45,9 @@ def kernels_object(program: Program, target: str) -> bytes:
     return object_code(build_kernels(program, training_step(program), host.triple), host)
 
 
-def build_program(program: Program, out_dir: Path, target: str = "x86_64",
-                  data_path: str | None = None) -> BuildResult:
+def build_program(
+    program: Program, out_dir: Path, target: str = "x86_64", data_path: str | None = None
+) -> BuildResult:
     """Compile and link one executable for the system; write the manifest beside it.
 
     Raises alpha_core.link.toolchain.LinkError when the toolchain fails.
@@ -56,11 +57,13 @@ def build_program(program: Program, out_dir: Path, target: str = "x86_64",
     exe = out_dir / program.name
     link_executable(host.zig, kernels_object(program, target), program_c(program, data_path), exe)
     content = exe.read_bytes()
-    built = BuiltExecutable("main", str(exe), target, len(content),
-                            hashlib.sha256(content).hexdigest())
+    built = BuiltExecutable(
+        "main", str(exe), target, len(content), hashlib.sha256(content).hexdigest()
+    )
     manifest = out_dir / MANIFEST
-    result = BuildResult(program.name, program.identity(), program.n_params, program.n_state,
-                         (built,), str(manifest))
+    result = BuildResult(
+        program.name, program.identity(), program.n_params, program.n_state, (built,), str(manifest)
+    )
     tmp = manifest.with_suffix(".tmp")
     tmp.write_text(json.dumps(result.to_json(), indent=2) + "\n")
     os.replace(tmp, manifest)

@@ -36,12 +36,16 @@ class RoleOutcome:
         }
 
 
-def run_role(role: str, command: Sequence[str],
-             on_event: Callable[[str, dict[str, object]], None] | None = None,
-             keep_events: bool = False) -> RoleOutcome:
+def run_role(
+    role: str,
+    command: Sequence[str],
+    on_event: Callable[[str, dict[str, object]], None] | None = None,
+    keep_events: bool = False,
+) -> RoleOutcome:
     """Run one executable to its end, passing each event to `on_event` as it arrives."""
-    proc = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     outcome = RoleOutcome(role, -1)
     assert proc.stdout is not None and proc.stderr is not None
     for line in proc.stdout:

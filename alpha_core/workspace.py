@@ -46,9 +46,13 @@ class Analysis:
             systems = [d for d in systems if d.name == name]
         if len(systems) != 1:
             have = ", ".join(f"`{d.name}`" for d in self.module.decls if d.kind == "system")
-            message = (f"no system named `{name}`" if name is not None and not systems else
-                       "no system to build" if not systems else
-                       f"several systems ({have}); choose one with --system")
+            message = (
+                f"no system named `{name}`"
+                if name is not None and not systems
+                else "no system to build"
+                if not systems
+                else f"several systems ({have}); choose one with --system"
+            )
             if have and not systems:
                 message += f" (the file declares {have})"
             return None, [Diagnostic("no-system", message, None)]
@@ -63,8 +67,9 @@ def read_disk(path: str) -> bytes | None:
 
 
 class Workspace:
-    def __init__(self, read_file: Callable[[str], bytes | None] = read_disk,
-                 capacity: int = 64) -> None:
+    def __init__(
+        self, read_file: Callable[[str], bytes | None] = read_disk, capacity: int = 64
+    ) -> None:
         self._read = read_file
         self._capacity = capacity
         # key: (path, text digest) → (the data files read with their digests, analysis)
@@ -77,8 +82,8 @@ class Workspace:
         key = (path, hashlib.sha256(text.encode()).hexdigest())
         cached = self._analyses.get(key)
         if cached is not None:
-            reads, analysis = cached
-            if all(self._digest(self._read(p)) == d for p, d in reads.items()):
+            seen, analysis = cached
+            if all(self._digest(self._read(p)) == d for p, d in seen.items()):
                 return analysis
         reads: dict[str, str | None] = {}
 

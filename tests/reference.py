@@ -37,8 +37,12 @@ class Mode:
     def math(self, name: str, x: Array) -> Array:
         if self.dtype == np.float32:
             return numpy_math(name, x.astype(np.float32))
-        return {"exp": np.exp, "log": np.log, "tanh": np.tanh,
-                "sigmoid": lambda v: 1.0 / (1.0 + np.exp(-v))}[name](x)
+        return {
+            "exp": np.exp,
+            "log": np.log,
+            "tanh": np.tanh,
+            "sigmoid": lambda v: 1.0 / (1.0 + np.exp(-v)),
+        }[name](x)
 
 
 F32 = Mode(np.float32)
@@ -57,8 +61,9 @@ def _reduce(src: Array, out_shape: tuple[int, ...], axes: list[int], dtype: Any)
     return acc.reshape(out_shape)
 
 
-def evaluate(graph: Graph, roots: list[int], params: list[Array], x: Array, y: Array,
-             batch: int, mode: Mode) -> dict[int, Array]:
+def evaluate(
+    graph: Graph, roots: list[int], params: list[Array], x: Array, y: Array, batch: int, mode: Mode
+) -> dict[int, Array]:
     """Values of every node needed for `roots`."""
     dt = mode.dtype
     need = set(roots)
@@ -104,7 +109,7 @@ def evaluate(graph: Graph, roots: list[int], params: list[Array], x: Array, y: A
             a, c = ins
             r = np.zeros(shape, dtype=dt)
             for k in range(a.shape[1]):
-                r = (r + (a[:, k:k + 1] * c[k:k + 1, :]).astype(dt)).astype(dt)
+                r = (r + (a[:, k : k + 1] * c[k : k + 1, :]).astype(dt)).astype(dt)
         elif op == "transpose":
             r = np.ascontiguousarray(ins[0].T)
         elif op in ("sum", "mean"):
@@ -170,7 +175,7 @@ def load_data(program: Program) -> tuple[Array, Array]:
         return synthetic.generate(d)
     assert d.path is not None
     table = np.loadtxt(d.path, delimiter=",", dtype=np.float64, ndmin=2)
-    return table[:, :d.features].astype(np.float32), table[:, d.features:].astype(np.float32)
+    return table[:, : d.features].astype(np.float32), table[:, d.features :].astype(np.float32)
 
 
 def init_params(program: Program) -> list[Array]:
@@ -181,8 +186,9 @@ def init_params(program: Program) -> list[Array]:
     return out
 
 
-def leaf_step(program: Program, step: StepGraph, params: list[Array], x: Array, y: Array,
-              mode: Mode) -> tuple[Array, list[Array]]:
+def leaf_step(
+    program: Program, step: StepGraph, params: list[Array], x: Array, y: Array, mode: Mode
+) -> tuple[Array, list[Array]]:
     v = evaluate(step.graph, [step.loss_sum, *step.grads], params, x, y, program.leaf_size, mode)
     return v[step.loss_sum], [v[g] for g in step.grads]
 
@@ -209,13 +215,19 @@ def train(program: Program, steps: int | None = None) -> RunResult:
     hyper = dict(program.learner.hyper)
     losses = []
     for t in range(program.steps if steps is None else steps):
-        shaped = [flat[s.offset:s.offset + s.count].reshape(s.shape) for s in program.params]
+        shaped = [flat[s.offset : s.offset + s.count].reshape(s.shape) for s in program.params]
         leaf_grads, leaf_losses = [], []
         for leaf in range(program.leaves):
-            rows = example_rows(rows=program.data.rows, holdout=program.data.holdout,
-                                batch=program.batch, leaves=program.leaves,
-                                shuffle=int(program.shuffle_seed is not None),
-                                shuffle_seed=program.shuffle_seed or 0, t=t, leaf=leaf)
+            rows = example_rows(
+                rows=program.data.rows,
+                holdout=program.data.holdout,
+                batch=program.batch,
+                leaves=program.leaves,
+                shuffle=int(program.shuffle_seed is not None),
+                shuffle_seed=program.shuffle_seed or 0,
+                t=t,
+                leaf=leaf,
+            )
             loss, grads = leaf_step(program, step, shaped, X[rows], Y[rows], F32)
             leaf_losses.append(np.float32(loss))
             leaf_grads.append(np.concatenate([g.ravel() for g in grads]).astype(np.float32))
@@ -227,11 +239,22 @@ def train(program: Program, steps: int | None = None) -> RunResult:
         elif program.learner.kind == "momentum":
             flat, state[:n] = learners.momentum(A, flat, state[:n], g, hyper["lr"], hyper["mu"])
         else:
-            b1t, b2t = learners.adam_powers(A, np.bool_(t == 0), state[2 * n], state[2 * n + 1],
-                                            hyper["beta1"], hyper["beta2"])
+            b1t, b2t = learners.adam_powers(
+                A, np.bool_(t == 0), state[2 * n], state[2 * n + 1], hyper["beta1"], hyper["beta2"]
+            )
             state[2 * n], state[2 * n + 1] = b1t, b2t
-            flat, state[:n], state[n:2 * n] = learners.adam(
-                A, flat, state[:n], state[n:2 * n], g, np.float32(b1t), np.float32(b2t),
-                hyper["lr"], hyper["beta1"], hyper["beta2"], hyper["eps"])
+            flat, state[:n], state[n : 2 * n] = learners.adam(
+                A,
+                flat,
+                state[:n],
+                state[n : 2 * n],
+                g,
+                np.float32(b1t),
+                np.float32(b2t),
+                hyper["lr"],
+                hyper["beta1"],
+                hyper["beta2"],
+                hyper["eps"],
+            )
         flat = np.asarray(flat, dtype=np.float32)
     return RunResult(flat, losses)

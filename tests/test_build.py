@@ -53,16 +53,24 @@ def test_static_and_small(digits_exe: Path) -> None:
     size = digits_exe.stat().st_size
     assert size < 200_000, f"{size} bytes"
     if shutil.which("file"):
-        assert "statically linked" in subprocess.run(
-            ["file", str(digits_exe)], capture_output=True, text=True).stdout
+        assert (
+            "statically linked"
+            in subprocess.run(["file", str(digits_exe)], capture_output=True, text=True).stdout
+        )
 
 
 def test_runs_without_python(digits_exe: Path, tmp_path: Path) -> None:
     """A bare environment: no PATH, no Python, no virtual environment, another directory."""
     exe = tmp_path / "digits"
     shutil.copy(digits_exe, exe)
-    proc = subprocess.run([str(exe), "--data", str(EXAMPLES / "data" / "digits.csv")],
-                          capture_output=True, text=True, env={}, cwd=tmp_path, timeout=120)
+    proc = subprocess.run(
+        [str(exe), "--data", str(EXAMPLES / "data" / "digits.csv")],
+        capture_output=True,
+        text=True,
+        env={},
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     done = json.loads(proc.stdout.splitlines()[-1])
     assert done["event"] == "done"
@@ -71,14 +79,15 @@ def test_runs_without_python(digits_exe: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("edit", ["truncate", "flip-digit", "append-row"])
-def test_other_data_is_refused_and_nothing_written(digits_exe: Path, tmp_path: Path,
-                                                   edit: str) -> None:
+def test_other_data_is_refused_and_nothing_written(
+    digits_exe: Path, tmp_path: Path, edit: str
+) -> None:
     text = (EXAMPLES / "data" / "digits.csv").read_text()
     if edit == "truncate":
         text = text[: len(text) // 2]
     elif edit == "flip-digit":
         i = text.index("16")
-        text = text[:i] + "15" + text[i + 2:]
+        text = text[:i] + "15" + text[i + 2 :]
     else:
         text += text.splitlines()[0] + "\n"
     bad = tmp_path / "digits.csv"
@@ -94,9 +103,14 @@ def test_other_data_is_refused_and_nothing_written(digits_exe: Path, tmp_path: P
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "alpha_cli.main", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=600,
-                          env={**os.environ, "COLUMNS": "200"})
+    return subprocess.run(
+        [sys.executable, "-m", "alpha_cli.main", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        env={**os.environ, "COLUMNS": "200"},
+    )
 
 
 def test_cli_build_json(tmp_path: Path) -> None:

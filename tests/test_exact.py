@@ -40,13 +40,23 @@ LEARNERS = {
 }
 
 
-def source(learner: str, body: str = MLP, regression: bool = False, leaves: int = 3,
-           shuffle: bool = True, steps: int = 30) -> str:
+def source(
+    learner: str,
+    body: str = MLP,
+    regression: bool = False,
+    leaves: int = 3,
+    shuffle: bool = True,
+    steps: int = 30,
+) -> str:
     outputs = 2 if regression else 3
     return SYNTH % {
         "labels": f"targets: {outputs}" if regression else f"classes: {outputs}",
-        "outputs": outputs, "leaves": leaves, "body": body, "learner": LEARNERS[learner],
-        "loss": "mse" if regression else "softmax_cross_entropy", "steps": steps,
+        "outputs": outputs,
+        "leaves": leaves,
+        "body": body,
+        "learner": LEARNERS[learner],
+        "loss": "mse" if regression else "softmax_cross_entropy",
+        "steps": steps,
         "shuffle": "shuffle(seed: 3)" if shuffle else "",
     }
 
@@ -75,8 +85,9 @@ def test_each_learner_classification(learner: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("learner", sorted(LEARNERS))
 def test_each_learner_regression_with_exp_log_tanh(learner: str, tmp_path: Path) -> None:
-    assert_exact(source(learner, TRANSCENDENTAL, regression=True, leaves=4, shuffle=False),
-                 tmp_path)
+    assert_exact(
+        source(learner, TRANSCENDENTAL, regression=True, leaves=4, shuffle=False), tmp_path
+    )
 
 
 def test_transcendental_classification(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from alpha_core.check import arguments as A
@@ -13,105 +14,167 @@ from alpha_core.check.program import DataSpec, InitSpec, LearnerSpec, ParamSpec,
 from alpha_core.check.words import device_word
 from alpha_core.data import synthetic
 from alpha_core.diagnostics import Related
-from alpha_core.ir.graph import BATCH, GraphBuilder, size
+from alpha_core.ir.graph import BATCH, Graph, GraphBuilder, size
 from alpha_core.syntax import ast
 from alpha_core.syntax.span import Span
 
 ReadFile = Callable[[str], bytes | None]
 
 ITEM_WORDS = {
-    ast.DataItem: "data", ast.BatchItem: "batch", ast.FnItem: "fn model",
-    ast.LossItem: "loss", ast.LearnerItem: "learner", ast.StepsItem: "steps",
+    ast.DataItem: "data",
+    ast.BatchItem: "batch",
+    ast.FnItem: "fn model",
+    ast.LossItem: "loss",
+    ast.LearnerItem: "learner",
+    ast.StepsItem: "steps",
 }
 LEARNERS: dict[str, list[A.Arg]] = {
     "sgd": [A.Arg("lr", "float", low=0.0, positive=True)],
-    "momentum": [A.Arg("lr", "float", low=0.0, positive=True),
-                 A.Arg("mu", "float", 0.9, low=0.0, high=1.0)],
-    "adam": [A.Arg("lr", "float", low=0.0, positive=True),
-             A.Arg("beta1", "float", 0.9, low=0.0, high=1.0),
-             A.Arg("beta2", "float", 0.999, low=0.0, high=1.0),
-             A.Arg("eps", "float", 1e-8, low=0.0, positive=True)],
+    "momentum": [
+        A.Arg("lr", "float", low=0.0, positive=True),
+        A.Arg("mu", "float", 0.9, low=0.0, high=1.0),
+    ],
+    "adam": [
+        A.Arg("lr", "float", low=0.0, positive=True),
+        A.Arg("beta1", "float", 0.9, low=0.0, high=1.0),
+        A.Arg("beta2", "float", 0.999, low=0.0, high=1.0),
+        A.Arg("eps", "float", 1e-8, low=0.0, positive=True),
+    ],
 }
 LOSSES = ("softmax_cross_entropy", "mse")
 INITS: dict[str, list[A.Arg]] = {
-    "normal": [A.Arg("mean", "float"), A.Arg("std", "float", low=0.0),
-               A.Arg("seed", "int", low=0)],
+    "normal": [A.Arg("mean", "float"), A.Arg("std", "float", low=0.0), A.Arg("seed", "int", low=0)],
     "uniform": [A.Arg("low", "float"), A.Arg("high", "float"), A.Arg("seed", "int", low=0)],
 }
-TABLE = [A.Arg("path", "string"), A.Arg("features", "int", low=1),
-         A.Arg("label", "name", "last"), A.Arg("classes", "int", 0, low=0),
-         A.Arg("targets", "int", 0, low=0), A.Arg("holdout", "int", 0, low=0)]
-SYNTHETIC = [A.Arg("rows", "int", low=2, high=1_000_000), A.Arg("features", "int", low=1),
-             A.Arg("classes", "int", 0, low=0), A.Arg("targets", "int", 0, low=0),
-             A.Arg("seed", "int", 0, low=0), A.Arg("noise", "float", 0.1, low=0.0),
-             A.Arg("holdout", "int", -1, low=-1)]
+TABLE = [
+    A.Arg("path", "string"),
+    A.Arg("features", "int", low=1),
+    A.Arg("label", "name", "last"),
+    A.Arg("classes", "int", 0, low=0),
+    A.Arg("targets", "int", 0, low=0),
+    A.Arg("holdout", "int", 0, low=0),
+]
+SYNTHETIC = [
+    A.Arg("rows", "int", low=2, high=1_000_000),
+    A.Arg("features", "int", low=1, high=65_536),
+    A.Arg("classes", "int", 0, low=0, high=65_536),
+    A.Arg("targets", "int", 0, low=0, high=65_536),
+    A.Arg("seed", "int", 0, low=0),
+    A.Arg("noise", "float", 0.1, low=0.0),
+    A.Arg("holdout", "int", -1, low=-1),
+]
+SYNTHETIC_VALUES = 1 << 24  # x, y and the class centres or weights, all together
 
 
-def check_system(decl: ast.Decl, ctx: CheckContext, read_file: ReadFile,
-                 base_dir: str) -> Program | None:
-    _device_words(decl, ctx)
+@dataclass
+class _Items:
+    """A system's items by kind, each kind that may appear once held once."""
+
+    data: ast.DataItem | None = None
+    batch: ast.BatchItem | None = None
+    loss: ast.LossItem | None = None
+    learner: ast.LearnerItem | None = None
+    steps: ast.StepsItem | None = None
+    params: list[ast.ParamItem] = field(default_factory=list)
+    fns: dict[str, ast.FnItem] = field(default_factory=dict)
+
+
+_SINGLE = {
+    ast.DataItem: "data",
+    ast.BatchItem: "batch",
+    ast.LossItem: "loss",
+    ast.LearnerItem: "learner",
+    ast.StepsItem: "steps",
+}
+
+
+def _collect(decl: ast.Decl, ctx: CheckContext) -> _Items:
+    items = _Items()
     names: dict[str, Span] = {}
-    found: dict[type, object] = {}
-    params: list[ast.ParamItem] = []
-    fns: dict[str, ast.FnItem] = {}
     for item in decl.items:
-        if isinstance(item, ast.ErrorItem):
-            continue
-        named = getattr(item, "name", None)
-        if isinstance(named, str):
-            name_span = item.name_span  # type: ignore[attr-defined]
-            if named in names:
-                ctx.refuse("duplicate-name", f"`{named}` is declared twice", name_span,
-                           related=(Related(names[named], "first declared here"),))
+        if isinstance(item, ast.ParamItem | ast.FnItem | ast.DataItem):
+            if item.name in names:
+                ctx.refuse(
+                    "duplicate-name",
+                    f"`{item.name}` is declared twice",
+                    item.name_span,
+                    related=(Related(names[item.name], "first declared here"),),
+                )
                 continue
-            names[named] = name_span
+            names[item.name] = item.name_span
         if isinstance(item, ast.ParamItem):
-            params.append(item)
+            items.params.append(item)
         elif isinstance(item, ast.FnItem):
-            fns[item.name] = item
-        elif type(item) in found:
-            ctx.refuse("duplicate-name", f"a second `{ITEM_WORDS[type(item)]}` item",
-                       item.span,  # type: ignore[attr-defined]
-                       related=(Related(found[type(item)].span, "first here"),))  # type: ignore
-        else:
-            found[type(item)] = item
+            items.fns[item.name] = item
+        elif isinstance(item, tuple(_SINGLE)):
+            field_name = _SINGLE[type(item)]
+            first = getattr(items, field_name)
+            if first is not None:
+                ctx.refuse(
+                    "duplicate-name",
+                    f"a second `{ITEM_WORDS[type(item)]}` item",
+                    item.span,  # type: ignore[attr-defined]
+                    related=(Related(first.span, "first here"),),
+                )
+            else:
+                setattr(items, field_name, item)
+    return items
+
+
+def check_system(
+    decl: ast.Decl, ctx: CheckContext, read_file: ReadFile, base_dir: str
+) -> Program | None:
+    _device_words(decl, ctx)
+    items = _collect(decl, ctx)
     errors_before = len(ctx.diagnostics)
-    data = _data(found.get(ast.DataItem), ctx, read_file, base_dir, decl)  # type: ignore[arg-type]
-    batch = found.get(ast.BatchItem)
-    leaves_ok = _batch(batch, ctx, decl)  # type: ignore[arg-type]
-    param_specs = _params(params, ctx)
-    learner = _learner(found.get(ast.LearnerItem), ctx, decl)  # type: ignore[arg-type]
-    steps = found.get(ast.StepsItem)
+    data = _data(items.data, ctx, read_file, base_dir, decl)
+    batch = items.batch
+    leaves_ok = _batch(batch, ctx, decl)
+    param_specs = _params(items.params, ctx)
+    learner = _learner(items.learner, ctx, decl)
+    steps = items.steps
     if steps is None:
         _missing(ctx, decl, "steps", "steps 100")
-    elif steps.count < 1:  # type: ignore[attr-defined]
-        ctx.refuse("bad-argument", "`steps` must be at least 1",
-                   steps.count_span)  # type: ignore[attr-defined]
-    if not params:
+    elif steps.count < 1:
+        ctx.refuse("bad-argument", "`steps` must be at least 1", steps.count_span)
+    if not items.params:
         _missing(ctx, decl, "param", "param w: f32[4, 3] = normal(0.0, 0.1, seed: 1)")
-    lowered = _model(fns, found.get(ast.LossItem), param_specs, params, data, ctx,  # type: ignore
-                     decl)
-    if len(ctx.diagnostics) > errors_before or None in (data, learner, steps, lowered) \
-            or not leaves_ok or batch is None:
+    lowered = _model(items.fns, items.loss, param_specs, items.params, data, ctx, decl)
+    if len(ctx.diagnostics) > errors_before or not leaves_ok:
         return None
-    assert data is not None and learner is not None and lowered is not None
+    if data is None or learner is None or steps is None or lowered is None or batch is None:
+        return None
     graph, output, loss = lowered
-    sh = batch.shuffle  # type: ignore[attr-defined]
     shuffle_seed = None
-    if sh is not None:
-        bound = A.bind(ctx, sh, [A.Arg("seed", "int", low=0)])
+    if batch.shuffle is not None:
+        bound = A.bind(ctx, batch.shuffle, [A.Arg("seed", "int", low=0)])
         if bound is None:
             return None
         shuffle_seed = int(bound["seed"])
-    return Program(decl.name, data, batch.size, batch.leaves, shuffle_seed,  # type: ignore
-                   tuple(param_specs), graph, output, loss, learner, steps.count)  # type: ignore
+    return Program(
+        decl.name,
+        data,
+        batch.size,
+        batch.leaves,
+        shuffle_seed,
+        tuple(param_specs),
+        graph,
+        output,
+        loss,
+        learner,
+        steps.count,
+    )
 
 
 def _missing(ctx: CheckContext, decl: ast.Decl, what: str, example: str) -> None:
     if any(isinstance(i, ast.ErrorItem) for i in decl.items):
         return  # the item may be the one that did not parse: one refusal is enough
-    ctx.refuse("missing-item", f"system `{decl.name}` has no `{what}` item", decl.name_span,
-               help=f"add, for example, `{example}`")
+    ctx.refuse(
+        "missing-item",
+        f"system `{decl.name}` has no `{what}` item",
+        decl.name_span,
+        help=f"add, for example, `{example}`",
+    )
 
 
 def _device_words(decl: ast.Decl, ctx: CheckContext) -> None:
@@ -126,8 +189,9 @@ def _device_words(decl: ast.Decl, ctx: CheckContext) -> None:
                 seen.append((word, span))
         if isinstance(node, ast.Call) and device_word(node.func):
             seen.append((node.func, node.func_span))
-        if isinstance(node, ast.ParamItem | ast.FnItem | ast.FnParam | ast.Let | ast.DataItem) \
-                and device_word(node.name):
+        if isinstance(
+            node, ast.ParamItem | ast.FnItem | ast.FnParam | ast.Let | ast.DataItem
+        ) and device_word(node.name):
             seen.append((node.name, node.name_span))
         if isinstance(node, tuple):
             for n in node:
@@ -140,13 +204,17 @@ def _device_words(decl: ast.Decl, ctx: CheckContext) -> None:
     if device_word(decl.name):
         seen.append((decl.name, decl.name_span))
     for word, span in seen:
-        ctx.refuse("device-in-semantics",
-                   f"`{word}` names a device, host, address or rank inside system `{decl.name}`",
-                   span, help="placement belongs to a plan, a pairing or the deployment inputs")
+        ctx.refuse(
+            "device-in-semantics",
+            f"`{word}` names a device, host, address or rank inside system `{decl.name}`",
+            span,
+            help="placement belongs to a plan, a pairing or the deployment inputs",
+        )
 
 
-def _data(item: ast.DataItem | None, ctx: CheckContext, read_file: ReadFile, base_dir: str,
-          decl: ast.Decl) -> DataSpec | None:
+def _data(
+    item: ast.DataItem | None, ctx: CheckContext, read_file: ReadFile, base_dir: str, decl: ast.Decl
+) -> DataSpec | None:
     if item is None:
         _missing(ctx, decl, "data", 'data train: table("data.csv", features: 4, classes: 3)')
         return None
@@ -168,22 +236,54 @@ def _data(item: ast.DataItem | None, ctx: CheckContext, read_file: ReadFile, bas
         if holdout >= rows:
             ctx.refuse("bad-argument", f"`holdout` is {holdout} of only {rows} rows", src.span)
             return None
-        spec = DataSpec("synthetic", int(args["features"]), kind, outputs, rows, holdout, "",
-                        seed=int(args["seed"]), noise=float(args["noise"]))
+        features = int(args["features"])
+        # the checker generates the rows to hash them: keep that bounded in time and memory
+        values = (rows + outputs) * features + rows * outputs
+        if values > SYNTHETIC_VALUES:
+            ctx.refuse(
+                "bad-argument",
+                f"`synthetic` would generate {values:,} values; at most "
+                f"{SYNTHETIC_VALUES:,} are generated",
+                src.span,
+                help="give fewer `rows:` or `features:`, or use a `table` data set",
+            )
+            return None
+        spec = DataSpec(
+            "synthetic",
+            features,
+            kind,
+            outputs,
+            rows,
+            holdout,
+            "",
+            seed=int(args["seed"]),
+            noise=float(args["noise"]),
+        )
         x, y = synthetic.generate(spec)
         digest = hashlib.sha256(x.tobytes() + y.tobytes()).hexdigest()
-        return DataSpec(spec.kind, spec.features, kind, outputs, rows, holdout, digest,
-                        seed=spec.seed, noise=spec.noise)
+        return DataSpec(
+            spec.kind,
+            spec.features,
+            kind,
+            outputs,
+            rows,
+            holdout,
+            digest,
+            seed=spec.seed,
+            noise=spec.noise,
+        )
     ctx.unknown("data source", src.func, src.func_span, ["table", "synthetic"])
     return None
 
 
-def _label_kind(args: dict[str, float | int | str], call: ast.Call,
-                ctx: CheckContext) -> tuple[str | None, int]:
+def _label_kind(
+    args: dict[str, float | int | str], call: ast.Call, ctx: CheckContext
+) -> tuple[str | None, int]:
     classes, targets = int(args["classes"]), int(args["targets"])
     if (classes > 0) == (targets > 0):
-        ctx.refuse("bad-argument", "give exactly one of `classes:` (at least 2) and `targets:`",
-                   call.span)
+        ctx.refuse(
+            "bad-argument", "give exactly one of `classes:` (at least 2) and `targets:`", call.span
+        )
         return None, 0
     if classes == 1:
         ctx.refuse("bad-argument", "`classes` must be at least 2", call.span)
@@ -191,14 +291,20 @@ def _label_kind(args: dict[str, float | int | str], call: ast.Call,
     return ("class", classes) if classes else ("regression", targets)
 
 
-def _table(args: dict[str, float | int | str], call: ast.Call, ctx: CheckContext,
-           read_file: ReadFile, base_dir: str) -> DataSpec | None:
+def _table(
+    args: dict[str, float | int | str],
+    call: ast.Call,
+    ctx: CheckContext,
+    read_file: ReadFile,
+    base_dir: str,
+) -> DataSpec | None:
     kind, outputs = _label_kind(args, call, ctx)
     if kind is None:
         return None
     if args["label"] != "last":
-        ctx.refuse("bad-argument", "`label:` must be `last` (the label is the last column)",
-                   call.span)
+        ctx.refuse(
+            "bad-argument", "`label:` must be `last` (the label is the last column)", call.span
+        )
         return None
     rel = str(args["path"])
     path = rel if rel.startswith("/") else str(PurePosixPath(base_dir) / rel)
@@ -213,20 +319,30 @@ def _table(args: dict[str, float | int | str], call: ast.Call, ctx: CheckContext
     if not lines:
         ctx.refuse("data-unreadable", f"`{rel}` has no rows", where)
         return None
-    for number, line in enumerate(lines[:1] + lines[-1:], start=1):
+    for line in lines[:1] + lines[-1:]:
         cols = line.count(b",") + 1
         if cols != width:
-            ctx.refuse("data-unreadable",
-                       f"`{rel}` has {cols} columns in a row; {features} features and "
-                       f"{width - features} label column(s) make {width}", where)
+            ctx.refuse(
+                "data-unreadable",
+                f"`{rel}` has {cols} columns in a row; {features} features and "
+                f"{width - features} label column(s) make {width}",
+                where,
+            )
             return None
     holdout = int(args["holdout"])
     if holdout >= len(lines):
-        ctx.refuse("bad-argument", f"`holdout` is {holdout} of only {len(lines)} rows",
-                   call.span)
+        ctx.refuse("bad-argument", f"`holdout` is {holdout} of only {len(lines)} rows", call.span)
         return None
-    return DataSpec("table", features, kind, outputs, len(lines), holdout,
-                    hashlib.sha256(content).hexdigest(), path=path)
+    return DataSpec(
+        "table",
+        features,
+        kind,
+        outputs,
+        len(lines),
+        holdout,
+        hashlib.sha256(content).hexdigest(),
+        path=path,
+    )
 
 
 def _batch(item: ast.BatchItem | None, ctx: CheckContext, decl: ast.Decl) -> bool:
@@ -237,11 +353,16 @@ def _batch(item: ast.BatchItem | None, ctx: CheckContext, decl: ast.Decl) -> boo
         ctx.refuse("bad-argument", "`batch` and `leaves` must be at least 1", item.span)
         return False
     if item.size % item.leaves:
-        ctx.refuse("batch-not-divisible",
-                   f"a batch of {item.size} does not cut into {item.leaves} equal leaves",
-                   item.leaves_span,
-                   help=f"{item.size} examples make leaves of equal size for leaves in "
-                   + ", ".join(str(d) for d in range(1, item.size + 1) if item.size % d == 0)[:60])
+        ctx.refuse(
+            "batch-not-divisible",
+            f"a batch of {item.size} does not cut into {item.leaves} equal leaves",
+            item.leaves_span,
+            help=f"{item.size} examples make leaves of equal size for leaves in "
+            # the help shows 60 characters: small divisors, found in bounded time
+            + ", ".join(str(d) for d in range(1, min(item.size, 10_000) + 1) if item.size % d == 0)[
+                :60
+            ],
+        )
         return False
     return True
 
@@ -252,13 +373,18 @@ def _params(items: list[ast.ParamItem], ctx: CheckContext) -> list[ParamSpec]:
     for p in items:
         shape = declared_shape(p.type)
         if p.type.dtype != "f32":
-            ctx.refuse("type-mismatch", f"parameter `{p.name}` is `{p.type.dtype}`; "
-                       "parameters are `f32`", p.type.dtype_span)
+            ctx.refuse(
+                "type-mismatch",
+                f"parameter `{p.name}` is `{p.type.dtype}`; parameters are `f32`",
+                p.type.dtype_span,
+            )
             continue
         if shape is None or BATCH in shape or any(d < 1 for d in shape) or not shape:
-            ctx.refuse("shape-mismatch",
-                       f"parameter `{p.name}` needs a fixed shape of positive sizes",
-                       p.type.span)
+            ctx.refuse(
+                "shape-mismatch",
+                f"parameter `{p.name}` needs a fixed shape of positive sizes",
+                p.type.span,
+            )
             continue
         init = _init(p, ctx)
         if init is None:
@@ -285,8 +411,7 @@ def _init(p: ast.ParamItem, ctx: CheckContext) -> InitSpec | None:
     return InitSpec(init.func, float(values[0]), float(values[1]), int(args["seed"]))
 
 
-def _learner(item: ast.LearnerItem | None, ctx: CheckContext,
-             decl: ast.Decl) -> LearnerSpec | None:
+def _learner(item: ast.LearnerItem | None, ctx: CheckContext, decl: ast.Decl) -> LearnerSpec | None:
     if item is None:
         _missing(ctx, decl, "learner", "learner adam(lr: 0.001)")
         return None
@@ -301,9 +426,15 @@ def _learner(item: ast.LearnerItem | None, ctx: CheckContext,
     return LearnerSpec(call.func, tuple((k, float(v)) for k, v in args.items()))
 
 
-def _model(fns: dict[str, ast.FnItem], loss: ast.LossItem | None, specs: list[ParamSpec],
-           params: list[ast.ParamItem], data: DataSpec | None, ctx: CheckContext,
-           decl: ast.Decl) -> tuple[object, int, str] | None:
+def _model(
+    fns: dict[str, ast.FnItem],
+    loss: ast.LossItem | None,
+    specs: list[ParamSpec],
+    params: list[ast.ParamItem],
+    data: DataSpec | None,
+    ctx: CheckContext,
+    decl: ast.Decl,
+) -> tuple[Graph, int, str] | None:
     model = fns.get("model")
     if model is None:
         _missing(ctx, decl, "fn model", "fn model(x: f32[B, 4]) -> f32[B, 3] { ... }")
@@ -318,23 +449,30 @@ def _model(fns: dict[str, ast.FnItem], loss: ast.LossItem | None, specs: list[Pa
     for p in params:  # a parameter refused where declared still binds its name, poisoned
         env[p.name] = Binding(-1, p.name_span)
     for index, spec in enumerate(specs):
-        env[spec.name] = Binding(b.add("param", (), spec.shape, (("index", index),)),
-                                 by_name[spec.name].name_span)
+        env[spec.name] = Binding(
+            b.add("param", (), spec.shape, (("index", index),)), by_name[spec.name].name_span
+        )
     features = data.features if data is not None else None
     if len(model.params) != 1:
-        ctx.refuse("bad-argument", "`model` takes one argument, the examples `x: f32[B, n]`",
-                   model.name_span)
+        ctx.refuse(
+            "bad-argument",
+            "`model` takes one argument, the examples `x: f32[B, n]`",
+            model.name_span,
+        )
         return None
     xparam = model.params[0]
     xshape = declared_shape(xparam.type)
     if xshape is None or len(xshape) != 2 or xshape[0] != BATCH:
-        ctx.refuse("shape-mismatch", "the model's argument must be `f32[B, features]`",
-                   xparam.type.span)
+        ctx.refuse(
+            "shape-mismatch", "the model's argument must be `f32[B, features]`", xparam.type.span
+        )
         return None
     if features is not None and xshape[1] != features:
-        ctx.refuse("shape-mismatch",
-                   f"the model takes {xshape[1]} features but the data has {features}",
-                   xparam.type.dims[1].span)
+        ctx.refuse(
+            "shape-mismatch",
+            f"the model takes {xshape[1]} features but the data has {features}",
+            xparam.type.dims[1].span,
+        )
         return None
     x = b.add("input_x", (), xshape)
     env["x"] = Binding(x, xparam.name_span)
@@ -347,8 +485,9 @@ def _model(fns: dict[str, ast.FnItem], loss: ast.LossItem | None, specs: list[Pa
         return None
     pred_e, label_e = call.args
     if not (isinstance(label_e, ast.Name) and label_e.id == "y"):
-        ctx.refuse("bad-argument", f"the second argument of `{call.func}` is the labels `y`",
-                   label_e.span)
+        ctx.refuse(
+            "bad-argument", f"the second argument of `{call.func}` is the labels `y`", label_e.span
+        )
         return None
     if not (isinstance(pred_e, ast.Call) and pred_e.func == "model"):
         ctx.refuse("bad-argument", "the loss is taken of `model(x)`", pred_e.span)
@@ -361,14 +500,20 @@ def _model(fns: dict[str, ast.FnItem], loss: ast.LossItem | None, specs: list[Pa
     if data is not None:
         want_kind = "class" if call.func == "softmax_cross_entropy" else "regression"
         if data.label_kind != want_kind:
-            ctx.refuse("type-mismatch",
-                       f"`{call.func}` needs {'class labels' if want_kind == 'class' else 'regression targets'}"
-                       f" but the data has {'classes' if data.label_kind == 'class' else 'targets'}",
-                       call.func_span)
+            needs = "class labels" if want_kind == "class" else "regression targets"
+            has = "classes" if data.label_kind == "class" else "targets"
+            ctx.refuse(
+                "type-mismatch",
+                f"`{call.func}` needs {needs} but the data has {has}",
+                call.func_span,
+            )
             return None
         if oshape != (BATCH, data.outputs):
-            ctx.refuse("shape-mismatch",
-                       f"the model gives {show_shape(oshape)} but the data's labels need "
-                       f"{show_shape((BATCH, data.outputs))}", pred_e.span)
+            ctx.refuse(
+                "shape-mismatch",
+                f"the model gives {show_shape(oshape)} but the data's labels need "
+                f"{show_shape((BATCH, data.outputs))}",
+                pred_e.span,
+            )
             return None
     return b.graph(), out, call.func

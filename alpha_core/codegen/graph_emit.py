@@ -14,16 +14,16 @@ from llvmlite import ir
 from alpha_core.codegen.loops import (
     F32,
     I32,
+    LANES,
     PTR,
     broadcast_strides,
+    entry_alloca,
     for_range,
     i64,
     linear,
     load,
     nest,
     row_major_strides,
-    LANES,
-    entry_alloca,
     splat,
     store,
 )
@@ -66,7 +66,7 @@ class GraphEmitter:
             g.align = 64
             node = self.graph[i]
             if node.op == "const":  # a constant global: every load of it folds away
-                g.initializer = ir.Constant(ir.ArrayType(F32, 1), [float(node.attr("value"))])
+                g.initializer = ir.Constant(ir.ArrayType(F32, 1), [node.value()])
                 g.global_constant = True
             g.type = PTR  # opaque: loads and stores name their own element type
             self.ptrs[i] = g
@@ -121,17 +121,26 @@ class GraphEmitter:
             for_range(b, size(shape), lambda j: store(b, unary(load(b, a, j)), out, j))
         elif op in ("relu_grad", "tanh_grad", "sigmoid_grad"):
             x, d = self._in(node, 0), self._in(node, 1)
-            rec = {"relu_grad": recipes.relu_grad, "tanh_grad": recipes.tanh_grad,
-                   "sigmoid_grad": recipes.sigmoid_grad}[op]
-            for_range(b, size(shape),
-                      lambda j: store(b, rec(A, load(b, x, j), load(b, d, j)), out, j))
+            rec = {
+                "relu_grad": recipes.relu_grad,
+                "tanh_grad": recipes.tanh_grad,
+                "sigmoid_grad": recipes.sigmoid_grad,
+            }[op]
+            for_range(
+                b, size(shape), lambda j: store(b, rec(A, load(b, x, j), load(b, d, j)), out, j)
+            )
         elif op == "matmul":
             self._matmul(b, A, node, out)
         elif op == "transpose":
             (m, n) = self.shape(node.inputs[0])
             a = self._in(node, 0)
-            nest(b, (m, n), lambda idx: store(
-                b, load(b, a, linear(b, idx, (n, 1))), out, linear(b, idx, (1, m))))
+            nest(
+                b,
+                (m, n),
+                lambda idx: store(
+                    b, load(b, a, linear(b, idx, (n, 1))), out, linear(b, idx, (1, m))
+                ),
+            )
         elif op in ("sum", "mean", "reduce_to"):
             self._reduce(b, A, i, node, out)
         elif op == "broadcast":
@@ -170,15 +179,13 @@ class GraphEmitter:
             store(b, b.load(slot, typ=ty), out, b.add(b.mul(mi, i64(n)), col))
 
         def row(mi: ir.Value) -> None:
-            for_range(b, blocks, lambda blk: accumulate(mi, b.mul(blk, i64(LANES)), LANES),
-                      "nb")
+            for_range(b, blocks, lambda blk: accumulate(mi, b.mul(blk, i64(LANES)), LANES), "nb")
             for r in range(rest):
                 accumulate(mi, i64(blocks * LANES + r), 1)
 
         for_range(b, m, row, "m")
 
-    def _reduce(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node,
-                out: ir.Value) -> None:
+    def _reduce(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
         """Add the input into the output in row-major input order, from +0.0."""
         src_shape = self.shape(node.inputs[0])
         out_shape = self.shape(i)
@@ -187,7 +194,7 @@ class GraphEmitter:
         if node.op == "reduce_to":
             strides = broadcast_strides(out_shape, src_shape)
         else:
-            axis = node.attr("axis")
+            axis = node.axis()
             if axis is None:
                 strides = [0] * len(src_shape)
             else:
@@ -202,28 +209,32 @@ class GraphEmitter:
 
         nest(b, src_shape, body)
         if node.op == "mean":
-            axis = node.attr("axis")
-            count = size(src_shape) if axis is None else src_shape[axis]  # type: ignore[index]
+            axis = node.axis()
+            count = size(src_shape) if axis is None else src_shape[axis]
             n = A.const(float(count))
-            for_range(b, max(1, size(out_shape)),
-                      lambda j: store(b, A.div(load(b, out, j), n), out, j))
+            for_range(
+                b, max(1, size(out_shape)), lambda j: store(b, A.div(load(b, out, j), n), out, j)
+            )
 
-    def _broadcast(self, b: ir.IRBuilder, node: Node, out: ir.Value,
-                   shape: tuple[int, ...]) -> None:
+    def _broadcast(
+        self, b: ir.IRBuilder, node: Node, out: ir.Value, shape: tuple[int, ...]
+    ) -> None:
         src = self._in(node, 0)
-        axis = node.attr("axis")
+        axis = node.axis()
         if axis is None:
             strides = [0] * len(shape)
         else:
             assert isinstance(axis, int)
-            own = row_major_strides(shape[:axis] + shape[axis + 1:])
+            own = row_major_strides(shape[:axis] + shape[axis + 1 :])
             strides = own[:axis] + [0] + own[axis:]
         st_o = row_major_strides(shape)
-        nest(b, shape, lambda idx: store(b, load(b, src, linear(b, idx, strides)), out,
-                                         linear(b, idx, st_o)))
+        nest(
+            b,
+            shape,
+            lambda idx: store(b, load(b, src, linear(b, idx, strides)), out, linear(b, idx, st_o)),
+        )
 
-    def _xent(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value,
-              grad: bool) -> None:
+    def _xent(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value, grad: bool) -> None:
         """Per example: m = max z; s = Σ exp(z - m); loss = log s - (z[y] - m);
         grad = exp(z - m) / s - [j = y]."""
         rows, classes = self.shape(node.inputs[0])
@@ -235,14 +246,32 @@ class GraphEmitter:
         def example(r: ir.Value) -> None:
             base = b.mul(r, i64(classes))
             b.store(load(b, z, base), m_slot)
-            for_range(b, classes, lambda j: b.store(
-                A.select(A.gt(v := load(b, z, b.add(base, j)), b.load(m_slot, typ=F32)), v,
-                         b.load(m_slot, typ=F32)), m_slot), "mx")
+            for_range(
+                b,
+                classes,
+                lambda j: b.store(
+                    A.select(
+                        A.gt(v := load(b, z, b.add(base, j)), b.load(m_slot, typ=F32)),
+                        v,
+                        b.load(m_slot, typ=F32),
+                    ),
+                    m_slot,
+                ),
+                "mx",
+            )
             m = b.load(m_slot, typ=F32)
             b.store(A.const(0.0), s_slot)
-            for_range(b, classes, lambda j: b.store(
-                A.add(b.load(s_slot, typ=F32),
-                      b.call(exp, [A.sub(load(b, z, b.add(base, j)), m)])), s_slot), "sx")
+            for_range(
+                b,
+                classes,
+                lambda j: b.store(
+                    A.add(
+                        b.load(s_slot, typ=F32), b.call(exp, [A.sub(load(b, z, b.add(base, j)), m)])
+                    ),
+                    s_slot,
+                ),
+                "sx",
+            )
             s = b.load(s_slot, typ=F32)
             y = b.sext(load(b, labels, r, I32), ir.IntType(64))
             if not grad:
@@ -253,22 +282,25 @@ class GraphEmitter:
             def cls(j: ir.Value) -> None:
                 p = A.div(b.call(exp, [A.sub(load(b, z, b.add(base, j)), m)]), s)
                 hot = b.icmp_unsigned("==", j, y)
-                store(b, A.sub(p, A.select(hot, A.const(1.0), A.const(0.0))), out,
-                      b.add(base, j))
+                store(b, A.sub(p, A.select(hot, A.const(1.0), A.const(0.0))), out, b.add(base, j))
 
             for_range(b, classes, cls, "g")
 
         for_range(b, rows, example, "ex")
 
-    def _mse(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value,
-             grad: bool) -> None:
+    def _mse(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value, grad: bool) -> None:
         """Per example: d = p - t; loss = (Σ d*d) / n; grad = (d + d) / n."""
         rows, width = self.shape(node.inputs[0])
         p, t = self._in(node, 0), self._in(node, 1)
         n = A.const(float(width))
         if grad:
-            for_range(b, rows * width, lambda j: store(
-                b, A.div(A.add(d := A.sub(load(b, p, j), load(b, t, j)), d), n), out, j))
+            for_range(
+                b,
+                rows * width,
+                lambda j: store(
+                    b, A.div(A.add(d := A.sub(load(b, p, j), load(b, t, j)), d), n), out, j
+                ),
+            )
             return
         s_slot = entry_alloca(b)
 

@@ -17,8 +17,9 @@ from alpha_core.semantics import learners
 from alpha_core.semantics.llvm_arith import LlvmArith
 
 
-def _function(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type],
-              names: list[str]) -> tuple[ir.Function, ir.IRBuilder]:
+def _function(
+    module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type], names: list[str]
+) -> tuple[ir.Function, ir.IRBuilder]:
     fn = ir.Function(module, ir.FunctionType(ret, args), name=name)
     fn.attributes.add("nounwind")
     for arg, arg_name in zip(fn.args, names, strict=True):
@@ -28,8 +29,9 @@ def _function(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type],
     return fn, ir.IRBuilder(fn.append_basic_block("entry"))
 
 
-def _bind_params(b: ir.IRBuilder, graph: Graph, program: Program,
-                 params: ir.Value) -> dict[int, ir.Value]:
+def _bind_params(
+    b: ir.IRBuilder, graph: Graph, program: Program, params: ir.Value
+) -> dict[int, ir.Value]:
     bound: dict[int, ir.Value] = {}
     for i, node in enumerate(graph.nodes):
         if node.op == "param":
@@ -39,8 +41,9 @@ def _bind_params(b: ir.IRBuilder, graph: Graph, program: Program,
     return bound
 
 
-def _bind_inputs(graph: Graph, x: ir.Value, ycls: ir.Value | None,
-                 yreg: ir.Value | None) -> dict[int, ir.Value]:
+def _bind_inputs(
+    graph: Graph, x: ir.Value, ycls: ir.Value | None, yreg: ir.Value | None
+) -> dict[int, ir.Value]:
     bound: dict[int, ir.Value] = {}
     for i, node in enumerate(graph.nodes):
         if node.op == "input_x":
@@ -57,8 +60,9 @@ def _copy(b: ir.IRBuilder, src: ir.Value, dst: ir.Value, dst_offset: int, n: int
 
 
 def emit_leaf_grad(module: ir.Module, program: Program, step: StepGraph) -> None:
-    fn, b = _function(module, "alpha_leaf_grad", F32, [PTR] * 5,
-                      ["params", "x", "y_class", "y_reg", "grad"])
+    fn, b = _function(
+        module, "alpha_leaf_grad", F32, [PTR] * 5, ["params", "x", "y_class", "y_reg", "grad"]
+    )
     params, x, ycls, yreg, grad = fn.args
     em = GraphEmitter(module, step.graph, program.leaf_size, "step")
     bound = _bind_params(b, step.graph, program, params)
@@ -70,8 +74,7 @@ def emit_leaf_grad(module: ir.Module, program: Program, step: StepGraph) -> None
 
 
 def emit_forward(module: ir.Module, program: Program) -> None:
-    fn, b = _function(module, "alpha_forward", ir.VoidType(), [PTR] * 3,
-                      ["params", "x", "out"])
+    fn, b = _function(module, "alpha_forward", ir.VoidType(), [PTR] * 3, ["params", "x", "out"])
     params, x, out = fn.args
     em = GraphEmitter(module, program.model, program.leaf_size, "fwd")
     bound = _bind_params(b, program.model, program, params)
@@ -82,8 +85,13 @@ def emit_forward(module: ir.Module, program: Program) -> None:
 
 
 def emit_apply(module: ir.Module, program: Program) -> None:
-    fn, b = _function(module, "alpha_apply", ir.VoidType(), [PTR, PTR, PTR, I32],
-                      ["params", "state", "grad_sum", "step"])
+    fn, b = _function(
+        module,
+        "alpha_apply",
+        ir.VoidType(),
+        [PTR, PTR, PTR, I32],
+        ["params", "state", "grad_sum", "step"],
+    )
     params, state, gsum, step_index = fn.args
     A = LlvmArith(b)
     n = program.n_params
@@ -92,9 +100,14 @@ def emit_apply(module: ir.Module, program: Program) -> None:
     powers: tuple[ir.Value, ir.Value] | None = None
     if learner.kind == "adam":
         first = b.icmp_unsigned("==", step_index, ir.Constant(I32, 0))
-        b1t, b2t = learners.adam_powers(A, first, load(b, state, i64(2 * n)),
-                                        load(b, state, i64(2 * n + 1)), hyper["beta1"],
-                                        hyper["beta2"])
+        b1t, b2t = learners.adam_powers(
+            A,
+            first,
+            load(b, state, i64(2 * n)),
+            load(b, state, i64(2 * n + 1)),
+            hyper["beta1"],
+            hyper["beta2"],
+        )
         store(b, b1t, state, i64(2 * n))
         store(b, b2t, state, i64(2 * n + 1))
         # keep the powers in registers across the loop
@@ -117,9 +130,18 @@ def emit_apply(module: ir.Module, program: Program) -> None:
             assert powers is not None
             mj, vj = j, b.add(j, i64(n))
             p2, m2, v2 = learners.adam(
-                A, p, load(b, state, mj), load(b, state, vj), g,
-                b.load(powers[0], typ=F32), b.load(powers[1], typ=F32), hyper["lr"],
-                hyper["beta1"], hyper["beta2"], hyper["eps"])
+                A,
+                p,
+                load(b, state, mj),
+                load(b, state, vj),
+                g,
+                b.load(powers[0], typ=F32),
+                b.load(powers[1], typ=F32),
+                hyper["lr"],
+                hyper["beta1"],
+                hyper["beta2"],
+                hyper["eps"],
+            )
             store(b, p2, params, j)
             store(b, m2, state, mj)
             store(b, v2, state, vj)

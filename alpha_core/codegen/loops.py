@@ -20,8 +20,7 @@ def i64(n: int) -> ir.Constant:
     return ir.Constant(I64, n)
 
 
-def for_range(b: ir.IRBuilder, n: int, body: Callable[[ir.Value], None],
-              name: str = "i") -> None:
+def for_range(b: ir.IRBuilder, n: int, body: Callable[[ir.Value], None], name: str = "i") -> None:
     """for (i = 0; i < n; i++) body(i), with i an i64."""
     if n <= 0:
         return
@@ -43,8 +42,7 @@ def for_range(b: ir.IRBuilder, n: int, body: Callable[[ir.Value], None],
     b.position_at_end(done)
 
 
-def nest(b: ir.IRBuilder, dims: Sequence[int],
-         body: Callable[[list[ir.Value]], None]) -> None:
+def nest(b: ir.IRBuilder, dims: Sequence[int], body: Callable[[list[ir.Value]], None]) -> None:
     """Row-major loop nest over `dims`: the last index varies fastest."""
 
     def level(k: int, idx: list[ir.Value]) -> None:
@@ -63,8 +61,11 @@ def linear(b: ir.IRBuilder, idx: Sequence[ir.Value], strides: Sequence[int]) -> 
         if s == 0:
             continue
         term = i if s == 1 else b.mul(i, i64(s), flags=["nuw", "nsw"])
-        off = term if isinstance(off, ir.Constant) and off.constant == 0 else b.add(
-            off, term, flags=["nuw", "nsw"])
+        off = (
+            term
+            if isinstance(off, ir.Constant) and off.constant == 0
+            else b.add(off, term, flags=["nuw", "nsw"])
+        )
     return off
 
 
@@ -116,5 +117,6 @@ def splat(b: ir.IRBuilder, value: ir.Value, width: int) -> ir.Value:
         return value
     ty = ir.VectorType(value.type, width)
     one = b.insert_element(ir.Constant(ty, ir.Undefined), value, ir.Constant(I32, 0))
-    return b.shuffle_vector(one, ir.Constant(ty, ir.Undefined),
-                            ir.Constant(ir.VectorType(I32, width), [0] * width))
+    return b.shuffle_vector(
+        one, ir.Constant(ty, ir.Undefined), ir.Constant(ir.VectorType(I32, width), [0] * width)
+    )

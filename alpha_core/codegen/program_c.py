@@ -1,4 +1,4 @@
-"""The generated `program.c`: the constant ALPHA_PROGRAM that describes one system to the runtime."""
+"""The generated `program.c`: the constant ALPHA_PROGRAM describing one system to the runtime."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _floats(name: str, values: np.ndarray) -> str:
     flat = np.ascontiguousarray(values, dtype=np.float32).ravel()
     lines = []
     for start in range(0, len(flat), 6):
-        chunk = flat[start:start + 6]
+        chunk = flat[start : start + 6]
         lines.append("    " + ", ".join(float(v).hex() + "f" for v in chunk) + ",")
     body = "\n".join(lines) if lines else "    0"
     return f"static const float {name}[{max(1, len(flat))}] = {{\n{body}\n}};\n"
@@ -57,8 +57,7 @@ def program_c(program: Program, data_path: str | None) -> str:
         "steps": f"{program.steps}u",
         "features": f"{d.features}u",
         "outputs": f"{d.outputs}u",
-        "label_kind": "ALPHA_LABEL_CLASS" if d.label_kind == "class" else
-        "ALPHA_LABEL_REGRESSION",
+        "label_kind": "ALPHA_LABEL_CLASS" if d.label_kind == "class" else "ALPHA_LABEL_REGRESSION",
         "shuffle": "1u" if program.shuffle_seed is not None else "0u",
         "shuffle_seed": f"{program.shuffle_seed or 0}u",
         "data_kind": kind,

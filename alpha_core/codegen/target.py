@@ -21,10 +21,12 @@ class HostTarget:
 TARGETS = {
     # x86-64-v2 (SSE4.2) runs on every x86-64 server of the last decade; vector width never
     # changes the bits, since only independent outputs are computed side by side.
-    "x86_64": HostTarget("x86_64", "x86_64-unknown-linux-musl", "x86_64-linux-musl",
-                         "x86-64-v2", ""),
-    "aarch64": HostTarget("aarch64", "aarch64-unknown-linux-musl", "aarch64-linux-musl",
-                          "generic", "+neon"),
+    "x86_64": HostTarget(
+        "x86_64", "x86_64-unknown-linux-musl", "x86_64-linux-musl", "x86-64-v2", ""
+    ),
+    "aarch64": HostTarget(
+        "aarch64", "aarch64-unknown-linux-musl", "aarch64-linux-musl", "generic", "+neon"
+    ),
 }
 
 
@@ -37,8 +39,9 @@ def _init() -> None:
 def _machine(target: HostTarget) -> llvm.TargetMachine:
     _init()
     t = llvm.Target.from_triple(target.triple)
-    return t.create_target_machine(cpu=target.cpu, features=target.features, opt=3,
-                                   reloc="pic", codemodel="default")
+    return t.create_target_machine(
+        cpu=target.cpu, features=target.features, opt=3, reloc="pic", codemodel="default"
+    )
 
 
 def optimized_ir(module: ir.Module, target: HostTarget) -> llvm.ModuleRef:

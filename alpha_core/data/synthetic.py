@@ -17,21 +17,26 @@ from alpha_core.semantics.rng import numpy_init
 if TYPE_CHECKING:
     from alpha_core.check.program import DataSpec
 
+
 def _normal(seed: int, stream: int, count: int) -> np.ndarray:
     """Standard normals (Irwin–Hall, as parameter init draws them) for one stream of a seed."""
     return numpy_init("normal", (0.0, 1.0), seed * 64 + stream, count)
 
 
 @functools.lru_cache(maxsize=32)
-def _generate(rows: int, features: int, label_kind: str, outputs: int, seed: int,
-              noise: float) -> tuple[np.ndarray, np.ndarray]:
+def _generate(
+    rows: int, features: int, label_kind: str, outputs: int, seed: int, noise: float
+) -> tuple[np.ndarray, np.ndarray]:
     f32 = np.float32
+    x: np.ndarray
+    y: np.ndarray
     if label_kind == "class":
         # Gaussian blobs: row i belongs to class i mod classes, around that class's centre.
         centres = _normal(seed, 1, outputs * features).reshape(outputs, features) * f32(2.0)
         labels = np.arange(rows) % outputs
         x = centres[labels] + _normal(seed, 2, rows * features).reshape(rows, features) * f32(
-            max(noise, 0.0) * 5 + 0.5)
+            max(noise, 0.0) * 5 + 0.5
+        )
         y = labels.astype(np.float32).reshape(rows, 1)
     else:
         # A linear map with noise; the matrix product adds over features in index order.
@@ -39,12 +44,11 @@ def _generate(rows: int, features: int, label_kind: str, outputs: int, seed: int
         x = _normal(seed, 4, rows * features).reshape(rows, features)
         y = np.zeros((rows, outputs), dtype=np.float32)
         for k in range(features):
-            y = y + x[:, k:k + 1] * w[k:k + 1, :]
+            y = y + x[:, k : k + 1] * w[k : k + 1, :]
         y = y + _normal(seed, 5, rows * outputs).reshape(rows, outputs) * f32(noise)
     return x.astype(np.float32), y.astype(np.float32)
 
 
 def generate(spec: DataSpec) -> tuple[np.ndarray, np.ndarray]:
     """(x: rows × features, y: rows × 1 class index or rows × targets), both float32."""
-    return _generate(spec.rows, spec.features, spec.label_kind, spec.outputs, spec.seed,
-                     spec.noise)
+    return _generate(spec.rows, spec.features, spec.label_kind, spec.outputs, spec.seed, spec.noise)

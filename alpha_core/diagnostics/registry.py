@@ -48,40 +48,52 @@ def _tiny(model: str = _MODEL, head: str = _DIGITS_HEAD, tail: str = _TAIL) -> s
 
 _ENTRIES = [
     Refusal(
-        "syntax-error", COMPILE, "the text does not follow the grammar",
+        "syntax-error",
+        COMPILE,
+        "the text does not follow the grammar",
         "An item (one line, or several lines held together by brackets) could not be parsed. "
         "Only that item is lost: the rest of the file is still parsed and checked, so further "
         "refusals may still be shown.",
         _tiny(model="  fn model(x: f32[B, 4]) -> f32[B, 3] {\n    return x @ w +\n  }\n"),
     ),
     Refusal(
-        "unknown-name", COMPILE, "a name is used that nothing declares",
+        "unknown-name",
+        COMPILE,
+        "a name is used that nothing declares",
         "Every name in a system must be declared: parameters with `param`, functions with "
         "`fn`, locals with `let`, data sets with `data`, and the built-in operations, losses, "
         "learners and initialisers. The message suggests the nearest declared names.",
         _tiny(model="  fn model(x: f32[B, 4]) -> f32[B, 3] {\n    return x @ w + bias\n  }\n"),
     ),
     Refusal(
-        "duplicate-name", COMPILE, "a name is declared twice",
+        "duplicate-name",
+        COMPILE,
+        "a name is declared twice",
         "Parameters, functions, data sets and locals share one namespace per system; each name "
         "may be declared once.",
         _tiny(head=_DIGITS_HEAD + "  param b: f32[3] = zeros\n"),
     ),
     Refusal(
-        "shape-mismatch", COMPILE, "operand shapes do not fit the operation",
+        "shape-mismatch",
+        COMPILE,
+        "operand shapes do not fit the operation",
         "Shapes are static. `a @ b` needs the last dimension of `a` to equal the first of `b`; "
         "`+ - * /` need shapes that broadcast (trailing dimensions equal, or one of them 1 or "
         "absent); a function's result must have its declared shape.",
         _tiny(model="  fn model(x: f32[B, 4]) -> f32[B, 3] {\n    return x @ b\n  }\n"),
     ),
     Refusal(
-        "type-mismatch", COMPILE, "a value of the wrong kind",
+        "type-mismatch",
+        COMPILE,
+        "a value of the wrong kind",
         "Only `f32` tensors exist inside a model. A string, or an integer where a float tensor "
         "is needed in a declaration, is refused.",
         _tiny(head=_DIGITS_HEAD.replace("f32[4, 3]", "i64[4, 3]")),
     ),
     Refusal(
-        "device-in-semantics", COMPILE, "a device, host, address or rank word inside a system",
+        "device-in-semantics",
+        COMPILE,
+        "a device, host, address or rank word inside a system",
         "A system says what is learned, never where: device products (rtx3070, h100), hosts "
         "(x86_64, aarch64), addresses, ports, ranks and drivers belong to a plan, a pairing or "
         "the deployment inputs. Keeping them out of the system is what lets one system be "
@@ -89,77 +101,108 @@ _ENTRIES = [
         _tiny(head=_DIGITS_HEAD.replace("seed: 1)\n  batch", "seed: 1, rank: 0)\n  batch")),
     ),
     Refusal(
-        "missing-item", COMPILE, "a system lacks a required item",
+        "missing-item",
+        COMPILE,
+        "a system lacks a required item",
         "A trainable system needs `data`, `batch`, at least one `param`, a `fn model`, a "
         "`loss`, a `learner` and `steps`.",
         _tiny(tail="  loss softmax_cross_entropy(model(x), y)\n  steps 10\n}\n"),
     ),
     Refusal(
-        "bad-argument", COMPILE, "an argument is missing, unknown or out of range",
+        "bad-argument",
+        COMPILE,
+        "an argument is missing, unknown or out of range",
         "Built-ins take named arguments with fixed meanings: `adam(lr:, beta1:, beta2:, eps:)`, "
         "`normal(mean, std, seed:)`, `table(path, features:, label:, classes:, holdout:)` and "
         "so on (see docs/language.md). Unknown, missing and out-of-range arguments are refused.",
-        _tiny(tail="  loss softmax_cross_entropy(model(x), y)\n  learner sgd(rate: 0.1)\n"
-                   "  steps 10\n}\n"),
+        _tiny(
+            tail="  loss softmax_cross_entropy(model(x), y)\n  learner sgd(rate: 0.1)\n"
+            "  steps 10\n}\n"
+        ),
     ),
     Refusal(
-        "batch-not-divisible", COMPILE, "the batch does not cut into equal leaves",
+        "batch-not-divisible",
+        COMPILE,
+        "the batch does not cut into equal leaves",
         "`batch N leaves L` cuts every round's N examples into L leaves of N / L examples; "
         "L must divide N. The leaves are the units the canonical combine tree adds, so they "
         "must be equal.",
         _tiny(head=_DIGITS_HEAD.replace("batch 8 leaves 2", "batch 8 leaves 3")),
     ),
     Refusal(
-        "batch-axis-reduced", COMPILE, "a model reduces across examples",
+        "batch-axis-reduced",
+        COMPILE,
+        "a model reduces across examples",
         "A model maps each example to its output independently; the only sum across examples "
         "is the one the system declares (leaves in index order, then the canonical tree). A "
         "`sum` or `mean` over the batch axis inside the model would add examples in an "
         "undeclared order, so it is refused.",
-        _tiny(model="  fn model(x: f32[B, 4]) -> f32[B, 3] {\n"
-                    "    return x @ w + b - mean(x @ w, axis: 0)\n  }\n"),
+        _tiny(
+            model="  fn model(x: f32[B, 4]) -> f32[B, 3] {\n"
+            "    return x @ w + b - mean(x @ w, axis: 0)\n  }\n"
+        ),
     ),
     Refusal(
-        "data-unreadable", COMPILE, "a data set named by the system cannot be read at build time",
+        "data-unreadable",
+        COMPILE,
+        "a data set named by the system cannot be read at build time",
         "The build reads a table data set once to compile in its SHA-256 and row count; the "
         "executable refuses any other file at start-up (`data-digest-mismatch`).",
-        _tiny(head=_DIGITS_HEAD.replace(
-            "synthetic(rows: 64, features: 4, classes: 3, seed: 1)",
-            'table("no/such/file.csv", features: 4, label: last, classes: 3, holdout: 8)')),
+        _tiny(
+            head=_DIGITS_HEAD.replace(
+                "synthetic(rows: 64, features: 4, classes: 3, seed: 1)",
+                'table("no/such/file.csv", features: 4, label: last, classes: 3, holdout: 8)',
+            )
+        ),
     ),
     Refusal(
-        "data-digest-mismatch", START_UP, "the data set is not the one the executable was built for",
+        "data-digest-mismatch",
+        START_UP,
+        "the data set is not the one the executable was built for",
         "The executable compiles in the SHA-256 of the data set it was built against. At "
         "start-up it hashes the file it is given; any difference (an edited, truncated or "
         "different file) is refused before training starts, and nothing is written.",
     ),
     Refusal(
-        "data-missing", START_UP, "the data file does not exist or cannot be opened",
+        "data-missing",
+        START_UP,
+        "the data file does not exist or cannot be opened",
         "The path compiled in (or given with `--data`) could not be opened. Nothing is written.",
     ),
     Refusal(
-        "data-malformed", START_UP, "a data row does not have the declared shape",
+        "data-malformed",
+        START_UP,
+        "a data row does not have the declared shape",
         "A row with the wrong number of columns, a value that is not a number, or a class label "
         "out of range. Reached only when the digest matched, that is when the build itself "
         "read a malformed file.",
     ),
     Refusal(
-        "usage", USAGE, "a command was called with arguments it does not take",
+        "usage",
+        USAGE,
+        "a command was called with arguments it does not take",
         "The command-line arguments could not be understood; the message names the argument.",
     ),
     Refusal(
-        "role-crashed", START_UP, "an executable ended without naming a reason",
+        "role-crashed",
+        START_UP,
+        "an executable ended without naming a reason",
         "Every failure an executable detects is refused by name. This one is reported by the "
         "launcher when a process ends with a non-zero status and no refusal event, for example "
         "when it was killed by a signal.",
     ),
     Refusal(
-        "no-system", COMPILE, "the file declares no system to build",
+        "no-system",
+        COMPILE,
+        "the file declares no system to build",
         "`alpha build` and `alpha run` need a `system` declaration; name one with `--system` "
         "when the file declares several.",
         "# an empty file\n",
     ),
     Refusal(
-        "link-failed", COMPILE, "the native toolchain could not produce the executable",
+        "link-failed",
+        COMPILE,
+        "the native toolchain could not produce the executable",
         "The bundled zig toolchain failed to compile the runtime or link the executable. The "
         "message carries the toolchain's own output.",
     ),

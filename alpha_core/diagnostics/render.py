@@ -12,13 +12,16 @@ from alpha_core.syntax.span import LineIndex, Span
 def _excerpt(index: LineIndex, span: Span, label: str, width: int) -> list[str]:
     start = index.position(span.start)
     end = index.position(max(span.start, span.end - 1))
-    line = index.line_text(start.line).expandtabs(1)
+    # a CRLF file's lines end in "\r", which must not reach the excerpt; a tab counts one column
+    line = index.line_text(start.line).removesuffix("\r").expandtabs(1)
     underline_end = end.column + 1 if end.line == start.line else len(line)
     carets = "^" * max(1, underline_end - start.column)
     number = str(start.line + 1).rjust(width)
     pad = " " * width
-    return [f"{number} | {line}",
-            f"{pad} | {' ' * start.column}{carets}{(' ' + label) if label else ''}"]
+    return [
+        f"{number} | {line}",
+        f"{pad} | {' ' * start.column}{carets}{(' ' + label) if label else ''}",
+    ]
 
 
 def render(d: Diagnostic, text: str, path: str) -> str:
@@ -50,5 +53,11 @@ def span_json(span: Span | None, text: str) -> dict[str, int] | None:
         return None
     index = LineIndex(text)
     a, b = index.position(span.start), index.position(span.end)
-    return {"start": span.start, "end": span.end, "line": a.line + 1, "column": a.column + 1,
-            "end_line": b.line + 1, "end_column": b.column + 1}
+    return {
+        "start": span.start,
+        "end": span.end,
+        "line": a.line + 1,
+        "column": a.column + 1,
+        "end_line": b.line + 1,
+        "end_column": b.column + 1,
+    }

@@ -32,6 +32,17 @@ class Node:
                 return v
         raise KeyError(name)
 
+    def axis(self) -> int | None:
+        """The `axis` attribute of a reduction or broadcast (None: every axis)."""
+        value = self.attr("axis")
+        return value if isinstance(value, int) else None
+
+    def value(self) -> float:
+        """The value of a `const` node."""
+        value = self.attr("value")
+        assert isinstance(value, float)
+        return value
+
 
 @dataclass(frozen=True)
 class Graph:
@@ -51,8 +62,13 @@ class GraphBuilder:
     nodes: list[Node] = field(default_factory=list)
     _index: dict[Node, int] = field(default_factory=dict)
 
-    def add(self, op: str, inputs: tuple[int, ...], shape: Shape,
-            attrs: tuple[tuple[str, object], ...] = ()) -> int:
+    def add(
+        self,
+        op: str,
+        inputs: tuple[int, ...],
+        shape: Shape,
+        attrs: tuple[tuple[str, object], ...] = (),
+    ) -> int:
         node = Node(op, inputs, shape, attrs)
         found = self._index.get(node)
         if found is not None:

@@ -33,15 +33,29 @@ def momentum(A: Arith[F, I, M], p: F, v: F, g: F, lr: float, mu: float) -> tuple
     return A.sub(p, A.mul(A.const(lr), v2)), v2
 
 
-def adam_powers(A: Arith[F, I, M], first: M, b1t: F, b2t: F, beta1: float,
-                beta2: float) -> tuple[F, F]:
+def adam_powers(
+    A: Arith[F, I, M], first: M, b1t: F, b2t: F, beta1: float, beta2: float
+) -> tuple[F, F]:
     """beta1^t and beta2^t kept in the state: set on the first round, then multiplied."""
-    return (A.select(first, A.const(beta1), A.mul(b1t, A.const(beta1))),
-            A.select(first, A.const(beta2), A.mul(b2t, A.const(beta2))))
+    return (
+        A.select(first, A.const(beta1), A.mul(b1t, A.const(beta1))),
+        A.select(first, A.const(beta2), A.mul(b2t, A.const(beta2))),
+    )
 
 
-def adam(A: Arith[F, I, M], p: F, m: F, v: F, g: F, b1t: F, b2t: F, lr: float, beta1: float,
-         beta2: float, eps: float) -> tuple[F, F, F]:
+def adam(
+    A: Arith[F, I, M],
+    p: F,
+    m: F,
+    v: F,
+    g: F,
+    b1t: F,
+    b2t: F,
+    lr: float,
+    beta1: float,
+    beta2: float,
+    eps: float,
+) -> tuple[F, F, F]:
     one = A.const(1.0)
     m2 = A.add(A.mul(A.const(beta1), m), A.mul(A.sub(one, A.const(beta1)), g))
     v2 = A.add(A.mul(A.const(beta2), v), A.mul(A.sub(one, A.const(beta2)), A.mul(g, g)))

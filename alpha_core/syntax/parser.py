@@ -41,10 +41,25 @@ class _SyntaxFailure(Exception):
 
 
 _TOKEN_WORDS = {
-    "LBRACE": "`{`", "RBRACE": "`}`", "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`",
-    "RSQB": "`]`", "COMMA": "`,`", "COLON": "`:`", "EQUAL": "`=`", "PLUS": "`+`",
-    "MINUS": "`-`", "STAR": "`*`", "SLASH": "`/`", "__ANON_0": "`->`", "NAME": "a name",
-    "INT": "an integer", "NUMBER": "a number", "STRING": "a string", "$END": "end of item",
+    "LBRACE": "`{`",
+    "RBRACE": "`}`",
+    "LPAR": "`(`",
+    "RPAR": "`)`",
+    "LSQB": "`[`",
+    "RSQB": "`]`",
+    "COMMA": "`,`",
+    "COLON": "`:`",
+    "EQUAL": "`=`",
+    "PLUS": "`+`",
+    "MINUS": "`-`",
+    "STAR": "`*`",
+    "SLASH": "`/`",
+    "__ANON_0": "`->`",
+    "NAME": "a name",
+    "INT": "an integer",
+    "NUMBER": "a number",
+    "STRING": "a string",
+    "$END": "end of item",
 }
 
 
@@ -62,14 +77,16 @@ def _syntax_diagnostic(err: lark.exceptions.LarkError, text: str, offset: int) -
             pos = len(text)
             found = "end of item"
         else:
-            pos = tok.start_pos if tok.start_pos is not None else 0
+            pos = tok.start_pos or 0
             found = f"`{tok.value}`"
-        message = f"expected {_describe(set(err.expected))}, found {found}"
+        # `accepts` are the tokens really acceptable here; `expected` holds the lookaheads of the
+        # state before its pending reductions, which may name items that cannot follow
+        message = f"expected {_describe(set(err.accepts or err.expected))}, found {found}"
         span = Span(offset + pos, offset + pos + max(1, len(str(tok.value))))
         if tok.type == "$END":
             span = Span(offset + max(0, pos - 1), offset + pos)
     elif isinstance(err, lark.exceptions.UnexpectedCharacters):
-        pos = err.pos_in_stream
+        pos = err.pos_in_stream or 0
         message = f"unexpected character `{text[pos]}`"
         span = Span(offset + pos, offset + pos + 1)
     else:
@@ -115,12 +132,17 @@ def parse(text: str) -> tuple[ast.Module, list[Diagnostic]]:
     decl_pieces, strays = split_decls(text)
     diags: list[Diagnostic] = []
     for stray in strays:
-        diags.append(Diagnostic(
-            "syntax-error",
-            "expected `system`, `plan` or `pairing` at the start of a line",
-            Span(stray.piece.span.start, stray.piece.span.start + len(stray.piece.text.split()[0])),
-            help="declarations start at column 0 with their keyword",
-        ))
+        diags.append(
+            Diagnostic(
+                "syntax-error",
+                "expected `system`, `plan` or `pairing` at the start of a line",
+                Span(
+                    stray.piece.span.start,
+                    stray.piece.span.start + len(stray.piece.text.split()[0]),
+                ),
+                help="declarations start at column 0 with their keyword",
+            )
+        )
     decls = [_parse_decl(dp, diags) for dp in decl_pieces]
     return ast.Module(tuple(decls)), diags
 
@@ -132,12 +154,23 @@ def _parse_decl(dp: DeclPieces, diags: list[Diagnostic]) -> ast.Decl:
         return ast.Decl("error", "", dp.header.span, None, None, (), dp.span, dp.body)
     kind, name, name_span, target, target_span = shift(header, dp.header.span.start)
     if dp.missing_open:
-        diags.append(Diagnostic("syntax-error", f"expected `{{` after the {kind} header",
-                                Span(dp.header.span.end, dp.header.span.end + 1)))
+        at = dp.header.span.end  # the character after the header; none at the end of the text
+        diags.append(
+            Diagnostic(
+                "syntax-error",
+                f"expected `{{` after the {kind} header",
+                Span(at, min(at + 1, dp.span.end)),
+            )
+        )
     if dp.unclosed:
-        diags.append(Diagnostic("syntax-error", f"unclosed `{{` of {kind} `{name}`",
-                                Span(dp.body.start - 1, dp.body.start),
-                                help="add `}` where the body ends"))
+        diags.append(
+            Diagnostic(
+                "syntax-error",
+                f"unclosed `{{` of {kind} `{name}`",
+                Span(dp.body.start - 1, dp.body.start),
+                help="add `}` where the body ends",
+            )
+        )
     items: list[object] = []
     start = ITEM_START.get(kind)
     for piece in dp.items:
@@ -151,6 +184,16 @@ def _parse_decl(dp: DeclPieces, diags: list[Diagnostic]) -> ast.Decl:
         else:
             items.append(shift(item, piece.span.start))
     return ast.Decl(kind, name, name_span, target, target_span, tuple(items), dp.span, dp.body)
+
+
+def _int(tok: lark.Token) -> int:
+    """An integer literal's value; one beyond Python's digit limit for int() is refused here."""
+    try:
+        return int(tok)
+    except ValueError:
+        raise _SyntaxFailure(
+            Diagnostic("syntax-error", f"an integer of {len(tok)} digits is too long", _span(tok))
+        ) from None
 
 
 def _span(meta_or_tok: Any) -> Span:
@@ -194,16 +237,23 @@ class _Build:
         sh = None
         if shuffle is not None:
             args, kwargs = self._args(shuffle.children[0])
-            sh = ast.Call("shuffle", _span(shuffle), args, kwargs, _span(shuffle))
-        return ast.BatchItem(int(size), _span(size), int(leaves), _span(leaves), sh, _span(t))
+            at = _span(shuffle).start  # the keyword starts the clause
+            sh = ast.Call("shuffle", Span(at, at + len("shuffle")), args, kwargs, _span(shuffle))
+        return ast.BatchItem(_int(size), _span(size), _int(leaves), _span(leaves), sh, _span(t))
 
     def _param_item(self, t: Any, name: lark.Token, ty: Any, init: Any) -> ast.ParamItem:
         return ast.ParamItem(str(name), _span(name), self.node(ty), self.node(init), _span(t))
 
     def _fn_item(self, t: Any, name: lark.Token, params: Any, result: Any, *body: Any) -> Any:
         ps = tuple(self._fn_param(p) for p in params.children) if params is not None else ()
-        return ast.FnItem(str(name), _span(name), ps, self.node(result),
-                          tuple(self.node(s) for s in body), _span(t))
+        return ast.FnItem(
+            str(name),
+            _span(name),
+            ps,
+            self.node(result),
+            tuple(self.node(s) for s in body),
+            _span(t),
+        )
 
     def _fn_param(self, p: Any) -> ast.FnParam:
         name, ty = p.children
@@ -222,14 +272,14 @@ class _Build:
         return ast.LearnerItem(self.node(call), _span(t))
 
     def _steps_item(self, t: Any, count: lark.Token) -> ast.StepsItem:
-        return ast.StepsItem(int(count), _span(count), _span(t))
+        return ast.StepsItem(_int(count), _span(count), _span(t))
 
     def _tensor_type(self, t: Any, dtype: lark.Token, dims: Any) -> ast.TensorType:
         ds = tuple(self.node(d) for d in dims.children) if dims is not None else ()
         return ast.TensorType(str(dtype), _span(dtype), ds, _span(t))
 
     def _dim_int(self, t: Any, tok: lark.Token) -> ast.Dim:
-        return ast.Dim(int(tok), _span(tok))
+        return ast.Dim(_int(tok), _span(tok))
 
     def _dim_name(self, t: Any, tok: lark.Token) -> ast.Dim:
         return ast.Dim(str(tok), _span(tok))
@@ -246,9 +296,11 @@ class _Build:
                 kws.append(ast.Kwarg(str(name), _span(name), self.node(value), _span(a)))
             else:
                 if kws:
-                    raise _SyntaxFailure(Diagnostic(
-                        "syntax-error", "positional argument after a keyword argument",
-                        _span(a)))
+                    raise _SyntaxFailure(
+                        Diagnostic(
+                            "syntax-error", "positional argument after a keyword argument", _span(a)
+                        )
+                    )
                 pos.append(self.node(a))
         return tuple(pos), tuple(kws)
 
@@ -261,6 +313,8 @@ class _Build:
 
     def _number(self, t: Any, tok: lark.Token) -> ast.Number:
         text = str(tok)
+        if tok.type == "INT":
+            _int(tok)  # arguments read an integer's value exactly, from its text
         return ast.Number(float(text), text, tok.type == "INT", _span(tok))
 
     def _string(self, t: Any, tok: lark.Token) -> ast.String:
@@ -271,7 +325,7 @@ class _Build:
 
     def _binop(self, t: Any, op: str, left: Any, right: Any) -> ast.BinOp:
         lnode, rnode = self.node(left), self.node(right)
-        between = self.text[lnode.span.end:rnode.span.start]
+        between = self.text[lnode.span.end : rnode.span.start]
         at = lnode.span.end + max(0, between.find(op))
         return ast.BinOp(op, lnode, rnode, _span(t), Span(at, at + 1))
 

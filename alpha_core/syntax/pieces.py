@@ -163,8 +163,9 @@ def _scan_decl(text: str, start: int) -> tuple[DeclPieces, int]:
             depth -= 1
             if depth == 0:
                 items = tuple(split_items(text, body_start, j))
-                return DeclPieces(header, Span(body_start, j), items, Span(start, j + 1), False,
-                                  False), j + 1
+                return DeclPieces(
+                    header, Span(body_start, j), items, Span(start, j + 1), False, False
+                ), j + 1
         j += 1
     items = tuple(split_items(text, body_start, j))
     return DeclPieces(header, Span(body_start, j), items, Span(start, j), True, False), j
