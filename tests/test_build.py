@@ -136,3 +136,15 @@ def test_cli_run_shows_progress_and_result() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "held-out accuracy" in proc.stdout and "parameters sha256" in proc.stdout
     assert "200/200" in proc.stderr
+
+
+def test_every_runtime_refusal_is_registered() -> None:
+    """The runtime names its refusals in runtime/refusal.h; each has an entry in the registry."""
+    import re
+
+    from alpha_core.diagnostics.registry import REGISTRY
+
+    header = (ROOT / "runtime" / "refusal.h").read_text()
+    names = re.findall(r'#define REFUSAL_\w+ "([a-z-]+)"', header)
+    assert len(names) >= 8
+    assert [n for n in names if n not in REGISTRY] == []

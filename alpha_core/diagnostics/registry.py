@@ -145,9 +145,11 @@ _ENTRIES = [
     Refusal(
         "data-unreadable",
         COMPILE,
-        "a data set named by the system cannot be read at build time",
+        "a data set named by the system cannot be read",
         "The build reads a table data set once to compile in its SHA-256 and row count; the "
-        "executable refuses any other file at start-up (`data-digest-mismatch`).",
+        "executable refuses any other file at start-up (`data-digest-mismatch`). The "
+        "executable gives the same name at start-up when its data file exists but cannot be "
+        "read.",
         _tiny(
             head=_DIGITS_HEAD.replace(
                 "synthetic(rows: 64, features: 4, classes: 3, seed: 1)",
@@ -176,6 +178,30 @@ _ENTRIES = [
         "A row with the wrong number of columns, a value that is not a number, or a class label "
         "out of range. Reached only when the digest matched, that is when the build itself "
         "read a malformed file.",
+    ),
+    Refusal(
+        "out-of-memory",
+        START_UP,
+        "the executable could not allocate what the system needs",
+        "The executable allocates its parameters, learner state, gradients and data once at "
+        "start-up; if the machine cannot give it that memory it stops before training, and "
+        "nothing is written.",
+    ),
+    Refusal(
+        "program-invalid",
+        START_UP,
+        "the program compiled into the executable is inconsistent",
+        "The runtime checks the description the compiler linked in (batch and leaves, holdout, "
+        "sizes, the data digest) before using it. Reaching this means the executable was not "
+        "made by a matching `alpha build`; rebuild it.",
+    ),
+    Refusal(
+        "params-write-failed",
+        START_UP,
+        "the final parameters could not be written",
+        "The parameter file is written beside its final name, synced and renamed into place, "
+        "so a reader never sees a partial file. When any step fails the executable stops with "
+        "this refusal and the previous file, if any, is left as it was.",
     ),
     Refusal(
         "usage",
