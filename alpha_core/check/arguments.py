@@ -20,10 +20,14 @@ class Arg:
 
 def _literal(e: ast.Expr) -> tuple[str, float | int | str] | None:
     if isinstance(e, ast.Number):
-        return ("int" if e.is_int else "float", int(e.value) if e.is_int else e.value)
+        # an integer's value from its text: exact, where the float value may be rounded or inf
+        return ("int" if e.is_int else "float", int(e.text) if e.is_int else e.value)
     if isinstance(e, ast.Neg) and isinstance(e.operand, ast.Number):
         v = e.operand.value
-        return ("int" if e.operand.is_int else "float", -int(v) if e.operand.is_int else -v)
+        return (
+            "int" if e.operand.is_int else "float",
+            -int(e.operand.text) if e.operand.is_int else -v,
+        )
     if isinstance(e, ast.String):
         return ("string", e.value)
     if isinstance(e, ast.Name):
@@ -31,8 +35,9 @@ def _literal(e: ast.Expr) -> tuple[str, float | int | str] | None:
     return None
 
 
-def bind(ctx: CheckContext, call: ast.Call, spec: list[Arg],
-         positional: int = 0) -> dict[str, float | int | str] | None:
+def bind(
+    ctx: CheckContext, call: ast.Call, spec: list[Arg], positional: int = 0
+) -> dict[str, float | int | str] | None:
     """Match a call's arguments against `spec`; the first `positional` may be given by position.
 
     Returns the values by name, or None after refusing with `bad-argument`.
@@ -41,10 +46,12 @@ def bind(ctx: CheckContext, call: ast.Call, spec: list[Arg],
     known = {a.name: a for a in spec}
     given: dict[str, tuple[ast.Expr, ast.Span]] = {}
     if len(call.args) > positional:
-        ctx.refuse("bad-argument",
-                   f"{what} takes at most {positional} positional argument(s), "
-                   f"{len(call.args)} given", call.args[positional].span,
-                   help="name the arguments: " + ", ".join(f"{a.name}:" for a in spec))
+        ctx.refuse(
+            "bad-argument",
+            f"{what} takes at most {positional} positional argument(s), {len(call.args)} given",
+            call.args[positional].span,
+            help="name the arguments: " + ", ".join(f"{a.name}:" for a in spec),
+        )
         return None
     for a, e in zip(spec, call.args, strict=False):
         given[a.name] = (e, e.span)
@@ -53,9 +60,14 @@ def bind(ctx: CheckContext, call: ast.Call, spec: list[Arg],
             from alpha_core.check.context import suggest
 
             near = suggest(kw.name, known)
-            ctx.refuse("bad-argument", f"{what} has no argument `{kw.name}`", kw.name_span,
-                       help=("did you mean `" + near[0] + "`?") if near else
-                       "it takes " + ", ".join(f"`{a}`" for a in known))
+            ctx.refuse(
+                "bad-argument",
+                f"{what} has no argument `{kw.name}`",
+                kw.name_span,
+                help=("did you mean `" + near[0] + "`?")
+                if near
+                else "it takes " + ", ".join(f"`{a}`" for a in known),
+            )
             return None
         if kw.name in given:
             ctx.refuse("bad-argument", f"`{kw.name}` is given twice", kw.name_span)
@@ -73,16 +85,16 @@ def bind(ctx: CheckContext, call: ast.Call, spec: list[Arg],
         lit = _literal(e)
         ok = lit is not None and (lit[0] == a.kind or (a.kind == "float" and lit[0] == "int"))
         if not ok or lit is None:
-            ctx.refuse("bad-argument", f"`{a.name}` of {what} must be a literal {a.kind}",
-                       e.span)
+            ctx.refuse("bad-argument", f"`{a.name}` of {what} must be a literal {a.kind}", e.span)
             return None
         value = float(lit[1]) if a.kind == "float" else lit[1]
         if isinstance(value, int | float):
             if (a.low is not None and (value < a.low or (a.positive and value <= a.low))) or (
                 a.high is not None and value > a.high
             ):
-                rng = f"{'above' if a.positive else 'at least'} {a.low}" if a.low is not None \
-                    else ""
+                rng = (
+                    f"{'above' if a.positive else 'at least'} {a.low}" if a.low is not None else ""
+                )
                 if a.high is not None:
                     rng += (" and " if rng else "") + f"at most {a.high}"
                 ctx.refuse("bad-argument", f"`{a.name}` is {value}; it must be {rng}", e.span)

@@ -27,8 +27,9 @@ class Binding:
 
 
 class ExprLowering:
-    def __init__(self, ctx: CheckContext, builder: GraphBuilder,
-                 fns: dict[str, ast.FnItem]) -> None:
+    def __init__(
+        self, ctx: CheckContext, builder: GraphBuilder, fns: dict[str, ast.FnItem]
+    ) -> None:
         self.ctx = ctx
         self.b = builder
         self.fns = fns
@@ -69,16 +70,21 @@ class ExprLowering:
         if a is None or c is None:
             return None
         sa, sc = self.b.shape(a), self.b.shape(c)
-        related = (Related(e.left.span, f"this is {show_shape(sa)}"),
-                   Related(e.right.span, f"this is {show_shape(sc)}"))
+        related = (
+            Related(e.left.span, f"this is {show_shape(sa)}"),
+            Related(e.right.span, f"this is {show_shape(sc)}"),
+        )
         if e.op == "@":
             if len(sa) != 2 or len(sc) != 2 or sa[1] != sc[0] or sc[0] == BATCH:
                 self.ctx.refuse(
                     "shape-mismatch",
                     f"cannot multiply {show_shape(sa)} by {show_shape(sc)}",
-                    e.op_span, related=related,
+                    e.op_span,
+                    related=related,
                     help="`a @ b` needs a: [m, k] and b: [k, n] with the same k"
-                    if len(sa) == 2 and len(sc) == 2 else "`@` takes two matrices")
+                    if len(sa) == 2 and len(sc) == 2
+                    else "`@` takes two matrices",
+                )
                 return None
             return self.b.add("matmul", (a, c), (sa[0], sc[1]))
         out = broadcast_shapes(sa, sc)
@@ -86,7 +92,9 @@ class ExprLowering:
             self.ctx.refuse(
                 "shape-mismatch",
                 f"shapes {show_shape(sa)} and {show_shape(sc)} do not broadcast for `{e.op}`",
-                e.op_span, related=related)
+                e.op_span,
+                related=related,
+            )
             return None
         return self.b.add(BINARY[e.op], (a, c), out)
 
@@ -101,8 +109,9 @@ class ExprLowering:
             return self._reduce(e, env)
         fn = self.fns.get(e.func)
         if fn is None:
-            self.ctx.unknown("function", e.func, e.func_span,
-                             list(self.fns) + list(UNARY) + list(REDUCE))
+            self.ctx.unknown(
+                "function", e.func, e.func_span, list(self.fns) + list(UNARY) + list(REDUCE)
+            )
             return None
         return self.inline(fn, e, env)
 
@@ -117,9 +126,12 @@ class ExprLowering:
         kw = e.kwarg("axis")
         if kw is None:
             if shape and shape[0] == BATCH:
-                self.ctx.refuse("batch-axis-reduced",
-                                f"`{e.func}` of all of {show_shape(shape)} adds across examples",
-                                e.span, help="give an `axis:` other than 0")
+                self.ctx.refuse(
+                    "batch-axis-reduced",
+                    f"`{e.func}` of all of {show_shape(shape)} adds across examples",
+                    e.span,
+                    help="give an `axis:` other than 0",
+                )
                 return None
             out: Shape = ()
             axis = None
@@ -127,32 +139,42 @@ class ExprLowering:
             if not (isinstance(kw.value, ast.Number) and kw.value.is_int):
                 self.ctx.refuse("bad-argument", "`axis:` takes an integer", kw.value.span)
                 return None
-            axis = int(kw.value.value)
+            axis = int(kw.value.text)  # exact: the float value of a long integer is inf
             if axis >= len(shape):
-                self.ctx.refuse("bad-argument",
-                                f"axis {axis} is out of range for {show_shape(shape)}",
-                                kw.value.span)
+                self.ctx.refuse(
+                    "bad-argument",
+                    f"axis {axis} is out of range for {show_shape(shape)}",
+                    kw.value.span,
+                )
                 return None
             if shape[axis] == BATCH:
-                self.ctx.refuse("batch-axis-reduced",
-                                f"`{e.func}` over axis {axis} adds across the examples of a leaf",
-                                kw.value.span,
-                                help="the system declares the only sum across examples: "
-                                "leaves, then the canonical tree")
+                self.ctx.refuse(
+                    "batch-axis-reduced",
+                    f"`{e.func}` over axis {axis} adds across the examples of a leaf",
+                    kw.value.span,
+                    help="the system declares the only sum across examples: "
+                    "leaves, then the canonical tree",
+                )
                 return None
-            out = shape[:axis] + shape[axis + 1:]
+            out = shape[:axis] + shape[axis + 1 :]
         return self.b.add(e.func, (x,), out, (("axis", axis),))
 
     def inline(self, fn: ast.FnItem, call: ast.Call, env: dict[str, Binding]) -> int | None:
         if fn.name in self._active:
-            self.ctx.refuse("bad-argument", f"`{fn.name}` calls itself", call.span,
-                            help="functions are inlined into the model; recursion has no end")
+            self.ctx.refuse(
+                "bad-argument",
+                f"`{fn.name}` calls itself",
+                call.span,
+                help="functions are inlined into the model; recursion has no end",
+            )
             return None
         if len(call.args) != len(fn.params) or call.kwargs:
-            self.ctx.refuse("bad-argument",
-                            f"`{fn.name}` takes {len(fn.params)} argument(s), "
-                            f"{len(call.args)} given", call.span,
-                            related=(Related(fn.name_span, "declared here"),))
+            self.ctx.refuse(
+                "bad-argument",
+                f"`{fn.name}` takes {len(fn.params)} argument(s), {len(call.args)} given",
+                call.span,
+                related=(Related(fn.name_span, "declared here"),),
+            )
             return None
         self.ctx.definitions[call.func_span] = fn.name_span
         inner = {k: v for k, v in env.items() if k not in ("x", "y")}
@@ -163,10 +185,12 @@ class ExprLowering:
             want = declared_shape(param.type)
             got = self.b.shape(node)
             if want is not None and want != got:
-                self.ctx.refuse("shape-mismatch",
-                                f"`{param.name}` is declared {show_shape(want)} but is given "
-                                f"{show_shape(got)}", arg.span,
-                                related=(Related(param.type.span, "declared here"),))
+                self.ctx.refuse(
+                    "shape-mismatch",
+                    f"`{param.name}` is declared {show_shape(want)} but is given {show_shape(got)}",
+                    arg.span,
+                    related=(Related(param.type.span, "declared here"),),
+                )
                 return None
             inner[param.name] = Binding(node, param.name_span)
         self._active.append(fn.name)
@@ -184,9 +208,12 @@ class ExprLowering:
                 return None
             if isinstance(stmt, ast.Let):
                 if stmt.name in env:
-                    self.ctx.refuse("duplicate-name", f"`{stmt.name}` is already defined",
-                                    stmt.name_span,
-                                    related=(Related(env[stmt.name].span, "first defined here"),))
+                    self.ctx.refuse(
+                        "duplicate-name",
+                        f"`{stmt.name}` is already defined",
+                        stmt.name_span,
+                        related=(Related(env[stmt.name].span, "first defined here"),),
+                    )
                     return None
                 node = self.expr(stmt.value, env)
                 if node is None:
@@ -206,10 +233,12 @@ class ExprLowering:
         got = self.b.shape(result)
         if want is not None and want != got:
             last = fn.body[-1]
-            self.ctx.refuse("shape-mismatch",
-                            f"`{fn.name}` returns {show_shape(got)} but declares {show_shape(want)}",
-                            last.value.span if isinstance(last, ast.Return) else fn.name_span,
-                            related=(Related(fn.result.span, "declared here"),))
+            self.ctx.refuse(
+                "shape-mismatch",
+                f"`{fn.name}` returns {show_shape(got)} but declares {show_shape(want)}",
+                last.value.span if isinstance(last, ast.Return) else fn.name_span,
+                related=(Related(fn.result.span, "declared here"),),
+            )
             return None
         return result
 

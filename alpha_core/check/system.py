@@ -64,6 +64,7 @@ SYNTHETIC = [
     A.Arg("holdout", "int", -1, low=-1),
 ]
 SYNTHETIC_VALUES = 1 << 24  # x, y and the class centres or weights, all together
+PARAM_FLOATS = (1 << 62) - 1  # all parameters together; their bytes are counted in 64 bits
 
 
 @dataclass
@@ -383,6 +384,14 @@ def _params(items: list[ast.ParamItem], ctx: CheckContext) -> list[ParamSpec]:
             ctx.refuse(
                 "shape-mismatch",
                 f"parameter `{p.name}` needs a fixed shape of positive sizes",
+                p.type.span,
+            )
+            continue
+        if offset + size(shape) > PARAM_FLOATS:
+            ctx.refuse(
+                "shape-mismatch",
+                f"parameter `{p.name}` brings the parameters over {PARAM_FLOATS:,} floats; "
+                "their bytes must fit in 64 bits",
                 p.type.span,
             )
             continue
