@@ -21,7 +21,7 @@ from alpha_core.launch import RoleOutcome, run_role
 from alpha_core.link.toolchain import LinkError
 from alpha_core.workspace import Analysis, Workspace
 
-OK, REFUSED, USAGE = 0, 1, 2
+OK, REFUSED, USAGE, INTERNAL = 0, 1, 2, 101
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
@@ -264,6 +264,12 @@ def main(argv: list[str] | None = None) -> int:
         return USAGE
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # a compiler bug: say so by name, never with a traceback
+        err.print(
+            f"[bold red]error\\[internal-error][/]: {escape(type(e).__name__)}: {escape(str(e))}"
+        )
+        err.print("this is a bug in alpha; please report it with the input that caused it")
+        return INTERNAL
 
 
 if __name__ == "__main__":

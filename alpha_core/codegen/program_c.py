@@ -6,6 +6,7 @@ import numpy as np
 
 from alpha_core.check.program import Program
 from alpha_core.data import synthetic
+from alpha_core.plan.schedule import OP_KINDS, RoleSchedule, single_process
 
 
 def _c_string(s: str) -> str:
@@ -31,7 +32,44 @@ def _floats(name: str, values: np.ndarray) -> str:
     return f"static const float {name}[{max(1, len(flat))}] = {{\n{body}\n}};\n"
 
 
-def program_c(program: Program, data_path: str | None) -> str:
+def role_c(role: RoleSchedule) -> str:
+    """ALPHA_ROLE: the role's schedule and links."""
+    parts = []
+    ops = ",\n".join(
+        f"    {{{OP_KINDS[op.kind]}u, {op.link}u, {op.a}u, {op.b}u}}" for op in role.ops
+    )
+    parts.append(f"static const struct alpha_op ops[] = {{\n{ops}\n}};\n")
+    links = ",\n".join(
+        f"    {{{k.peer}u, {_c_string(k.peer_name)}, {int(k.accept)}u, {_c_string(k.host)}, "
+        f"{k.port}u}}"
+        for k in role.links
+    )
+    if role.links:
+        parts.append(f"static const struct alpha_link links[] = {{\n{links}\n}};\n")
+    fields = {
+        "index": f"{role.index}u",
+        "name": _c_string(role.name),
+        "n_roles": f"{role.n_roles}u",
+        "epoch": f"{role.epoch}u",
+        "plan": _c_string(role.plan),
+        "plan_identity": _c_string(role.plan_identity),
+        "listen_host": _c_string(role.listen_host),
+        "listen_port": f"{role.listen_port}u",
+        "connect_timeout_ms": f"{role.connect_timeout_ms}u",
+        "io_timeout_ms": f"{role.io_timeout_ms}u",
+        "n_ops": f"{len(role.ops)}u",
+        "ops": "ops",
+        "n_links": f"{len(role.links)}u",
+        "links": "links" if role.links else "NULL",
+        "writes_params": f"{int(role.writes_params)}u",
+    }
+    parts.append("const struct alpha_role ALPHA_ROLE = {\n")
+    parts.extend(f"    .{k} = {v},\n" for k, v in fields.items())
+    parts.append("};\n")
+    return "".join(parts)
+
+
+def program_c(program: Program, data_path: str | None, role: RoleSchedule | None = None) -> str:
     d = program.data
     parts = ['#include "alpha_program.h"\n', "#include <stddef.h>\n\n"]
     if d.kind == "synthetic":
@@ -72,5 +110,6 @@ def program_c(program: Program, data_path: str | None) -> str:
     }
     parts.append("const struct alpha_program ALPHA_PROGRAM = {\n")
     parts.extend(f"    .{k} = {v},\n" for k, v in fields.items())
-    parts.append("};\n")
+    parts.append("};\n\n")
+    parts.append(role_c(role or single_process(program.leaves, program.identity())))
     return "".join(parts)

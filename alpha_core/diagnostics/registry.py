@@ -204,6 +204,13 @@ _ENTRIES = [
         "this refusal and the previous file, if any, is left as it was.",
     ),
     Refusal(
+        "internal-error",
+        USAGE,
+        "the compiler met a condition it does not handle",
+        "A bug in alpha, not in the input: the command stops with this name and exit status "
+        "101 instead of a Python traceback. Please report it with the input that caused it.",
+    ),
+    Refusal(
         "usage",
         USAGE,
         "a command was called with arguments it does not take",
