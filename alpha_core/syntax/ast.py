@@ -204,3 +204,116 @@ class Module:
 
     def systems(self) -> list[Decl]:
         return [d for d in self.decls if d.kind == "system"]
+
+
+# ---- plan items ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RoleDecl:
+    name: str
+    name_span: Span
+    count: int | None  # a family `worker[4]`, or None for a singleton `hub`
+    span: Span
+
+
+@dataclass(frozen=True)
+class RolesItem:
+    roles: tuple[RoleDecl, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class TopologyItem:
+    shape: Name | Call  # pair | star(hub) | hierarchy(fanout: k)
+    span: Span
+
+
+@dataclass(frozen=True)
+class ComputeStmt:
+    family: str
+    family_span: Span
+    what: str
+    what_span: Span
+    span: Span
+
+
+@dataclass(frozen=True)
+class CombineStmt:
+    what: str
+    what_span: Span
+    order: str  # words joined by spaces: "canonical tree", "sequence", ...
+    order_span: Span
+    deliver: str
+    deliver_span: Span
+    span: Span
+
+
+@dataclass(frozen=True)
+class ApplyStmt:
+    family: str
+    family_span: Span
+    span: Span
+
+
+RoundStmt = ComputeStmt | CombineStmt | ApplyStmt
+
+
+@dataclass(frozen=True)
+class RoundItem:
+    stmts: tuple[RoundStmt, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class ContractItem:
+    kind: Name | Call  # exact | approximate(tolerance: x)
+    span: Span
+
+
+@dataclass(frozen=True)
+class RoleRef:
+    """`hub`, `worker[3]`, `worker[0..4]` (a half-open range) or `worker[*]`."""
+
+    name: str
+    name_span: Span
+    index: int | None
+    lo: int | None
+    hi: int | None
+    every: bool
+    span: Span
+
+
+@dataclass(frozen=True)
+class LeafRange:
+    role: RoleRef
+    lo: int
+    hi: int
+    span: Span
+
+
+@dataclass(frozen=True)
+class LeavesItem:
+    ranges: tuple[LeafRange, ...]
+    span: Span
+
+
+PlanItem = RolesItem | TopologyItem | RoundItem | ContractItem | LeavesItem
+
+
+# ---- pairing items -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairingProp:
+    key: str
+    key_span: Span
+    value: str
+    value_span: Span
+
+
+@dataclass(frozen=True)
+class PairingItem:
+    role: RoleRef
+    props: tuple[PairingProp, ...]
+    span: Span

@@ -20,7 +20,7 @@ from alpha_core.syntax.pieces import DeclPieces, split_decls
 from alpha_core.syntax.span import Span
 
 GRAMMAR_PATH = Path(__file__).resolve().parents[2] / "grammars" / "alpha.lark"
-ITEM_START = {"system": "system_item"}
+ITEM_START = {"system": "system_item", "plan": "plan_item", "pairing": "pairing_item"}
 
 
 @functools.cache
@@ -28,7 +28,7 @@ def _parser() -> lark.Lark:
     return lark.Lark(
         GRAMMAR_PATH.read_text(),
         parser="lalr",
-        start=["header", "system_item", "start"],
+        start=["header", "system_item", "plan_item", "pairing_item", "start"],
         propagate_positions=True,
         maybe_placeholders=True,
     )
@@ -101,7 +101,7 @@ def _parse_piece(text: str, start: str) -> tuple[Any, Diagnostic | None]:
     """Parse one piece at offset 0. Memoized by text: the unit of incremental reparsing."""
     try:
         tree = _parser().parse(text, start=start)
-    except lark.exceptions.LarkError as err:
+    except lark.exceptions.UnexpectedInput as err:  # a grammar error must not hide as input's
         return None, _syntax_diagnostic(err, text, 0)
     try:
         return _Build(text).node(tree), None
@@ -283,6 +283,60 @@ class _Build:
 
     def _dim_name(self, t: Any, tok: lark.Token) -> ast.Dim:
         return ast.Dim(str(tok), _span(tok))
+
+    # plan items
+    def _roles_item(self, t: Any, *decls: Any) -> ast.RolesItem:
+        return ast.RolesItem(tuple(self.node(d) for d in decls), _span(t))
+
+    def _role_decl(self, t: Any, name: lark.Token, count: lark.Token | None) -> ast.RoleDecl:
+        return ast.RoleDecl(str(name), _span(name), int(count) if count else None, _span(t))
+
+    def _topology_item(self, t: Any, shape: Any) -> ast.TopologyItem:
+        return ast.TopologyItem(self.node(shape), _span(t))
+
+    def _round_item(self, t: Any, *stmts: Any) -> ast.RoundItem:
+        return ast.RoundItem(tuple(self.node(s) for s in stmts), _span(t))
+
+    def _compute_stmt(self, t: Any, family: lark.Token, what: lark.Token) -> ast.ComputeStmt:
+        return ast.ComputeStmt(str(family), _span(family), str(what), _span(what), _span(t))
+
+    def _combine_stmt(self, t: Any, what: lark.Token, *rest: lark.Token) -> ast.CombineStmt:
+        *order, deliver = rest
+        order_span = Span(_span(order[0]).start, _span(order[-1]).end)
+        return ast.CombineStmt(str(what), _span(what), " ".join(str(o) for o in order),
+                               order_span, str(deliver), _span(deliver), _span(t))
+
+    def _apply_stmt(self, t: Any, family: lark.Token) -> ast.ApplyStmt:
+        return ast.ApplyStmt(str(family), _span(family), _span(t))
+
+    def _contract_item(self, t: Any, kind: Any) -> ast.ContractItem:
+        return ast.ContractItem(self.node(kind), _span(t))
+
+    def _leaves_item(self, t: Any, *ranges: Any) -> ast.LeavesItem:
+        return ast.LeavesItem(tuple(self.node(r) for r in ranges), _span(t))
+
+    def _leaf_range(self, t: Any, role: Any, lo: lark.Token, hi: lark.Token) -> ast.LeafRange:
+        return ast.LeafRange(self.node(role), int(lo), int(hi), _span(t))
+
+    def _role_single(self, t: Any, name: lark.Token) -> ast.RoleRef:
+        return ast.RoleRef(str(name), _span(name), None, None, None, False, _span(t))
+
+    def _role_index(self, t: Any, name: lark.Token, index: lark.Token) -> ast.RoleRef:
+        return ast.RoleRef(str(name), _span(name), int(index), None, None, False, _span(t))
+
+    def _role_range(self, t: Any, name: lark.Token, lo: lark.Token, hi: lark.Token) -> Any:
+        return ast.RoleRef(str(name), _span(name), None, int(lo), int(hi), False, _span(t))
+
+    def _role_all(self, t: Any, name: lark.Token) -> ast.RoleRef:
+        return ast.RoleRef(str(name), _span(name), None, None, None, True, _span(t))
+
+    # pairing items
+    def _pairing_item(self, t: Any, role: Any, *props: Any) -> ast.PairingItem:
+        out = []
+        for p in props:
+            key, value = p.children
+            out.append(ast.PairingProp(str(key), _span(key), str(value), _span(value)))
+        return ast.PairingItem(self.node(role), tuple(out), _span(t))
 
     # expressions
     def _args(self, args: Any) -> tuple[tuple[ast.Expr, ...], tuple[ast.Kwarg, ...]]:
