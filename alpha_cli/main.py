@@ -1,4 +1,5 @@
-"""The `alpha` command: check, build, run and explain, rendered with rich."""
+"""The `alpha` command: check, build, run, project and explain. It decides nothing: it parses
+arguments, asks alpha_core, and renders what comes back."""
 
 from __future__ import annotations
 
@@ -9,22 +10,20 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from alpha_core.build import build_program
+from alpha_cli.render import diagnostic_json, err, error_line, out, show_refusals
+from alpha_cli.run_view import run_with_progress
+from alpha_core.build import BuildResult, Deployment, build_plan, build_program
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.registry import REGISTRY
-from alpha_core.diagnostics.render import render, span_json
-from alpha_core.launch import RoleOutcome, run_role
+from alpha_core.launch import RoleOutcome, command_for, free_port_base
 from alpha_core.link.toolchain import LinkError
+from alpha_core.plan.projection import project
 from alpha_core.workspace import Analysis, Workspace
 
 OK, REFUSED, USAGE, INTERNAL = 0, 1, 2, 101
-
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+PROJECT_ALL_LIMIT = 64
 
 
 class Usage(Exception):
@@ -38,117 +37,133 @@ def _analysis(path: str) -> Analysis:
     return Workspace().analyze_file(str(p))
 
 
-def _diag_json(d: Diagnostic, text: str) -> dict[str, Any]:
-    return {
-        "name": d.name,
-        "message": d.message,
-        "span": span_json(d.span, text),
-        "related": [{"message": r.message, "span": span_json(r.span, text)} for r in d.related],
-        "help": d.help,
-    }
-
-
-def _show(diags: list[Diagnostic], a: Analysis) -> None:
-    for d in diags:
-        text = render(d, a.text, a.path)
-        head, _, rest = text.partition("\n")
-        err.print(f"[bold red]{escape(head)}[/]")
-        if rest:
-            err.print(escape(rest))
-        err.print()
-    n = len(diags)
-    err.print(f"[bold red]refused[/]: {n} refusal{'s' if n != 1 else ''} in {escape(a.path)}")
+def _refused(a: Analysis, diags: list[Diagnostic], as_json: bool) -> int:
+    if as_json:
+        refusals = [diagnostic_json(d, a.text) for d in diags]
+        print(json.dumps({"file": a.path, "ok": False, "refusals": refusals}, indent=2))
+    else:
+        show_refusals(diags, a)
+    return REFUSED
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     a = _analysis(args.file)
     diags = a.diagnostics
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "file": a.path,
-                    "ok": not diags,
-                    "systems": sorted(a.checked.programs),
-                    "refusals": [_diag_json(d, a.text) for d in diags],
-                },
-                indent=2,
-            )
-        )
+        body = {
+            "file": a.path,
+            "ok": not diags,
+            "systems": sorted(a.checked.programs),
+            "plans": sorted(a.checked.plans),
+            "pairings": sorted(a.checked.pairings),
+            "refusals": [diagnostic_json(d, a.text) for d in diags],
+        }
+        print(json.dumps(body, indent=2))
         return REFUSED if diags else OK
     if diags:
-        _show(diags, a)
-        return REFUSED
+        return _refused(a, diags, False)
     for name, p in sorted(a.checked.programs.items()):
         out.print(
             f"[green]ok[/] system [bold]{name}[/]: {p.n_params:,} parameters, "
             f"batch {p.batch} in {p.leaves} leaves, {p.learner.kind}, {p.steps} steps"
         )
+    for name, plan in sorted(a.checked.plans.items()):
+        out.print(
+            f"[green]ok[/] plan [bold]{name}[/] for {plan.system.name}: "
+            f"{plan.membership.total:,} roles, {plan.topology}, contract {plan.contract}"
+        )
+    for name, pairing in sorted(a.checked.pairings.items()):
+        out.print(f"[green]ok[/] pairing [bold]{name}[/] for {pairing.plan.name}")
     return OK
 
 
-def _build(args: argparse.Namespace, out_dir: Path) -> tuple[Analysis, Any, list[Diagnostic]]:
+def _deployment(args: argparse.Namespace, roles: int) -> Deployment:
+    base = args.port_base if args.port_base is not None else free_port_base(roles)
+    return Deployment(base, args.host, args.data, args.timeout_ms, args.timeout_ms)
+
+
+def _build(
+    args: argparse.Namespace, out_dir: Path
+) -> tuple[Analysis, BuildResult | None, list[Diagnostic]]:
     a = _analysis(args.file)
-    program, diags = a.program(args.system)
-    if program is None:
-        return a, None, diags
     try:
-        result = build_program(program, out_dir, args.target, args.data)
+        if args.plan is None:
+            program, diags = a.program(args.system)
+            if program is None:
+                return a, None, diags
+            return a, build_program(program, out_dir, args.target, args.data), []
+        plan, pairing, diags = a.plan(args.plan, args.pairing)
+        if plan is None:
+            return a, None, diags
+        roles = None
+        if getattr(args, "role", None) is not None:
+            index = plan.membership.index_of(args.role)
+            if index is None:
+                raise Usage(f"plan `{plan.name}` has no role `{args.role}`")
+            roles = [index]
+        elif plan.membership.total > PROJECT_ALL_LIMIT:
+            raise Usage(
+                f"plan `{plan.name}` has {plan.membership.total:,} roles: build them one "
+                "at a time with --role"
+            )
+        deployment = _deployment(args, plan.membership.total)
+        return a, build_plan(plan, pairing, out_dir, deployment, roles), []
     except LinkError as e:
         return a, None, [Diagnostic("link-failed", str(e), None)]
-    return a, result, []
 
 
 def cmd_build(args: argparse.Namespace) -> int:
     a, result, diags = _build(args, Path(args.output))
-    if args.json:
-        body: dict[str, Any] = {
-            "file": a.path,
-            "ok": result is not None,
-            "refusals": [_diag_json(d, a.text) for d in diags],
-        }
-        if result is not None:
-            body.update(result.to_json())
-        print(json.dumps(body, indent=2))
-        return OK if result is not None else REFUSED
     if result is None:
-        _show(diags, a)
-        return REFUSED
+        return _refused(a, diags, args.json)
+    if args.json:
+        print(json.dumps({"file": a.path, "ok": True, **result.to_json()}, indent=2))
+        return OK
     for exe in result.executables:
         out.print(
-            f"[green]built[/] {escape(exe.path)}  {exe.target}  {exe.size:,} bytes  "
-            f"sha256 {exe.sha256[:16]}…"
+            f"[green]built[/] {escape(exe.role):>12}  {escape(exe.path)}  {exe.target}  "
+            f"{exe.size:,} bytes  sha256 {exe.sha256[:16]}…"
         )
     out.print(f"manifest {escape(result.manifest)}")
     return OK
 
 
-def _run_one(exe: str, args: argparse.Namespace, steps: int, quiet_json: bool) -> RoleOutcome:
-    command = [exe]
-    if args.data:
-        command += ["--data", args.data]
-    if quiet_json:
-        return run_role("main", command)
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TextColumn("loss {task.fields[loss]}"),
-        TimeElapsedColumn(),
-        console=err,
-    ) as progress:
-        task = progress.add_task("training", total=steps, loss="–")
-
-        def on_event(role: str, event: dict[str, object]) -> None:
-            if event.get("event") == "step":
-                loss = event.get("loss")
-                progress.update(
-                    task,
-                    completed=int(str(event["step"])),
-                    loss=f"{float(loss):.4f}" if isinstance(loss, int | float) else "nan",
-                )
-
-        return run_role("main", command, on_event)
+def _report(outcomes: list[RoleOutcome], as_json: bool, a: Analysis, result: BuildResult) -> int:
+    ok = all(o.exit_code == 0 for o in outcomes)
+    if as_json:
+        body = {
+            "file": a.path,
+            "ok": ok,
+            "system": result.system,
+            "identity": result.identity,
+            "roles": [o.to_json() for o in outcomes],
+        }
+        print(json.dumps(body, indent=2))
+        return OK if ok else REFUSED
+    for o in outcomes:
+        if o.exit_code != 0:
+            error_line(o.refusal or "role-crashed", f"{o.role}: {o.message or ''}")
+    if not ok:
+        return REFUSED
+    done = next((o.done for o in outcomes if o.done and "params_sha256" in o.done), None)
+    if done is None:
+        error_line("role-crashed", "no role reported final parameters")
+        return REFUSED
+    out.print(f"final loss        {float(str(done['final_loss'])):.6f}")
+    if "holdout_accuracy" in done:
+        out.print(
+            f"held-out accuracy {float(str(done['holdout_accuracy'])):.4f}  "
+            f"({done.get('holdout_rows')} rows)"
+        )
+    if "holdout_mse" in done:
+        out.print(f"held-out mse      {float(str(done['holdout_mse'])):.6f}")
+    out.print(f"parameters sha256 {done.get('params_sha256')}", soft_wrap=True)
+    if len(outcomes) > 1:
+        out.print(
+            f"roles             {len(outcomes)} finished: " + ", ".join(o.role for o in outcomes),
+            soft_wrap=True,
+        )
+    return OK
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -156,57 +171,53 @@ def cmd_run(args: argparse.Namespace) -> int:
         out_dir = Path(args.output) if args.output else Path(tmp)
         a, result, diags = _build(args, out_dir)
         if result is None:
-            if args.json:
-                print(
-                    json.dumps(
-                        {
-                            "file": a.path,
-                            "ok": False,
-                            "refusals": [_diag_json(d, a.text) for d in diags],
-                        },
-                        indent=2,
-                    )
-                )
-            else:
-                _show(diags, a)
-            return REFUSED
-        program, _ = a.program(args.system)
-        assert program is not None
+            return _refused(a, diags, args.json)
+        steps = a.checked.programs[result.system].steps
         if not args.json:
             err.print(
-                f"[green]built[/] {result.system} ({program.n_params:,} parameters) — "
-                f"training {program.steps} steps of batch {program.batch}"
+                f"[green]built[/] {result.system}: {len(result.executables)} executable(s), "
+                f"{result.params:,} parameters — training {steps} steps"
             )
-        outcome = _run_one(result.executables[0].path, args, program.steps, args.json)
-        ok = outcome.exit_code == 0
-        if args.json:
-            print(
-                json.dumps(
-                    {
-                        "file": a.path,
-                        "ok": ok,
-                        "system": result.system,
-                        "identity": result.identity,
-                        "roles": [outcome.to_json()],
-                    },
-                    indent=2,
-                )
-            )
-            return OK if ok else REFUSED
-        if not ok:
-            err.print(f"[bold red]error\\[{outcome.refusal}][/]: {escape(outcome.message or '')}")
-            return REFUSED
-        done = outcome.done or {}
-        out.print(f"final loss        {float(done['final_loss']):.6f}")  # type: ignore[arg-type]
-        if "holdout_accuracy" in done:
-            out.print(
-                f"held-out accuracy {float(done['holdout_accuracy']):.4f}  "  # type: ignore
-                f"({done.get('holdout_rows')} rows)"
-            )
-        if "holdout_mse" in done:
-            out.print(f"held-out mse      {float(done['holdout_mse']):.6f}")  # type: ignore
-        out.print(f"parameters sha256 {done.get('params_sha256')}", soft_wrap=True)
+        commands = []
+        for exe in result.executables:
+            command = command_for(exe.path, exe.target)
+            if args.data and args.plan is None:
+                command += ["--data", args.data]
+            commands.append((exe.role, command))
+        outcomes = run_with_progress(commands, steps, quiet=args.json)
+        return _report(outcomes, args.json, a, result)
+
+
+def cmd_project(args: argparse.Namespace) -> int:
+    a = _analysis(args.file)
+    plan, _, diags = a.plan(args.plan)
+    if plan is None:
+        return _refused(a, diags, args.json)
+    if args.role is not None:
+        index = plan.membership.index_of(args.role)
+        if index is None:
+            raise Usage(f"plan `{plan.name}` has no role `{args.role}`")
+        indices = [index]
+    elif plan.membership.total > PROJECT_ALL_LIMIT:
+        raise Usage(f"plan `{plan.name}` has {plan.membership.total:,} roles: name one with --role")
+    else:
+        indices = list(range(plan.membership.total))
+    schedules = [project(plan, i) for i in indices]
+    if args.json:
+        body = [
+            {
+                "role": s.name,
+                "index": s.index,
+                "ops": [op.show(s.links) for op in s.ops],
+                "links": [{"peer": k.peer_name, "accept": k.accept} for k in s.links],
+            }
+            for s in schedules
+        ]
+        print(json.dumps({"plan": plan.name, "roles": body}, indent=2))
         return OK
+    for s in schedules:
+        out.print(escape(s.show()))
+    return OK
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -238,16 +249,36 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_check)
     for name, func, help in (
         ("build", cmd_build, "build the executables"),
-        ("run", cmd_run, "build, run on this machine, report"),
+        ("run", cmd_run, "build, run every role on this machine, report"),
     ):
         b = sub.add_parser(name, help=help)
         b.add_argument("file")
         b.add_argument("-o", "--output", default="build" if name == "build" else None)
-        b.add_argument("--system", default=None)
+        b.add_argument("--system", default=None, help="the system to build (without --plan)")
+        b.add_argument("--plan", default=None, help="build one executable per role of PLAN")
+        b.add_argument("--pairing", default=None, help="the pairing of the plan to build")
+        if name == "build":
+            b.add_argument("--role", default=None, help="build only this role")
         b.add_argument("--target", default="x86_64", choices=["x86_64", "aarch64"])
         b.add_argument("--data", default=None, help="data path compiled in (deployment input)")
+        b.add_argument(
+            "--port-base",
+            type=int,
+            default=None,
+            help="role i listens on PORT_BASE + i (default: free ports)",
+        )
+        b.add_argument("--host", default="127.0.0.1", help="address of the peers")
+        b.add_argument(
+            "--timeout-ms", type=int, default=10_000, help="deadline for connections and frames"
+        )
         b.add_argument("--json", action="store_true")
         b.set_defaults(func=func)
+    j = sub.add_parser("project", help="show each role's projected schedule")
+    j.add_argument("file")
+    j.add_argument("--plan", required=True)
+    j.add_argument("--role", default=None)
+    j.add_argument("--json", action="store_true")
+    j.set_defaults(func=cmd_project)
     e = sub.add_parser("explain", help="explain a refusal by name")
     e.add_argument("name")
     e.set_defaults(func=cmd_explain)
@@ -260,14 +291,12 @@ def main(argv: list[str] | None = None) -> int:
         code: int = args.func(args)
         return code
     except Usage as u:
-        err.print(f"[bold red]error\\[usage][/]: {escape(str(u))}")
+        error_line("usage", str(u))
         return USAGE
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # a compiler bug: say so by name, never with a traceback
-        err.print(
-            f"[bold red]error\\[internal-error][/]: {escape(type(e).__name__)}: {escape(str(e))}"
-        )
+        error_line("internal-error", f"{type(e).__name__}: {e}")
         err.print("this is a bug in alpha; please report it with the input that caused it")
         return INTERNAL
 

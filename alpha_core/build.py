@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from alpha_core.autodiff.reverse import training_step
@@ -14,6 +14,8 @@ from alpha_core.codegen.kernels import build_kernels
 from alpha_core.codegen.program_c import program_c
 from alpha_core.codegen.target import TARGETS, object_code
 from alpha_core.link.link import link_executable
+from alpha_core.plan.model import Pairing, Plan
+from alpha_core.plan.projection import project
 
 MANIFEST = "alpha-build.json"
 
@@ -66,5 +68,67 @@ def build_program(
     )
     tmp = manifest.with_suffix(".tmp")
     tmp.write_text(json.dumps(result.to_json(), indent=2) + "\n")
+    os.replace(tmp, manifest)
+    return result
+
+
+def role_file_name(role: str) -> str:
+    """`worker[3]` → `worker-3`: executable names without shell metacharacters."""
+    return role.replace("[", "-").replace("]", "")
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Deployment inputs: compile-time arguments, never part of what is computed."""
+
+    port_base: int = 47000
+    host: str = "127.0.0.1"
+    data_path: str | None = None
+    connect_timeout_ms: int = 10_000
+    io_timeout_ms: int = 10_000
+
+
+def build_plan(
+    plan: Plan,
+    pairing: Pairing | None,
+    out_dir: Path,
+    deployment: Deployment,
+    roles: list[int] | None = None,
+) -> BuildResult:
+    """One executable per role (or per role asked for), the kernels compiled once per target."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    program = plan.system
+    objects: dict[str, bytes] = {}
+    built: list[BuiltExecutable] = []
+    indices = range(plan.membership.total) if roles is None else roles
+    for index in indices:
+        target = pairing.host_of(index) if pairing is not None else "x86_64"
+        if target not in objects:
+            objects[target] = kernels_object(program, target)
+        schedule = replace(
+            project(plan, index, deployment.port_base, deployment.host),
+            connect_timeout_ms=deployment.connect_timeout_ms,
+            io_timeout_ms=deployment.io_timeout_ms,
+        )
+        exe = out_dir / role_file_name(schedule.name)
+        source = program_c(program, deployment.data_path, schedule)
+        link_executable(TARGETS[target].zig, objects[target], source, exe)
+        content = exe.read_bytes()
+        built.append(
+            BuiltExecutable(
+                schedule.name, str(exe), target, len(content), hashlib.sha256(content).hexdigest()
+            )
+        )
+    manifest = out_dir / MANIFEST
+    result = BuildResult(
+        program.name,
+        plan.identity(),
+        program.n_params,
+        program.n_state,
+        tuple(built),
+        str(manifest),
+    )
+    tmp = manifest.with_suffix(".tmp")
+    tmp.write_text(json.dumps({**result.to_json(), "plan": plan.name}, indent=2) + "\n")
     os.replace(tmp, manifest)
     return result

@@ -71,3 +71,66 @@ def run_role(
         outcome.refusal = "role-crashed"
         outcome.message = f"{role} exited with status {outcome.exit_code} and no named refusal"
     return outcome
+
+
+def run_roles(
+    commands: Sequence[tuple[str, Sequence[str]]],
+    on_event: Callable[[str, dict[str, object]], None] | None = None,
+    keep_events: bool = False,
+) -> list[RoleOutcome]:
+    """Start every role at once and wait for all of them; events arrive as they are written."""
+    import threading
+
+    outcomes: list[RoleOutcome | None] = [None] * len(commands)
+    lock = threading.Lock()
+
+    def locked(role: str, event: dict[str, object]) -> None:
+        if on_event is not None:
+            with lock:
+                on_event(role, event)
+
+    def one(i: int, role: str, command: Sequence[str]) -> None:
+        outcomes[i] = run_role(role, command, locked, keep_events)
+
+    threads = [
+        threading.Thread(target=one, args=(i, role, cmd), daemon=True)
+        for i, (role, cmd) in enumerate(commands)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return [o for o in outcomes if o is not None]
+
+
+def free_port_base(count: int, host: str = "127.0.0.1") -> int:
+    """A base port such that base .. base+count-1 can all be bound on `host` right now."""
+    import random
+    import socket
+
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(20000, 60000 - count)
+        sockets = []
+        try:
+            for port in range(base, base + count):
+                s = socket.socket()
+                sockets.append(s)
+                s.bind((host, port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in sockets:
+                s.close()
+    raise RuntimeError(f"no {count} consecutive free ports on {host}")
+
+
+def command_for(path: str, target: str) -> list[str]:
+    """How to start an executable of `target` on this machine (qemu for another ISA)."""
+    import platform
+
+    here = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+    if here.get(platform.machine().lower()) == target:
+        return [path]
+    return [f"qemu-{target}", path]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from alpha_core.check.module import CheckedModule, check_module
 from alpha_core.check.program import Program
+from alpha_core.plan.model import Pairing, Plan
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.syntax import ast
 from alpha_core.syntax.parser import parse
@@ -35,6 +36,32 @@ class Analysis:
         return list(self.parse_diagnostics) + list(self.checked.diagnostics)
 
     parse_diagnostics: tuple[Diagnostic, ...] = ()
+
+    def plan(
+        self, name: str, pairing: str | None = None
+    ) -> tuple[Plan | None, Pairing | None, list[Diagnostic]]:
+        """A plan (and optionally a pairing of it) to build. Refusals if they do not fit."""
+        diags = self.diagnostics
+        if any(d.severity == "error" for d in diags):
+            return None, None, diags
+        plan = self.checked.plans.get(name)
+        if plan is None:
+            have = ", ".join(f"`{p}`" for p in sorted(self.checked.plans)) or "none"
+            return (
+                None,
+                None,
+                [Diagnostic("no-system", f"no plan named `{name}` (plans: {have})", None)],
+            )
+        if pairing is None:
+            return plan, None, []
+        chosen = self.checked.pairings.get(pairing)
+        if chosen is None or chosen.plan.name != name:
+            return (
+                None,
+                None,
+                [Diagnostic("no-system", f"no pairing named `{pairing}` for plan `{name}`", None)],
+            )
+        return plan, chosen, []
 
     def program(self, name: str | None = None) -> tuple[Program | None, list[Diagnostic]]:
         """The system to build: the one named, or the only one. Refusals if none fits."""

@@ -42,6 +42,19 @@ _TAIL = """  loss softmax_cross_entropy(model(x), y)
 """
 
 
+_PLAN = """plan duo for tiny {
+  roles worker[2]
+  topology pair
+  round {
+    each worker computes grad over its leaves
+    combine grad by canonical tree, deliver to all
+    each worker applies learner
+  }
+  contract exact
+}
+"""
+
+
 def _tiny(model: str = _MODEL, head: str = _DIGITS_HEAD, tail: str = _TAIL) -> str:
     return head + model + tail
 
@@ -156,6 +169,100 @@ _ENTRIES = [
                 'table("no/such/file.csv", features: 4, label: last, classes: 3, holdout: 8)',
             )
         ),
+    ),
+    Refusal(
+        "topology-mismatch",
+        COMPILE,
+        "the roles do not fit the plan's topology",
+        "`pair` joins exactly two workers; `star(hub)` joins one hub and a family of workers; "
+        "`hierarchy(fanout: k)` is made of workers only. Only the workers compute leaves and "
+        "apply the learner.",
+        _tiny() + _PLAN.replace("roles worker[2]", "roles worker[3]"),
+    ),
+    Refusal(
+        "fanout-exceeded",
+        COMPILE,
+        "one role would combine more contributions than the bound",
+        "A combining role receives one message per child every round; its schedule and the "
+        "metadata compiled into it are bounded by its fan-out. A star's hub has every worker "
+        "as a child, so a large star is refused: use a hierarchy, whose fan-out is declared.",
+        _tiny() + _PLAN.replace("topology pair", "topology hierarchy(fanout: 1000)"),
+    ),
+    Refusal(
+        "combine-order-changed",
+        COMPILE,
+        "the plan would add contributions in another order than the system declares",
+        "The system fixes the order of every sum: leaves by the canonical tree. A plan that "
+        "would combine in another order (by arrival, in sequence, around a ring) changes the "
+        "bits of the result, so it must say so with `contract approximate(...)`; otherwise it "
+        "is refused.",
+        _tiny() + _PLAN.replace("by canonical tree", "by arrival"),
+    ),
+    Refusal(
+        "leaves-uncovered",
+        COMPILE,
+        "some leaves of the round are computed by no role",
+        "Every leaf of the system's batch is computed by exactly one worker. An explicit "
+        "`leaves` assignment that leaves a gap is refused, naming the leaves.",
+        _tiny(head=_DIGITS_HEAD.replace("leaves 2", "leaves 4"))
+        + _PLAN.replace("contract exact", "leaves worker[0]: 0..1, worker[1]: 2..4"),
+    ),
+    Refusal(
+        "leaves-overlap",
+        COMPILE,
+        "some leaves would be computed by two roles",
+        "A leaf computed twice would be added twice, or one of the two would be a second "
+        "authority for the same contribution. Each leaf belongs to one worker, in worker order.",
+        _tiny(head=_DIGITS_HEAD.replace("leaves 2", "leaves 4"))
+        + _PLAN.replace("contract exact", "leaves worker[0]: 0..3, worker[1]: 2..4"),
+    ),
+    Refusal(
+        "role-without-leaves",
+        COMPILE,
+        "a worker would compute nothing",
+        "With more workers than leaves, or an assignment that skips a worker, some worker "
+        "would have no leaves to compute. Give the system more leaves or the plan fewer "
+        "workers.",
+        _tiny()
+        + _PLAN.replace(
+            "roles worker[2]\n  topology pair", "roles worker[4]\n  topology hierarchy(fanout: 2)"
+        ),
+    ),
+    Refusal(
+        "pairing-incomplete",
+        COMPILE,
+        "a pairing leaves a role without a host",
+        "A pairing says, for every role of its plan, which host target (and later which "
+        "device) realises it. Every role must be paired; the message names the ones missing "
+        "as compact ranges.",
+        _tiny() + _PLAN + "pairing lab for duo {\n  worker[0]: host x86_64\n}\n",
+    ),
+    Refusal(
+        "pairing-overlap",
+        COMPILE,
+        "a role is paired twice",
+        "Each role is paired once, so that which host realises it is never a matter of precedence.",
+        _tiny()
+        + _PLAN
+        + "pairing lab for duo {\n  worker[*]: host x86_64\n  worker[1]: host aarch64\n}\n",
+    ),
+    Refusal(
+        "unsupported-on-target",
+        COMPILE,
+        "the pairing asks for something this compiler cannot build for the target",
+        "Missing target support fails by name; nothing is silently computed elsewhere. GPU "
+        "roles (device profiles such as rtx3070 or h200) are part of the language but not built "
+        "yet.",
+        _tiny() + _PLAN + "pairing lab for duo {\n  worker[*]: host x86_64, gpu h200\n}\n",
+    ),
+    Refusal(
+        "not-built-yet",
+        COMPILE,
+        "the declaration is valid but its compilation is not built yet",
+        "Some parts of the plan language are checked before they are compiled: approximate "
+        "contracts and delivery to one owner per slice. They are refused by this name rather "
+        "than compiled approximately.",
+        _tiny() + _PLAN.replace("contract exact", "contract approximate(tolerance: 0.001)"),
     ),
     Refusal(
         "data-digest-mismatch",

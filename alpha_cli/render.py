@@ -1,0 +1,41 @@
+"""Rendering refusals and results for a terminal (rich) or as JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from alpha_core.diagnostics import Diagnostic
+from alpha_core.diagnostics.render import render, span_json
+from alpha_core.workspace import Analysis
+
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+
+def diagnostic_json(d: Diagnostic, text: str) -> dict[str, Any]:
+    return {
+        "name": d.name,
+        "message": d.message,
+        "span": span_json(d.span, text),
+        "related": [{"message": r.message, "span": span_json(r.span, text)} for r in d.related],
+        "help": d.help,
+    }
+
+
+def show_refusals(diags: list[Diagnostic], a: Analysis) -> None:
+    for d in diags:
+        text = render(d, a.text, a.path)
+        head, _, rest = text.partition("\n")
+        err.print(f"[bold red]{escape(head)}[/]")
+        if rest:
+            err.print(escape(rest))
+        err.print()
+    n = len(diags)
+    err.print(f"[bold red]refused[/]: {n} refusal{'s' if n != 1 else ''} in {escape(a.path)}")
+
+
+def error_line(name: str, message: str) -> None:
+    err.print(f"[bold red]error\\[{escape(name)}][/]: {escape(message)}")

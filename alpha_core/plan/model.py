@@ -1,0 +1,140 @@
+"""A checked plan: compact membership, topology, leaf assignment; a checked pairing.
+
+Membership is kept as role families (a name and a count), never as a list of roles, so a plan
+of 200,000 workers costs what a plan of 2 does until one role is projected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from alpha_core.check.program import Program
+
+MAX_FANOUT = 64
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    first: int  # global index of member 0
+    count: int
+    singleton: bool
+
+    def member(self, i: int) -> str:
+        return self.name if self.singleton else f"{self.name}[{i}]"
+
+
+@dataclass(frozen=True)
+class Membership:
+    families: tuple[Family, ...]
+
+    @property
+    def total(self) -> int:
+        return sum(f.count for f in self.families)
+
+    def family(self, name: str) -> Family | None:
+        for f in self.families:
+            if f.name == name:
+                return f
+        return None
+
+    def name_of(self, index: int) -> str:
+        for f in self.families:
+            if f.first <= index < f.first + f.count:
+                return f.member(index - f.first)
+        raise IndexError(index)
+
+    def index_of(self, role: str) -> int | None:
+        """`hub` or `worker[3]` to its global index."""
+        name, _, rest = role.partition("[")
+        f = self.family(name)
+        if f is None:
+            return None
+        if f.singleton:
+            return f.first if not rest else None
+        if not rest.endswith("]") or not rest[:-1].isdigit():
+            return None
+        i = int(rest[:-1])
+        return f.first + i if i < f.count else None
+
+
+@dataclass(frozen=True)
+class LeafAssignment:
+    """Which leaves each worker computes: ranges in worker order, contiguous, covering all.
+
+    `breaks` holds (first worker, first leaf) pairs for explicitly given blocks; within a block
+    the leaves are split evenly (the first workers get one more when they do not divide).
+    """
+
+    workers: int
+    leaves: int
+    blocks: tuple[tuple[int, int, int, int], ...]  # (first worker, end worker, lo, hi)
+
+    @staticmethod
+    def even(workers: int, leaves: int) -> LeafAssignment:
+        return LeafAssignment(workers, leaves, ((0, workers, 0, leaves),))
+
+    def range_of(self, w: int) -> tuple[int, int]:
+        for first, end, lo, hi in self.blocks:
+            if first <= w < end:
+                n = end - first
+                base, extra = divmod(hi - lo, n)
+                i = w - first
+                start = lo + i * base + min(i, extra)
+                return start, start + base + (1 if i < extra else 0)
+        raise IndexError(w)
+
+    def span_of(self, w_lo: int, w_hi: int) -> tuple[int, int]:
+        """Leaves of workers [w_lo, w_hi): contiguous by construction."""
+        return self.range_of(w_lo)[0], self.range_of(w_hi - 1)[1]
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    system: Program
+    membership: Membership
+    workers: Family
+    hub: Family | None
+    topology: str  # pair | star | hierarchy
+    fanout: int
+    assignment: LeafAssignment
+    contract: str  # exact
+
+    def canonical(self) -> str:
+        fams = ", ".join(
+            f"{f.name}{'' if f.singleton else f'[{f.count}]'}" for f in self.membership.families
+        )
+        return (
+            f"plan {self.name}\nroles {fams}\ntopology {self.topology} fanout {self.fanout}"
+            f" hub {self.hub.name if self.hub else '-'}\nworkers {self.workers.name}\n"
+            f"leaves {self.assignment.blocks}\ncombine canonical tree, deliver to all\n"
+            f"contract {self.contract}\n"
+        )
+
+    def identity(self) -> str:
+        text = self.system.canonical() + self.canonical()
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class RoleHost:
+    host: str  # x86_64 | aarch64
+
+
+@dataclass(frozen=True)
+class Pairing:
+    name: str
+    plan: Plan
+    # (family name, lo, hi, host): roles lo..hi-1 of the family run on that host
+    entries: tuple[tuple[str, int, int, str], ...]
+
+    def host_of(self, index: int) -> str:
+        name = self.plan.membership.name_of(index)
+        fam, _, rest = name.partition("[")
+        i = int(rest[:-1]) if rest else 0
+        for f, lo, hi, host in self.entries:
+            if f == fam and lo <= i < hi:
+                return host
+        raise KeyError(name)
