@@ -8,7 +8,6 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from rich.markup import escape
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from alpha_core.check.context import CheckContext
 from alpha_core.check.program import Program
 from alpha_core.diagnostics import Related
@@ -16,20 +18,21 @@ from alpha_core.plan.model import (
 from alpha_core.syntax import ast
 from alpha_core.syntax.span import Span
 
+T = TypeVar("T")
 HOSTS = ("x86_64", "aarch64")
 GPU_PROFILES = ("rtx3070", "rtx3090", "a100-40gb", "a100-80gb", "h100-80gb", "h200")
 ORDERS = {"canonical tree": True, "sequence": False, "arrival": False, "ring": False}
 
 
-def _single(items: tuple[object, ...], kind: type, ctx: CheckContext, what: str) -> object:
+def _single(items: tuple[object, ...], kind: type[T], ctx: CheckContext, what: str) -> T | None:
     found = [i for i in items if isinstance(i, kind)]
     for extra in found[1:]:
         ctx.refuse(
             "duplicate-name",
             f"a second `{what}` item",
-            extra.span,  # type: ignore
-            related=(Related(found[0].span, "first here"),),
-        )  # type: ignore
+            getattr(extra, "span", None),
+            related=(Related(getattr(found[0], "span"), "first here"),),  # noqa: B009
+        )
     return found[0] if found else None
 
 
@@ -79,9 +82,10 @@ def check_plan(decl: ast.Decl, system: Program, ctx: CheckContext) -> Plan | Non
     if assignment is None or len(ctx.diagnostics) > before:
         return None
     if approximate:
+        assert contract is not None
         ctx.refuse(
             "not-built-yet", "approximate contracts are checked but not yet compiled", contract.span
-        )  # type: ignore[union-attr]
+        )
         return None
     return Plan(decl.name, system, membership, workers, hub, shape, fanout, assignment, "exact")
 
