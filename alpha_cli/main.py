@@ -121,7 +121,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     for exe in result.executables:
         out.print(
             f"[green]built[/] {escape(exe.role):>12}  {escape(exe.path)}  {exe.target}  "
-            f"{exe.size:,} bytes  sha256 {exe.sha256[:16]}…"
+            f"{exe.size:,} bytes  sha256 {exe.sha256[:16]}…  "
+            f"memory {exe.demand:,} bytes, headroom {exe.headroom:,}"
         )
     out.print(f"manifest {escape(result.manifest)}")
     return OK

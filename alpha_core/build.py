@@ -14,6 +14,7 @@ from alpha_core.codegen.kernels import build_kernels
 from alpha_core.codegen.program_c import program_c
 from alpha_core.codegen.target import TARGETS, object_code
 from alpha_core.link.link import link_executable
+from alpha_core.plan.admission import admit, admit_program
 from alpha_core.plan.model import Pairing, Plan
 from alpha_core.plan.projection import project
 
@@ -27,6 +28,8 @@ class BuiltExecutable:
     target: str
     size: int
     sha256: str
+    demand: int = 0  # bytes the role holds at its peak (plan/admission.py)
+    headroom: int = 0  # bytes its profile has to spare
 
 
 @dataclass(frozen=True)
@@ -59,8 +62,10 @@ def build_program(
     exe = out_dir / program.name
     link_executable(host.zig, kernels_object(program, target), program_c(program, data_path), exe)
     content = exe.read_bytes()
+    admission = admit_program(program)
+    digest = hashlib.sha256(content).hexdigest()
     built = BuiltExecutable(
-        "main", str(exe), target, len(content), hashlib.sha256(content).hexdigest()
+        "main", str(exe), target, len(content), digest, admission.total, admission.headroom
     )
     manifest = out_dir / MANIFEST
     result = BuildResult(
@@ -114,9 +119,17 @@ def build_plan(
         source = program_c(program, deployment.data_path, schedule)
         link_executable(TARGETS[target].zig, objects[target], source, exe)
         content = exe.read_bytes()
+        admission = admit(plan, pairing, index)
+        digest = hashlib.sha256(content).hexdigest()
         built.append(
             BuiltExecutable(
-                schedule.name, str(exe), target, len(content), hashlib.sha256(content).hexdigest()
+                schedule.name,
+                str(exe),
+                target,
+                len(content),
+                digest,
+                admission.total,
+                admission.headroom,
             )
         )
     manifest = out_dir / MANIFEST

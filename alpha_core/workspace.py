@@ -16,8 +16,8 @@ from pathlib import Path
 
 from alpha_core.check.module import CheckedModule, check_module
 from alpha_core.check.program import Program
-from alpha_core.plan.model import Pairing, Plan
 from alpha_core.diagnostics import Diagnostic
+from alpha_core.plan.model import Pairing, Plan
 from alpha_core.syntax import ast
 from alpha_core.syntax.parser import parse
 

@@ -265,6 +265,17 @@ _ENTRIES = [
         _tiny() + _PLAN.replace("contract exact", "contract approximate(tolerance: 0.001)"),
     ),
     Refusal(
+        "memory-admission",
+        COMPILE,
+        "a role's memory demand exceeds what its pairing gives it",
+        "Each role's demand (parameters, learner state, the gradient pieces its schedule "
+        "holds, kernel buffers, data, frame buffers, a runtime reserve) is admitted against "
+        "the memory of its profile: a host's `memory N gib` or the default, or a device "
+        "profile. The refusal lists the breakdown; `alpha build` prints each role's demand and "
+        "headroom.",
+        _tiny() + _PLAN + "pairing lab for duo {\n  worker[*]: host x86_64, memory 1 mib\n}\n",
+    ),
+    Refusal(
         "data-digest-mismatch",
         START_UP,
         "the data set is not the one the executable was built for",

@@ -7,14 +7,17 @@ from typing import TypeVar
 from alpha_core.check.context import CheckContext
 from alpha_core.check.program import Program
 from alpha_core.diagnostics import Related
+from alpha_core.plan.admission import admit, positions
 from alpha_core.plan.model import (
     MAX_FANOUT,
     Family,
     LeafAssignment,
     Membership,
     Pairing,
+    PairingEntry,
     Plan,
 )
+from alpha_core.plan.profiles import MEMORY_UNITS
 from alpha_core.syntax import ast
 from alpha_core.syntax.span import Span
 
@@ -340,7 +343,7 @@ def _assignment(
 
 def check_pairing(decl: ast.Decl, plan: Plan, ctx: CheckContext) -> Pairing | None:
     before = len(ctx.diagnostics)
-    entries: list[tuple[str, int, int, str, Span]] = []
+    entries: list[tuple[PairingEntry, Span]] = []
     names = [f.name for f in plan.membership.families]
     for item in decl.items:
         if not isinstance(item, ast.PairingItem):
@@ -362,8 +365,19 @@ def check_pairing(decl: ast.Decl, plan: Plan, ctx: CheckContext) -> Pairing | No
             ctx.refuse("unknown-name", f"`{fam.name}` has members 0..{fam.count}", ref.span)
             continue
         host = None
+        memory: int | None = None
         for prop in item.props:
-            if prop.key == "host":
+            if prop.key == "memory" and prop.amount is not None:
+                scale = MEMORY_UNITS.get(prop.value)
+                if scale is None:
+                    ctx.unknown("memory unit", prop.value, prop.value_span, MEMORY_UNITS)
+                else:
+                    memory = prop.amount * scale
+            elif prop.amount is not None:
+                ctx.refuse(
+                    "bad-argument", f"`{prop.key}` takes a name, not an amount", prop.value_span
+                )
+            elif prop.key == "host":
                 if prop.value not in HOSTS:
                     ctx.unknown("host", prop.value, prop.value_span, HOSTS)
                 host = prop.value
@@ -383,7 +397,7 @@ def check_pairing(decl: ast.Decl, plan: Plan, ctx: CheckContext) -> Pairing | No
                         help="pair it with a host only for now",
                     )
             else:
-                ctx.unknown("pairing property", prop.key, prop.key_span, ["host", "gpu"])
+                ctx.unknown("pairing property", prop.key, prop.key_span, ["host", "gpu", "memory"])
         if host is None:
             ctx.refuse(
                 "pairing-incomplete",
@@ -392,12 +406,12 @@ def check_pairing(decl: ast.Decl, plan: Plan, ctx: CheckContext) -> Pairing | No
                 help="add `host x86_64` or `host aarch64`",
             )
             continue
-        entries.append((fam.name, lo, hi, host, item.span))
+        entries.append((PairingEntry(fam.name, lo, hi, host, memory), item.span))
     if len(ctx.diagnostics) > before:
         return None
     missing: list[str] = []
     for fam in plan.membership.families:
-        spans = sorted((lo, hi, span) for f, lo, hi, _, span in entries if f == fam.name)
+        spans = sorted((e.lo, e.hi, span) for e, span in entries if e.family == fam.name)
         at = 0
         for lo, hi, span in spans:
             if lo < at:
@@ -416,7 +430,27 @@ def check_pairing(decl: ast.Decl, plan: Plan, ctx: CheckContext) -> Pairing | No
             help="every role of the plan needs a host",
         )
         return None
-    return Pairing(decl.name, plan, tuple(e[:4] for e in entries))
+    pairing = Pairing(decl.name, plan, tuple(e for e, _ in entries))
+    for entry, span in entries:
+        fam = plan.membership.family(entry.family)
+        assert fam is not None
+        for index in positions(plan, fam.first + entry.lo, fam.first + entry.hi):
+            a = admit(plan, pairing, index)
+            if not a.admitted:
+                ctx.refuse(
+                    "memory-admission",
+                    f"{a.role} needs {_size(a.total)} but {a.profile.name} has "
+                    f"{_size(a.profile.memory)}",
+                    span,
+                    notes=tuple(f"{what}: {n:,} bytes" for what, n in a.items),
+                    help="pair the role with more memory, or partition its state over more workers",
+                )
+                return None
+    return pairing
+
+
+def _size(n: int) -> str:
+    return f"{n:,} bytes"
 
 
 def _range_name(fam: Family, lo: int, hi: int) -> str:

@@ -10,6 +10,7 @@ import hashlib
 from dataclasses import dataclass
 
 from alpha_core.check.program import Program
+from alpha_core.plan.profiles import Profile, host_profile
 
 MAX_FANOUT = 64
 
@@ -119,22 +120,34 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class RoleHost:
-    host: str  # x86_64 | aarch64
+class PairingEntry:
+    """Roles lo..hi-1 of a family run on `host`, with `memory` bytes (None: the default)."""
+
+    family: str
+    lo: int
+    hi: int
+    host: str
+    memory: int | None = None
 
 
 @dataclass(frozen=True)
 class Pairing:
     name: str
     plan: Plan
-    # (family name, lo, hi, host): roles lo..hi-1 of the family run on that host
-    entries: tuple[tuple[str, int, int, str], ...]
+    entries: tuple[PairingEntry, ...]
 
-    def host_of(self, index: int) -> str:
+    def entry_of(self, index: int) -> PairingEntry:
         name = self.plan.membership.name_of(index)
         fam, _, rest = name.partition("[")
         i = int(rest[:-1]) if rest else 0
-        for f, lo, hi, host in self.entries:
-            if f == fam and lo <= i < hi:
-                return host
+        for e in self.entries:
+            if e.family == fam and e.lo <= i < e.hi:
+                return e
         raise KeyError(name)
+
+    def host_of(self, index: int) -> str:
+        return self.entry_of(index).host
+
+    def profile_of(self, index: int) -> Profile:
+        e = self.entry_of(index)
+        return host_profile(e.host, e.memory)

@@ -306,10 +306,13 @@ PlanItem = RolesItem | TopologyItem | RoundItem | ContractItem | LeavesItem
 
 @dataclass(frozen=True)
 class PairingProp:
+    """`host x86_64`, `gpu h200`, or an amount: `memory 64 gib` (amount 64, value `gib`)."""
+
     key: str
     key_span: Span
     value: str
     value_span: Span
+    amount: int | None = None
 
 
 @dataclass(frozen=True)

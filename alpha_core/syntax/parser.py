@@ -303,8 +303,15 @@ class _Build:
     def _combine_stmt(self, t: Any, what: lark.Token, *rest: lark.Token) -> ast.CombineStmt:
         *order, deliver = rest
         order_span = Span(_span(order[0]).start, _span(order[-1]).end)
-        return ast.CombineStmt(str(what), _span(what), " ".join(str(o) for o in order),
-                               order_span, str(deliver), _span(deliver), _span(t))
+        return ast.CombineStmt(
+            str(what),
+            _span(what),
+            " ".join(str(o) for o in order),
+            order_span,
+            str(deliver),
+            _span(deliver),
+            _span(t),
+        )
 
     def _apply_stmt(self, t: Any, family: lark.Token) -> ast.ApplyStmt:
         return ast.ApplyStmt(str(family), _span(family), _span(t))
@@ -334,8 +341,20 @@ class _Build:
     def _pairing_item(self, t: Any, role: Any, *props: Any) -> ast.PairingItem:
         out = []
         for p in props:
-            key, value = p.children
-            out.append(ast.PairingProp(str(key), _span(key), str(value), _span(value)))
+            if p.data == "pairing_amount":
+                key, amount, unit = p.children
+                out.append(
+                    ast.PairingProp(
+                        str(key),
+                        _span(key),
+                        str(unit),
+                        Span(_span(amount).start, _span(unit).end),
+                        int(amount),
+                    )
+                )
+            else:
+                key, value = p.children
+                out.append(ast.PairingProp(str(key), _span(key), str(value), _span(value)))
         return ast.PairingItem(self.node(role), tuple(out), _span(t))
 
     # expressions

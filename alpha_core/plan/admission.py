@@ -1,0 +1,158 @@
+"""Memory admission: what one role holds at its peak, item by item, against its profile.
+
+The demand is computed from the same facts the executable is built from: the parameter and
+learner-state sizes, the pieces its projected schedule holds in a round, the static buffers of
+the leaf kernels, the data it loads and the frames it sends and receives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from alpha_core.autodiff.reverse import training_step
+from alpha_core.check.program import Program
+from alpha_core.codegen.graph_emit import live_nodes
+from alpha_core.ir.graph import concrete, size
+from alpha_core.plan.model import Pairing, Plan
+from alpha_core.plan.profiles import Profile, host_profile
+from alpha_core.plan.projection import project
+from alpha_core.plan.schedule import RoleSchedule, single_process
+from alpha_core.plan.tree import split
+
+FLOAT = 4
+FRAME_HEADER = 64
+RUNTIME_RESERVE = 1 << 20  # the executable's own code, stack and C library
+
+
+@dataclass(frozen=True)
+class Admission:
+    role: str
+    profile: Profile
+    items: tuple[tuple[str, int], ...]  # (what, bytes)
+
+    @property
+    def total(self) -> int:
+        return sum(b for _, b in self.items)
+
+    @property
+    def headroom(self) -> int:
+        return self.profile.memory - self.total
+
+    @property
+    def admitted(self) -> bool:
+        return self.headroom >= 0
+
+    def show(self) -> str:
+        lines = [f"{self.role} on {self.profile.name} ({_bytes(self.profile.memory)})"]
+        width = max(len(w) for w, _ in self.items)
+        lines += [f"  {what:<{width}}  {_bytes(n):>10}" for what, n in self.items]
+        lines.append(f"  {'total':<{width}}  {_bytes(self.total):>10}")
+        lines.append(f"  {'headroom':<{width}}  {_bytes(self.headroom):>10}")
+        return "\n".join(lines)
+
+
+def _bytes(n: int) -> str:
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= scale:
+            return f"{sign}{n / scale:.2f} {unit}"
+    return f"{sign}{n} B"
+
+
+def pieces_held(schedule: RoleSchedule) -> int:
+    """Distinct pieces a role holds by the end of a round (the runtime frees them at its end)."""
+    held: set[tuple[int, int]] = set()
+
+    def evaluate(lo: int, hi: int) -> None:
+        if (lo, hi) in held:
+            return
+        mid = split(lo, hi)
+        evaluate(lo, mid)
+        evaluate(mid, hi)
+        held.add((lo, hi))
+
+    for op in schedule.ops:
+        if op.kind == "compute":
+            held.update((leaf, leaf + 1) for leaf in range(op.a, op.b))
+        elif op.kind == "recv":
+            held.add((op.a, op.b))
+        elif op.kind == "combine":
+            evaluate(op.a, op.b)
+    return len(held)
+
+
+def kernel_buffers(program: Program) -> int:
+    """The static buffers of the leaf-gradient and forward kernels."""
+    step = training_step(program)
+    total = 0
+    for graph, roots in (
+        (step.graph, [step.loss_sum, *step.grads]),
+        (program.model, [program.output]),
+    ):
+        for i in live_nodes(graph, roots):
+            node = graph[i]
+            if node.op not in ("param", "input_x", "label_class", "label_reg"):
+                total += max(1, size(concrete(node.shape, program.leaf_size))) * FLOAT
+    return total
+
+
+def demand(program: Program, schedule: RoleSchedule) -> list[tuple[str, int]]:
+    n = program.n_params
+    d = program.data
+    label_width = 1 if d.label_kind == "class" else d.outputs
+    items = [
+        ("parameters", n * FLOAT),
+        ("learner state", program.n_state * FLOAT),
+        (
+            f"gradient pieces ({pieces_held(schedule)} held)",
+            pieces_held(schedule) * (n + 1) * FLOAT,
+        ),
+        ("activations (kernel buffers)", kernel_buffers(program)),
+        ("data", d.rows * (d.features + label_width) * FLOAT),
+        ("leaf inputs", program.leaf_size * (d.features + label_width) * FLOAT),
+    ]
+    if schedule.links:
+        items.append(
+            (
+                f"frame buffers ({len(schedule.links)} links)",
+                len(schedule.links) * (FRAME_HEADER + (n + 1) * FLOAT),
+            )
+        )
+    items.append(("runtime reserve", RUNTIME_RESERVE))
+    return items
+
+
+def admit_program(program: Program, profile: Profile | None = None) -> Admission:
+    schedule = single_process(program.leaves, program.identity())
+    return Admission(
+        "main", profile or host_profile("x86_64", None), tuple(demand(program, schedule))
+    )
+
+
+def role_profile(pairing: Pairing | None, index: int) -> Profile:
+    if pairing is None:
+        return host_profile("x86_64", None)
+    return pairing.profile_of(index)
+
+
+def admit(plan: Plan, pairing: Pairing | None, index: int) -> Admission:
+    schedule = project(plan, index)
+    return Admission(
+        schedule.name, role_profile(pairing, index), tuple(demand(plan.system, schedule))
+    )
+
+
+def positions(plan: Plan, lo: int, hi: int) -> list[int]:
+    """Roles of a family range whose demands differ: the ends and the first combiner of each
+    level (a hierarchy's demand depends only on how many levels a worker combines)."""
+    first = plan.workers.first
+    picks = {lo, hi - 1}
+    k = max(2, plan.fanout)
+    step = 1
+    while step < plan.workers.count:
+        w = ((lo - first + step - 1) // step) * step
+        if first + w < hi:
+            picks.add(first + w)
+        step *= k
+    return sorted(p for p in picks if lo <= p < hi)
