@@ -38,26 +38,28 @@ def checked_plan(src: str):  # type: ignore[no-untyped-def]
     return a.checked.plans["p"]
 
 
+def _evaluate(lo: int, hi: int, held: set[tuple[int, int]], out: set[tuple[int, int]]) -> None:
+    if (lo, hi) in held:
+        return
+    mid = split(lo, hi)
+    _evaluate(lo, mid, held, out)
+    _evaluate(mid, hi, held, out)
+    out.add((lo, hi))
+    held.add((lo, hi))
+
+
 def additions(schedules: list) -> set[tuple[int, int]]:  # type: ignore[type-arg]
     """Every tree node some role evaluates (and every node a combine needs below it)."""
     out: set[tuple[int, int]] = set()
     for s in schedules:
         held = {(op.a, op.b) for op in s.ops if op.kind == "recv"}
-        held |= {(leaf, leaf + 1) for op in s.ops if op.kind == "compute"
-                 for leaf in range(op.a, op.b)}
-
-        def evaluate(lo: int, hi: int) -> None:
-            if (lo, hi) in held:
-                return
-            mid = split(lo, hi)
-            evaluate(lo, mid)
-            evaluate(mid, hi)
-            out.add((lo, hi))
-            held.add((lo, hi))
+        held |= {
+            (leaf, leaf + 1) for op in s.ops if op.kind == "compute" for leaf in range(op.a, op.b)
+        }
 
         for op in s.ops:
             if op.kind == "combine":
-                evaluate(op.a, op.b)
+                _evaluate(op.a, op.b, held, out)
     return out
 
 
@@ -123,8 +125,11 @@ def test_a_crossed_schedule_is_caught() -> None:
 
 
 def test_explicit_uneven_leaves() -> None:
-    plan = checked_plan(system(8, "worker[3]", "hierarchy(fanout: 2)",
-                               "  leaves worker[0]: 0..5, worker[1..3]: 5..8\n"))
+    plan = checked_plan(
+        system(
+            8, "worker[3]", "hierarchy(fanout: 2)", "  leaves worker[0]: 0..5, worker[1..3]: 5..8\n"
+        )
+    )
     assert [plan.assignment.range_of(w) for w in range(3)] == [(0, 5), (5, 7), (7, 8)]
     assert simulate([project(plan, i) for i in range(3)]) is None
 
@@ -134,9 +139,16 @@ def test_two_hundred_thousand_workers_check_and_project_in_seconds() -> None:
     for n in (1_000, 200_000):
         start = time.perf_counter()
         plan = checked_plan(system(n, f"worker[{n}]", "hierarchy(fanout: 16)"))
-        probes = {name: project(plan, i) for name, i in
-                  (("leaf", 1), ("combiner-1", 16), ("combiner-2", 256), ("last", n - 1),
-                   ("root", 0))}
+        probes = {
+            name: project(plan, i)
+            for name, i in (
+                ("leaf", 1),
+                ("combiner-1", 16),
+                ("combiner-2", 256),
+                ("last", n - 1),
+                ("root", 0),
+            )
+        }
         elapsed = time.perf_counter() - start
         assert elapsed < 5.0, f"{n} workers took {elapsed:.2f} s"
         sizes[n] = {k: (len(s.ops), len(s.links)) for k, s in probes.items()}
