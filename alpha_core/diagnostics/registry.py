@@ -265,6 +265,46 @@ _ENTRIES = [
         _tiny() + _PLAN.replace("contract exact", "contract approximate(tolerance: 0.001)"),
     ),
     Refusal(
+        "second-authority",
+        COMPILE,
+        "a piece of state would be mutated by two roles",
+        "Every state mutation has one logical owner and a version. A replica is written only "
+        "from what its owner computes; it is never a second authority. A layout where a "
+        "replica would be updated by a worker that does not own its slice (for example "
+        "partitioned gradients or parameters with a replicated optimizer), or a kind of state "
+        "given two layouts, is refused.",
+        _tiny()
+        + _PLAN.replace("contract exact", "state { params partitioned over worker }"),
+    ),
+    Refusal(
+        "unowned-state",
+        COMPILE,
+        "some state would have no owner",
+        "Partitioned state is owned slice by slice by the roles that apply the learner. "
+        "Partitioning over no role, or over roles that never apply it (a star's hub), would "
+        "leave slices without an owner.",
+        _tiny()
+        + _PLAN.replace("contract exact", "state { optimizer partitioned }"),
+    ),
+    Refusal(
+        "partition-coverage",
+        COMPILE,
+        "a partition does not cover a tensor exactly once",
+        "A partition cuts the flat parameter array into one contiguous, non-empty slice per "
+        "owner, in owner order, covering every element exactly once. More owners than "
+        "elements cannot be covered that way.",
+        _tiny(
+            head=_DIGITS_HEAD.replace("f32[4, 3]", "f32[1, 1]")
+            .replace("f32[3] = zeros", "f32[1] = zeros")
+            .replace("features: 4, classes: 3", "features: 1, targets: 1")
+            .replace("leaves 2", "leaves 4")
+        ).replace("x: f32[B, 4]) -> f32[B, 3]", "x: f32[B, 1]) -> f32[B, 1]")
+        .replace("softmax_cross_entropy", "mse")
+        + _PLAN.replace("roles worker[2]\n  topology pair",
+                        "roles worker[3]\n  topology hierarchy(fanout: 2)")
+        .replace("contract exact", "state { optimizer partitioned over worker }"),
+    ),
+    Refusal(
         "memory-admission",
         COMPILE,
         "a role's memory demand exceeds what its pairing gives it",

@@ -92,6 +92,29 @@ class LeafAssignment:
 
 
 @dataclass(frozen=True)
+class StateLayout:
+    """Which state is replicated on every worker and which is partitioned by element range.
+
+    Every element of every state kind has one logical owner: for partitioned state the worker
+    whose slice holds it, for replicated state worker 0 (the others hold replicas, which are
+    never a second authority: they are written only from what the owner computes).
+    """
+
+    params: str = "replicated"  # replicated | partitioned
+    grads: str = "replicated"  # replicated (delivered to all) | partitioned (to each owner)
+    optimizer: str = "replicated"
+
+    @property
+    def stage(self) -> int:
+        """The ZeRO stage this layout corresponds to, for readers who know that name."""
+        return [self.optimizer, self.grads, self.params].count("partitioned")
+
+    @property
+    def partitioned(self) -> bool:
+        return self.optimizer == "partitioned"
+
+
+@dataclass(frozen=True)
 class Plan:
     name: str
     system: Program
@@ -102,6 +125,15 @@ class Plan:
     fanout: int
     assignment: LeafAssignment
     contract: str  # exact
+    state: StateLayout = StateLayout()
+    checkpoint_every: int | None = None
+
+    def slice_of(self, w: int) -> tuple[int, int]:
+        """Elements of the flat parameter array that worker w owns when state is partitioned."""
+        n = self.system.n_params
+        base, extra = divmod(n, self.workers.count)
+        start = w * base + min(w, extra)
+        return start, start + base + (1 if w < extra else 0)
 
     def canonical(self) -> str:
         fams = ", ".join(
@@ -111,7 +143,7 @@ class Plan:
             f"plan {self.name}\nroles {fams}\ntopology {self.topology} fanout {self.fanout}"
             f" hub {self.hub.name if self.hub else '-'}\nworkers {self.workers.name}\n"
             f"leaves {self.assignment.blocks}\ncombine canonical tree, deliver to all\n"
-            f"contract {self.contract}\n"
+            f"contract {self.contract}\nstate {self.state}\ncheckpoint {self.checkpoint_every}\n"
         )
 
     def identity(self) -> str:

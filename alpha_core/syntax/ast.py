@@ -298,7 +298,35 @@ class LeavesItem:
     span: Span
 
 
-PlanItem = RolesItem | TopologyItem | RoundItem | ContractItem | LeavesItem
+@dataclass(frozen=True)
+class StateStmt:
+    """`params replicated`, `optimizer partitioned over worker`, ..."""
+
+    what: str
+    what_span: Span
+    mode: str
+    mode_span: Span
+    over: str | None
+    over_span: Span | None
+    span: Span
+
+
+@dataclass(frozen=True)
+class StateItem:
+    stmts: tuple[StateStmt, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class CheckpointItem:
+    every: int
+    every_span: Span
+    span: Span
+
+
+PlanItem = (
+    RolesItem | TopologyItem | RoundItem | ContractItem | LeavesItem | StateItem | CheckpointItem
+)
 
 
 # ---- pairing items -------------------------------------------------------------------------

@@ -319,6 +319,23 @@ class _Build:
     def _contract_item(self, t: Any, kind: Any) -> ast.ContractItem:
         return ast.ContractItem(self.node(kind), _span(t))
 
+    def _state_item(self, t: Any, *stmts: Any) -> ast.StateItem:
+        return ast.StateItem(tuple(self.node(x) for x in stmts if x is not None), _span(t))
+
+    def _state_stmt(self, t: Any, what: lark.Token, mode: lark.Token, over: Any) -> Any:
+        return ast.StateStmt(
+            str(what),
+            _span(what),
+            str(mode),
+            _span(mode),
+            str(over) if over is not None else None,
+            _span(over) if over is not None else None,
+            _span(t),
+        )
+
+    def _checkpoint_item(self, t: Any, every: lark.Token) -> ast.CheckpointItem:
+        return ast.CheckpointItem(int(every), _span(every), _span(t))
+
     def _leaves_item(self, t: Any, *ranges: Any) -> ast.LeavesItem:
         return ast.LeavesItem(tuple(self.node(r) for r in ranges), _span(t))
 
