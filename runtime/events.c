@@ -67,11 +67,20 @@ void event_start(const struct alpha_program *p)
     fflush(stdout);
 }
 
-void event_step(uint32_t step, float loss)
+void event_step(uint32_t step, float loss, const char *role, const struct addition *adds,
+                uint32_t n_adds)
 {
     printf("{\"event\":\"step\",\"step\":%u,", (unsigned)step);
     loss_fields(stdout, "loss", loss);
-    fputs("}\n", stdout);
+    fputs(",\"role\":", stdout);
+    json_string(stdout, role);
+    fputs(",\"combine\":[", stdout);
+    for (uint32_t i = 0; i < n_adds; i++) {
+        const struct addition *a = &adds[i];
+        printf("%s\"%u:%u=%u:%u+%u:%u\"", i ? "," : "", (unsigned)a->lo, (unsigned)a->hi,
+               (unsigned)a->lo, (unsigned)a->mid, (unsigned)a->mid, (unsigned)a->hi);
+    }
+    fputs("]}\n", stdout);
     fflush(stdout);
 }
 
@@ -79,11 +88,18 @@ void event_done(const struct alpha_program *p, const struct run_report *r)
 {
     fputs("{\"event\":\"done\",\"system\":", stdout);
     json_string(stdout, p->system);
+    fputs(",\"role\":", stdout);
+    json_string(stdout, r->role);
     printf(",\"steps\":%u,", (unsigned)r->steps);
     if (r->steps > 0)
         loss_fields(stdout, "final_loss", r->final_loss);
     else
         fputs("\"final_loss\":null,\"final_loss_bits\":null", stdout);
+    if (!r->params_file) {
+        fputs("}\n", stdout);
+        fflush(stdout);
+        return;
+    }
     fputs(",\"params_file\":", stdout);
     json_string(stdout, r->params_file);
     printf(",\"params_sha256\":\"%s\",\"holdout_rows\":%u", r->params_sha256,

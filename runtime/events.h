@@ -8,8 +8,14 @@
 
 #include "alpha_program.h"
 
-/* What the done event reports. */
+/* One addition of the combine tree: node [lo, hi) = [lo, mid) + [mid, hi). */
+struct addition {
+    uint32_t lo, mid, hi;
+};
+
+/* What the done event reports. params_file is NULL for a role that writes no parameters. */
 struct run_report {
+    const char *role;
     uint32_t steps;
     float final_loss;           /* meaningful when steps > 0 */
     const char *params_file;
@@ -22,7 +28,10 @@ struct run_report {
 void json_string(FILE *f, const char *s);
 
 void event_start(const struct alpha_program *p);
-void event_step(uint32_t step, float loss);
+/* step (1-based), the round loss, the role, and every addition the role performed this round,
+ * in order, as "lo:hi=lo:mid+mid:hi". */
+void event_step(uint32_t step, float loss, const char *role, const struct addition *adds,
+                uint32_t n_adds);
 void event_done(const struct alpha_program *p, const struct run_report *r);
 
 #endif

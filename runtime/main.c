@@ -1,6 +1,7 @@
-/* The executable's entry point: read the command line, check the program and its data, train,
- * publish the parameters, report. Every failure is a named refusal (refusal.h); the parameter
- * file is written only after the last round, so a refused run leaves none behind. */
+/* The executable's entry point: read the command line, check the program, its role's schedule
+ * and its data, open the links to the other roles, train, publish the parameters (the role that
+ * writes them), report. Every failure is a named refusal (refusal.h); the parameter file is
+ * written only after the last round, so a refused run leaves none behind. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,8 @@
 #include "events.h"
 #include "params_file.h"
 #include "refusal.h"
-#include "train.h"
+#include "net.h"
+#include "schedule.h"
 
 struct options {
     const char *data_path;     /* NULL: the program's data_path */
@@ -22,7 +24,8 @@ struct options {
 static const char USAGE[] =
     "usage: %s [--data PATH] [--params-out PATH] [--quiet] [--help]\n"
     "\n"
-    "Trains system %s and writes its parameters (little-endian float32) to PATH.\n"
+    "Runs role %s of system %s; the role that writes parameters writes them (little-endian\n"
+    "float32) to PATH.\n"
     "  --data PATH        read the data set from PATH instead of %s\n"
     "  --params-out PATH  where to write the parameters (default: %s.params)\n"
     "  --quiet            no step events\n"
@@ -35,7 +38,7 @@ static struct options parse_options(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            printf(USAGE, self, ALPHA_PROGRAM.system,
+            printf(USAGE, self, ALPHA_ROLE.name, ALPHA_PROGRAM.system,
                    ALPHA_PROGRAM.data_kind == ALPHA_DATA_CSV ? ALPHA_PROGRAM.data_path
                                                              : "the embedded data",
                    self);
@@ -90,26 +93,36 @@ static void check_program(const struct alpha_program *p)
 int main(int argc, char **argv)
 {
     const struct alpha_program *p = &ALPHA_PROGRAM;
+    const struct alpha_role *role = &ALPHA_ROLE;
+    refusal_context(role->name, 0);
     struct options o = parse_options(argc, argv);
     check_program(p);
+    struct schedule s;
+    schedule_check(&s, p, role);
     event_start(p);
 
     struct dataset d;
     data_load(p, o.data_path, &d);
 
+    struct net net;
+    net_open(&net, p, role);
+
     float *params = checked_calloc(p->n_params, sizeof(float), "the parameters");
     alpha_init_params(params);
-    float loss = train(p, &d, params, o.quiet);
+    float loss = schedule_train(&s, &d, params, &net, o.quiet);
 
-    /* Evaluate before publishing, so that nothing after the file is written can refuse. */
     struct run_report r = {
+        .role = role->name,
         .steps = p->steps,
         .final_loss = loss,
-        .params_file = o.params_out,
         .holdout_rows = p->holdout,
-        .holdout_metric = evaluate_holdout(p, &d, params),
     };
-    params_write(o.params_out, params, p->n_params, r.params_sha256);
+    if (role->writes_params) {
+        /* Evaluate before publishing, so that nothing after the file is written can refuse. */
+        r.params_file = o.params_out;
+        r.holdout_metric = evaluate_holdout(p, &d, params);
+        params_write(o.params_out, params, p->n_params, r.params_sha256);
+    }
     event_done(p, &r);
     return 0;
 }

@@ -8,6 +8,15 @@
 
 #include "events.h"
 
+static const char *context_role;
+static uint32_t context_round;
+
+void refusal_context(const char *role, uint32_t round)
+{
+    context_role = role;
+    context_round = round;
+}
+
 void refuse(const char *name, const char *format, ...)
 {
     char message[1024];
@@ -20,7 +29,14 @@ void refuse(const char *name, const char *format, ...)
     json_string(stdout, name);
     fputs(",\"message\":", stdout);
     json_string(stdout, message);
-    fputs("}\n", stdout);
+    if (context_role) {
+        fputs(",\"role\":", stdout);
+        json_string(stdout, context_role);
+    }
+    if (context_round)
+        printf(",\"round\":%u}\n", (unsigned)context_round);
+    else
+        fputs(",\"round\":null}\n", stdout);
     fflush(stdout);
     fprintf(stderr, "error[%s]: %s\n", name, message);
     fflush(stderr);

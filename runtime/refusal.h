@@ -5,6 +5,7 @@
 #define ALPHA_REFUSAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define ALPHA_EXIT_USAGE 2
 #define ALPHA_EXIT_REFUSED 3
@@ -17,6 +18,22 @@
 #define REFUSAL_DATA_MALFORMED "data-malformed"       /* bad row, column count, label, row count */
 #define REFUSAL_OUT_OF_MEMORY "out-of-memory"
 #define REFUSAL_PARAMS_WRITE_FAILED "params-write-failed"
+/* Between roles (net.c, frame.c). */
+#define REFUSAL_LISTEN_FAILED "listen-failed"         /* cannot listen on listen_host:port */
+#define REFUSAL_PEER_UNREACHABLE "peer-unreachable"   /* a peer never connected or accepted */
+#define REFUSAL_PEER_TIMEOUT "peer-timeout"           /* a frame did not arrive in time */
+#define REFUSAL_PEER_LOST "peer-lost"                 /* a peer closed or reset its connection */
+#define REFUSAL_FRAME_CORRUPT "frame-corrupt"         /* bad magic, checksum or reserved field */
+#define REFUSAL_FRAME_VERSION_MISMATCH "frame-version-mismatch"
+#define REFUSAL_FRAME_OVERSIZE "frame-oversize"       /* longer than the program allows */
+#define REFUSAL_FRAME_UNEXPECTED "frame-unexpected"   /* not the sender/round/node expected */
+#define REFUSAL_PLAN_IDENTITY_MISMATCH "plan-identity-mismatch"
+#define REFUSAL_ROLE_IDENTITY_MISMATCH "role-identity-mismatch"
+#define REFUSAL_MEMBERSHIP_EPOCH_MISMATCH "membership-epoch-mismatch"
+
+/* What every refused event names besides the refusal: the role and the round (1-based, as in
+ * step events; 0 before and after the rounds, printed as null). */
+void refusal_context(const char *role, uint32_t round);
 
 /* Exits with ALPHA_EXIT_USAGE for REFUSAL_USAGE and ALPHA_EXIT_REFUSED otherwise. */
 _Noreturn void refuse(const char *name, const char *format, ...)

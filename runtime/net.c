@@ -1,0 +1,217 @@
+/* Frames on open links, every round. Sockets are non-blocking; every wait is a poll() with a
+ * deadline of io_timeout_ms of silence. While a role waits for a frame it keeps sending what it
+ * has queued, so pieces crossing in both directions cannot block each other. */
+#define _POSIX_C_SOURCE 200809L
+#include "net.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "crc32c.h"
+#include "frame.h"
+#include "refusal.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "piece payloads are sent as the host's float32 bytes, which must be little-endian"
+#endif
+
+uint64_t net_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int net_wait_ms(uint64_t deadline)
+{
+    uint64_t now = net_now_ms();
+    return now >= deadline ? 0 : (int)(deadline - now > 60000 ? 60000 : deadline - now);
+}
+
+void net_set_socket_options(int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+static _Noreturn void lost(const struct net *n, const struct net_link *k, const char *what,
+                           int error)
+{
+    refuse(REFUSAL_PEER_LOST, "%s (%s) %s in round %u%s%s", k->link->peer_name, k->address,
+           what, (unsigned)n->round + 1,
+           error ? ": " : "", error ? strerror(error) : "");
+}
+
+/* Sends what the socket takes of the link's queue; returns 1 if anything went. */
+static int progress(struct net *n, struct net_link *k)
+{
+    int moved = 0;
+    while (k->count > 0) {
+        struct net_send *s = &k->queue[k->head];
+        const uint8_t *from = s->done < 64 ? s->header + s->done : s->payload + (s->done - 64);
+        uint64_t left = s->done < 64 ? 64 - s->done : s->bytes - s->done;
+        ssize_t sent = send(k->fd, from, left > (1u << 30) ? (1u << 30) : (size_t)left,
+                            MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return moved;
+        if (sent <= 0)
+            lost(n, k, "closed its connection while we sent to it", sent < 0 ? errno : 0);
+        moved = 1;
+        s->done += (uint64_t)sent;
+        if (s->done == s->bytes) {
+            k->head = (k->head + 1) % k->cap;
+            k->count--;
+        }
+    }
+    return moved;
+}
+
+/* Waits until `reader` (a link index, or n_links for none) is readable or every queue is empty,
+ * sending meanwhile. Returns 0 on silence past the deadline. */
+static int wait_ready(struct net *n, uint32_t reader, uint64_t *deadline)
+{
+    struct pollfd *fds = n->fds;
+    uint32_t *which = n->which;
+    for (;;) {
+        nfds_t m = 0;
+        for (uint32_t i = 0; i < n->n_links; i++) {
+            short events = (short)((i == reader ? POLLIN : 0) | (n->links[i].count ? POLLOUT : 0));
+            if (events) {
+                fds[m] = (struct pollfd){n->links[i].fd, events, 0};
+                which[m++] = i;
+            }
+        }
+        if (m == 0)
+            return 1;
+        int ready = poll(fds, m, net_wait_ms(*deadline));
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready <= 0)
+            return 0;
+        for (nfds_t j = 0; j < m; j++) {
+            if (which[j] == reader && fds[j].revents)
+                return 1;
+            if (fds[j].revents && progress(n, &n->links[which[j]]))
+                *deadline = net_now_ms() + n->r->io_timeout_ms;
+        }
+    }
+}
+
+static void read_exact(struct net *n, uint32_t link, uint8_t *into, uint64_t size,
+                       const char *what)
+{
+    struct net_link *k = &n->links[link];
+    uint64_t deadline = net_now_ms() + n->r->io_timeout_ms, got = 0;
+    while (got < size) {
+        if (!wait_ready(n, link, &deadline))
+            refuse(REFUSAL_PEER_TIMEOUT, "no %s from %s (%s) in round %u within %u ms", what,
+                   k->link->peer_name, k->address, (unsigned)n->round + 1,
+                   (unsigned)n->r->io_timeout_ms);
+        uint64_t left = size - got;
+        ssize_t r = recv(k->fd, into + got, left > (1u << 30) ? (1u << 30) : (size_t)left,
+                         MSG_DONTWAIT);
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            continue;
+        if (r <= 0)
+            lost(n, k, r == 0 ? "closed its connection" : "reset its connection",
+                 r < 0 ? errno : 0);
+        got += (uint64_t)r;
+        deadline = net_now_ms() + n->r->io_timeout_ms;
+    }
+}
+
+void net_send_piece(struct net *n, uint32_t link, uint32_t lo, uint32_t hi, const float *piece)
+{
+    struct net_link *k = &n->links[link];
+    uint64_t count = n->p->n_params + 1;
+    if (k->count == k->cap)
+        refuse(REFUSAL_PROGRAM_INVALID, "more sends queued to %s than the schedule has",
+               k->link->peer_name);
+    struct net_send *s = &k->queue[(k->head + k->count) % k->cap];
+    struct frame_header h = {
+        .kind = FRAME_PIECE,
+        .sender = n->r->index,
+        .round = n->round,
+        .tensor = FRAME_TENSOR_GRADIENT,
+        .lo = lo,
+        .hi = hi,
+        .count = count,
+        .payload_bytes = 4 * count,
+        .payload_crc = crc32c(piece, 4 * count),
+    };
+    frame_encode_header(&h, s->header);
+    s->payload = (const uint8_t *)piece;
+    s->bytes = 64 + 4 * count;
+    s->done = 0;
+    k->count++;
+    progress(n, k);
+}
+
+void net_recv_piece(struct net *n, uint32_t link, uint32_t lo, uint32_t hi, float *piece)
+{
+    struct net_link *k = &n->links[link];
+    uint8_t bytes[FRAME_HEADER_BYTES];
+    read_exact(n, link, bytes, sizeof bytes, "frame header");
+    struct frame_expect e = {FRAME_PIECE, k->link->peer, n->round, FRAME_TENSOR_GRADIENT,
+                             lo, hi, n->p->n_params + 1};
+    struct frame_header h;
+    const char *refused = frame_decode_header(bytes, sizeof bytes, &h, &e);
+    if (!refused) {
+        read_exact(n, link, (uint8_t *)piece, h.payload_bytes, "piece payload");
+        refused = frame_check_payload(&h, (const uint8_t *)piece, h.payload_bytes);
+    }
+    if (refused)
+        refuse(refused, "a frame from %s in round %u, expected to be piece [%u, %u): %s",
+               k->link->peer_name, (unsigned)n->round + 1, (unsigned)lo, (unsigned)hi,
+               frame_reason());
+}
+
+void net_flush(struct net *n)
+{
+    uint64_t deadline = net_now_ms() + n->r->io_timeout_ms;
+    if (!wait_ready(n, n->n_links, &deadline))
+        for (uint32_t i = 0; i < n->n_links; i++)
+            if (n->links[i].count)
+                refuse(REFUSAL_PEER_TIMEOUT, "%s (%s) took no data for %u ms in round %u",
+                       n->links[i].link->peer_name, n->links[i].address,
+                       (unsigned)n->r->io_timeout_ms, (unsigned)n->round + 1);
+}
+
+void net_init(struct net *n, const struct alpha_program *p, const struct alpha_role *r)
+{
+    *n = (struct net){.p = p, .r = r, .n_links = r->n_links};
+    n->links = checked_calloc(r->n_links, sizeof *n->links, "the links");
+    n->fds = checked_calloc(r->n_links, sizeof *n->fds, "the links");
+    n->which = checked_calloc(r->n_links, sizeof *n->which, "the links");
+    for (uint32_t k = 0; k < r->n_links; k++) {
+        const struct alpha_link *l = &r->links[k];
+        struct net_link *link = &n->links[k];
+        link->link = l;
+        link->fd = -1;
+        snprintf(link->address, sizeof link->address, "%s:%u", l->host ? l->host : "?",
+                 (unsigned)l->port);
+        if (l->peer >= r->n_roles || l->peer == r->index || !l->peer_name ||
+            (!l->accept && (!l->host || !*l->host || l->port == 0 || l->port > 65535)))
+            refuse(REFUSAL_PROGRAM_INVALID, "ALPHA_ROLE %s, link %u: peer %u of %u roles, "
+                   "%s %s:%u", r->name, (unsigned)k + 1, (unsigned)l->peer,
+                   (unsigned)r->n_roles, l->accept ? "accepting" : "connecting to",
+                   l->host ? l->host : "(no host)", (unsigned)l->port);
+        for (uint32_t j = 0; j < k; j++)
+            if (r->links[j].peer == l->peer)
+                refuse(REFUSAL_PROGRAM_INVALID, "ALPHA_ROLE %s has two links to %s", r->name,
+                       l->peer_name);
+        for (uint32_t i = 0; i < r->n_ops; i++)
+            link->cap += r->ops[i].kind == ALPHA_OP_SEND && r->ops[i].link == k;
+        link->queue = checked_calloc(link->cap, sizeof *link->queue, "a send queue");
+    }
+    if (r->listen_port > 65535)
+        refuse(REFUSAL_PROGRAM_INVALID, "ALPHA_ROLE %s listens on port %u", r->name,
+               (unsigned)r->listen_port);
+}

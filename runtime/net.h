@@ -1,0 +1,59 @@
+/* Links between roles: TCP connections opened at start-up (handshake.c) and the frames sent and
+ * received on them every round (net.c). Every wait has a deadline and ends in a named refusal:
+ * peer-unreachable, peer-timeout, peer-lost, or one of the frame and identity refusals. */
+#ifndef ALPHA_NET_H
+#define ALPHA_NET_H
+
+#include <poll.h>
+#include <stdint.h>
+
+#include "alpha_program.h"
+
+/* One queued outgoing frame: its header, then the payload it points to (a piece the schedule
+ * keeps until the round ends). */
+struct net_send {
+    uint8_t header[64];
+    const uint8_t *payload;
+    uint64_t bytes;     /* header and payload */
+    uint64_t done;
+};
+
+struct net_link {
+    const struct alpha_link *link;
+    int fd;
+    char address[64];       /* the peer's address and port, for messages */
+    struct net_send *queue; /* a ring of `cap` sends, `count` of them from `head` */
+    uint32_t cap, head, count;
+};
+
+struct net {
+    const struct alpha_program *p;
+    const struct alpha_role *r;
+    struct net_link *links;
+    uint32_t n_links;
+    struct pollfd *fds;     /* n_links of them, for waits */
+    uint32_t *which;
+    uint32_t round;         /* the 0-based round of the frames sent and expected */
+};
+
+/* Prepares n for the role's links (checking them: program-invalid); opens nothing. */
+void net_init(struct net *n, const struct alpha_program *p, const struct alpha_role *r);
+/* Opens every link of the role and runs the handshake on each (handshake.c). */
+void net_open(struct net *n, const struct alpha_program *p, const struct alpha_role *r);
+
+/* Queues piece [lo, hi) (n_params + 1 floats, kept unchanged until net_flush) on a link and
+ * sends what the socket takes now; the rest goes while the role waits in net_recv_piece or
+ * net_flush, so two roles sending to each other never wait on each other. */
+void net_send_piece(struct net *n, uint32_t link, uint32_t lo, uint32_t hi, const float *piece);
+/* Receives piece [lo, hi) of the current round from a link into piece. */
+void net_recv_piece(struct net *n, uint32_t link, uint32_t lo, uint32_t hi, float *piece);
+/* Sends everything queued. */
+void net_flush(struct net *n);
+
+/* Shared with handshake.c. */
+uint64_t net_now_ms(void);
+void net_set_socket_options(int fd);
+/* The time left until deadline, in ms, for poll (at least 0). */
+int net_wait_ms(uint64_t deadline);
+
+#endif

@@ -1,0 +1,92 @@
+/* Socket helpers (sockets.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "sockets.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net.h"
+#include "refusal.h"
+
+void socket_describe(const struct sockaddr *a, socklen_t size, char out[64])
+{
+    char host[48] = "?", port[12] = "?";
+    getnameinfo(a, size, host, sizeof host, port, sizeof port, NI_NUMERICHOST | NI_NUMERICSERV);
+    snprintf(out, 64, "%s:%s", host, port);
+}
+
+int socket_send_all(int fd, const uint8_t *bytes, size_t size, uint64_t deadline)
+{
+    while (size > 0) {
+        ssize_t sent = send(fd, bytes, size, MSG_NOSIGNAL);
+        if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            struct pollfd p = {fd, POLLOUT, 0};
+            if (poll(&p, 1, net_wait_ms(deadline)) == 0) {
+                errno = ETIMEDOUT;
+                return -1;
+            }
+            continue;
+        }
+        if (sent <= 0)
+            return -1;
+        bytes += sent;
+        size -= (size_t)sent;
+    }
+    return 0;
+}
+
+int socket_listen(const char *host, uint32_t port)
+{
+    char service[12];
+    snprintf(service, sizeof service, "%u", (unsigned)port);
+    struct addrinfo hints = {.ai_flags = AI_PASSIVE | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *found = NULL;
+    host = host && *host ? host : NULL;
+    int error = getaddrinfo(host, service, &hints, &found);
+    if (error)
+        refuse(REFUSAL_LISTEN_FAILED, "cannot listen on %s:%s: %s", host ? host : "*", service,
+               gai_strerror(error));
+    int one = 1;
+    int fd = socket(found->ai_family, SOCK_STREAM, 0);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, found->ai_addr, found->ai_addrlen) != 0 || listen(fd, 64) != 0)
+        refuse(REFUSAL_LISTEN_FAILED, "cannot listen on %s:%s: %s", host ? host : "*", service,
+               strerror(errno));
+    freeaddrinfo(found);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    return fd;
+}
+
+/* One attempt on one address: 0 and a connected socket, or -1 with errno. */
+int socket_try_connect(const struct addrinfo *a, uint64_t deadline, int *out)
+{
+    int fd = socket(a->ai_family, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    int error = 0;
+    if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+        error = errno;
+        if (error == EINPROGRESS) {
+            struct pollfd p = {fd, POLLOUT, 0};
+            socklen_t size = sizeof error;
+            if (poll(&p, 1, net_wait_ms(deadline)) <= 0)
+                error = ETIMEDOUT;
+            else
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size);
+        }
+    }
+    if (error) {
+        close(fd);
+        errno = error;
+        return -1;
+    }
+    *out = fd;
+    return 0;
+}
+

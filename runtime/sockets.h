@@ -1,0 +1,23 @@
+/* Small POSIX socket helpers for the handshake: listening, one connection attempt with a
+ * deadline, writing a short message whole, naming an address. */
+#ifndef ALPHA_SOCKETS_H
+#define ALPHA_SOCKETS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+struct addrinfo;
+
+/* "host:port" of a socket address. */
+void socket_describe(const struct sockaddr *a, socklen_t size, char out[64]);
+/* A non-blocking listening socket on host (NULL or "": every address) and port, SO_REUSEADDR;
+ * refuses listen-failed. */
+int socket_listen(const char *host, uint32_t port);
+/* One attempt on one address before deadline: 0 and a connected non-blocking socket in *out,
+ * or -1 with errno. */
+int socket_try_connect(const struct addrinfo *a, uint64_t deadline, int *out);
+/* Writes all of bytes before deadline: 0, or -1 with errno. */
+int socket_send_all(int fd, const uint8_t *bytes, size_t size, uint64_t deadline);
+
+#endif
