@@ -1,0 +1,182 @@
+"""A Python mirror of the runtime's frame format (runtime/frame.h, docs/runtime.md): encoding
+for tests and tools that talk to a role, and a reference decoder that follows the same checks in
+the same order as `frame_decode_header`.
+
+Every frame is a 64-byte little-endian header followed by `payload_bytes` bytes:
+
+    magic "ALPH" u32 | version u16 | kind u16 | sender u32 | round u32 | tensor u32 | lo u32 |
+    hi u32 | reserved u32 | start u64 | count u64 | payload_bytes u64 | payload_crc u32 |
+    header_crc u32 (CRC-32C of the 60 bytes before it)
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, replace
+
+MAGIC = 0x48504C41  # b"ALPH"
+VERSION = 1
+HEADER_BYTES = 64
+HELLO = 1
+PIECE = 2
+ANY = 0xFFFFFFFF
+HELLO_COUNT = 12
+HELLO_BYTES = HEADER_BYTES + 4 * HELLO_COUNT
+TENSOR_GRADIENT = 0
+
+_LAYOUT = struct.Struct("<IHHIIIIIIQQQI")  # everything up to the header CRC: 60 bytes
+assert _LAYOUT.size == 60
+
+REFUSALS = (
+    "frame-corrupt",
+    "frame-version-mismatch",
+    "frame-oversize",
+    "frame-unexpected",
+)
+
+
+def _crc32c_table() -> list[int]:
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_TABLE = _crc32c_table()
+
+
+def crc32c(data: bytes, crc: int = 0) -> int:
+    """CRC-32C (Castagnoli); crc32c(b"123456789") == 0xE3069283."""
+    crc ^= 0xFFFFFFFF
+    for byte in data:
+        crc = _TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class Header:
+    kind: int
+    sender: int
+    round: int = 0
+    tensor: int = 0
+    lo: int = 0
+    hi: int = 0
+    start: int = 0
+    count: int = 0
+    payload_bytes: int | None = None  # None: count * 4
+    payload_crc: int = 0
+    magic: int = MAGIC
+    version: int = VERSION
+    reserved: int = 0
+    header_crc: int | None = None  # None: computed
+
+    def encode(self) -> bytes:
+        payload_bytes = 4 * self.count if self.payload_bytes is None else self.payload_bytes
+        body = _LAYOUT.pack(
+            self.magic, self.version, self.kind, self.sender, self.round, self.tensor,
+            self.lo, self.hi, self.reserved, self.start, self.count, payload_bytes,
+            self.payload_crc,
+        )  # fmt: skip
+        crc = crc32c(body) if self.header_crc is None else self.header_crc
+        return body + struct.pack("<I", crc)
+
+
+@dataclass(frozen=True)
+class Expect:
+    kind: int
+    sender: int
+    round: int
+    tensor: int
+    lo: int
+    hi: int
+    count: int
+
+
+def frame(header: Header, payload: bytes) -> bytes:
+    """header (its payload CRC filled in from payload) followed by payload."""
+    return replace(header, payload_crc=crc32c(payload)).encode() + payload
+
+
+def hello_payload(plan_identity: bytes, receiver: int, epoch: int, n_roles: int) -> bytes:
+    if len(plan_identity) != 32:
+        raise ValueError("a plan identity is 32 bytes (a SHA-256)")
+    return plan_identity + struct.pack("<IIII", receiver, epoch, n_roles, 0)
+
+
+def hello(
+    plan_identity: bytes | str, sender: int, receiver: int, epoch: int, n_roles: int
+) -> bytes:
+    """A complete HELLO frame (112 bytes); plan_identity as 32 bytes or 64 hex digits."""
+    identity = bytes.fromhex(plan_identity) if isinstance(plan_identity, str) else plan_identity
+    payload = hello_payload(identity, receiver, epoch, n_roles)
+    return frame(Header(HELLO, sender, count=HELLO_COUNT), payload)
+
+
+def piece(sender: int, round_: int, lo: int, hi: int, values: bytes) -> bytes:
+    """A PIECE frame carrying values (little-endian float32 bytes: gradients, then the loss)."""
+    if len(values) % 4:
+        raise ValueError("a piece is whole float32 values")
+    header = Header(PIECE, sender, round_, TENSOR_GRADIENT, lo, hi, count=len(values) // 4)
+    return frame(header, values)
+
+
+@dataclass(frozen=True)
+class Decoded:
+    magic: int
+    version: int
+    kind: int
+    sender: int
+    round: int
+    tensor: int
+    lo: int
+    hi: int
+    reserved: int
+    start: int
+    count: int
+    payload_bytes: int
+    payload_crc: int
+    header_crc: int
+
+
+def decode_header(data: bytes, expect: Expect) -> tuple[Decoded | None, str | None]:
+    """(the header, None) or (the header as far as it was read, the refusal name); the same
+    checks in the same order as the C decoder."""
+    if len(data) < HEADER_BYTES:
+        return None, "frame-corrupt"
+    fields = _LAYOUT.unpack_from(data)
+    (header_crc,) = struct.unpack_from("<I", data, 60)
+    values = [int(v) for v in fields] + [int(header_crc)]
+    h = Decoded(**dict(zip(Decoded.__dataclass_fields__, values, strict=True)))
+    if h.magic != MAGIC:
+        return h, "frame-corrupt"
+    if h.version != VERSION:
+        return h, "frame-version-mismatch"
+    if crc32c(bytes(data[:60])) != h.header_crc or h.reserved != 0:
+        return h, "frame-corrupt"
+    if h.kind != expect.kind:
+        return h, "frame-unexpected"
+    if h.count > expect.count or h.payload_bytes > 4 * expect.count:
+        return h, "frame-oversize"
+    if h.payload_bytes != 4 * h.count:
+        return h, "frame-oversize"
+    if expect.sender != ANY and h.sender != expect.sender:
+        return h, "frame-unexpected"
+    if (h.round, h.tensor, h.lo, h.hi) != (expect.round, expect.tensor, expect.lo, expect.hi):
+        return h, "frame-unexpected"
+    if h.start != 0 or h.count != expect.count:
+        return h, "frame-unexpected"
+    return h, None
+
+
+def decode(data: bytes, expect: Expect) -> tuple[Decoded | None, str | None]:
+    """A whole frame: the header, then exactly its payload with a matching CRC."""
+    h, refused = decode_header(data, expect)
+    if refused or h is None:
+        return h, refused
+    payload = bytes(data[HEADER_BYTES:])
+    if len(payload) != h.payload_bytes or crc32c(payload) != h.payload_crc:
+        return h, "frame-corrupt"
+    return h, None
