@@ -61,6 +61,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         return REFUSED if diags else OK
     if diags:
         return _refused(a, diags, False)
+    if not a.module.decls:
+        out.print(f"[green]ok[/] {escape(a.path)} declares nothing")
     for name, p in sorted(a.checked.programs.items()):
         out.print(
             f"[green]ok[/] system [bold]{name}[/]: {p.n_params:,} parameters, "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from alpha_core.check.context import CheckContext
@@ -88,6 +89,12 @@ def bind(
             ctx.refuse("bad-argument", f"`{a.name}` of {what} must be a literal {a.kind}", e.span)
             return None
         value = float(lit[1]) if a.kind == "float" else lit[1]
+        if isinstance(value, float) and not math.isfinite(value):
+            ctx.refuse("bad-argument", f"`{a.name}` of {what} must be finite", e.span)
+            return None
+        if a.kind == "int" and isinstance(value, int) and not -(2**63) <= value < 2**63:
+            ctx.refuse("bad-argument", f"`{a.name}` of {what} does not fit in 64 bits", e.span)
+            return None
         if isinstance(value, int | float):
             if (a.low is not None and (value < a.low or (a.positive and value <= a.low))) or (
                 a.high is not None and value > a.high

@@ -26,9 +26,16 @@ class CheckContext:
     types: dict[Span, Shape] = field(default_factory=dict)  # expression span → shape
     definitions: dict[Span, Span] = field(default_factory=dict)  # use span → definition span
 
-    def refuse(self, name: str, message: str, span: Span | None, *,
-               related: tuple[Related, ...] = (), help: str | None = None,
-               notes: tuple[str, ...] = ()) -> None:
+    def refuse(
+        self,
+        name: str,
+        message: str,
+        span: Span | None,
+        *,
+        related: tuple[Related, ...] = (),
+        help: str | None = None,
+        notes: tuple[str, ...] = (),
+    ) -> None:
         self.diagnostics.append(Diagnostic(name, message, span, related, notes, help))
 
     def unknown(self, kind: str, name: str, span: Span, candidates: Iterable[str]) -> None:

@@ -96,8 +96,12 @@ class Program:
             parts.append(f"param {p.name} {p.shape} {p.init}")
         for i, n in enumerate(self.model.nodes):
             parts.append(f"%{i} = {n.op}{n.inputs} {n.shape} {n.attrs}")
-        parts += [f"output %{self.output}", f"loss {self.loss}",
-                  f"learner {self.learner.kind} {self.learner.hyper}", f"steps {self.steps}"]
+        parts += [
+            f"output %{self.output}",
+            f"loss {self.loss}",
+            f"learner {self.learner.kind} {self.learner.hyper}",
+            f"steps {self.steps}",
+        ]
         return "\n".join(parts) + "\n"
 
     def identity(self) -> str:

@@ -63,6 +63,7 @@ SYNTHETIC = [
     A.Arg("noise", "float", 0.1, low=0.0),
     A.Arg("holdout", "int", -1, low=-1),
 ]
+RUNTIME_U32 = 2**32 - 1  # counts the runtime holds in 32 bits
 SYNTHETIC_VALUES = 1 << 24  # x, y and the class centres or weights, all together
 PARAM_FLOATS = (1 << 62) - 1  # all parameters together; their bytes are counted in 64 bits
 
@@ -136,8 +137,8 @@ def check_system(
     steps = items.steps
     if steps is None:
         _missing(ctx, decl, "steps", "steps 100")
-    elif steps.count < 1:
-        ctx.refuse("bad-argument", "`steps` must be at least 1", steps.count_span)
+    elif not 1 <= steps.count <= RUNTIME_U32:
+        ctx.refuse("bad-argument", f"`steps` must be from 1 to {RUNTIME_U32:,}", steps.count_span)
     if not items.params:
         _missing(ctx, decl, "param", "param w: f32[4, 3] = normal(0.0, 0.1, seed: 1)")
     lowered = _model(items.fns, items.loss, param_specs, items.params, data, ctx, decl)
@@ -350,8 +351,10 @@ def _batch(item: ast.BatchItem | None, ctx: CheckContext, decl: ast.Decl) -> boo
     if item is None:
         _missing(ctx, decl, "batch", "batch 64 leaves 8")
         return False
-    if item.size < 1 or item.leaves < 1:
-        ctx.refuse("bad-argument", "`batch` and `leaves` must be at least 1", item.span)
+    if not (1 <= item.size <= RUNTIME_U32 and 1 <= item.leaves <= RUNTIME_U32):
+        ctx.refuse(
+            "bad-argument", f"`batch` and `leaves` must be from 1 to {RUNTIME_U32:,}", item.span
+        )
         return False
     if item.size % item.leaves:
         ctx.refuse(
