@@ -17,6 +17,7 @@ class Arg:
     low: float | None = None  # inclusive bound
     high: float | None = None  # inclusive bound
     positive: bool = False  # strictly above `low`
+    below: bool = False  # strictly below `high`
 
 
 def _literal(e: ast.Expr) -> tuple[str, float | int | str] | None:
@@ -97,13 +98,15 @@ def bind(
             return None
         if isinstance(value, int | float):
             if (a.low is not None and (value < a.low or (a.positive and value <= a.low))) or (
-                a.high is not None and value > a.high
+                a.high is not None and (value > a.high or (a.below and value >= a.high))
             ):
                 rng = (
                     f"{'above' if a.positive else 'at least'} {a.low}" if a.low is not None else ""
                 )
                 if a.high is not None:
-                    rng += (" and " if rng else "") + f"at most {a.high}"
+                    rng += (" and " if rng else "") + (
+                        f"below {a.high}" if a.below else f"at most {a.high}"
+                    )
                 ctx.refuse("bad-argument", f"`{a.name}` is {value}; it must be {rng}", e.span)
                 return None
         out[a.name] = value

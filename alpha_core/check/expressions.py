@@ -88,7 +88,7 @@ class ExprLowering:
                 return None
             return self.b.add("matmul", (a, c), (sa[0], sc[1]))
         out = broadcast_shapes(sa, sc)
-        if out is None or (BATCH in out and out[0] != BATCH):
+        if out is None or (BATCH in out and (out[0] != BATCH or out.count(BATCH) > 1)):
             self.ctx.refuse(
                 "shape-mismatch",
                 f"shapes {show_shape(sa)} and {show_shape(sc)} do not broadcast for `{e.op}`",
@@ -159,6 +159,28 @@ class ExprLowering:
             out = shape[:axis] + shape[axis + 1 :]
         return self.b.add(e.func, (x,), out, (("axis", axis),))
 
+    def declared(self, t: ast.TensorType) -> Shape | None:
+        """A declared tensor type's shape, refused unless it is `f32` with sizes and `B`."""
+        if t.dtype != "f32":
+            self.ctx.refuse(
+                "type-mismatch", f"tensors in a model are `f32`, not `{t.dtype}`", t.dtype_span
+            )
+            return None
+        shape = declared_shape(t)
+        if shape is None:
+            bad = next(
+                d
+                for i, d in enumerate(t.dims)
+                if isinstance(d.value, str) and (d.value != "B" or i != 0)
+            )
+            self.ctx.refuse(
+                "shape-mismatch",
+                f"`{bad.value}` is not a size; the only named dimension is `B`, the "
+                "leading batch axis",
+                bad.span,
+            )
+        return shape
+
     def inline(self, fn: ast.FnItem, call: ast.Call, env: dict[str, Binding]) -> int | None:
         if fn.name in self._active:
             self.ctx.refuse(
@@ -182,9 +204,11 @@ class ExprLowering:
             node = self.expr(arg, env)
             if node is None:
                 return None
-            want = declared_shape(param.type)
+            want = self.declared(param.type)
+            if want is None:
+                return None
             got = self.b.shape(node)
-            if want is not None and want != got:
+            if want != got:
                 self.ctx.refuse(
                     "shape-mismatch",
                     f"`{param.name}` is declared {show_shape(want)} but is given {show_shape(got)}",
@@ -229,9 +253,11 @@ class ExprLowering:
             self.ctx.refuse("missing-item", f"function `{fn.name}` has no `return`", fn.name_span)
             return None
         assert result is not None
-        want = declared_shape(fn.result)
+        want = self.declared(fn.result)
+        if want is None:
+            return None
         got = self.b.shape(result)
-        if want is not None and want != got:
+        if want != got:
             last = fn.body[-1]
             self.ctx.refuse(
                 "shape-mismatch",

@@ -36,8 +36,8 @@ LEARNERS: dict[str, list[A.Arg]] = {
     ],
     "adam": [
         A.Arg("lr", "float", low=0.0, positive=True),
-        A.Arg("beta1", "float", 0.9, low=0.0, high=1.0),
-        A.Arg("beta2", "float", 0.999, low=0.0, high=1.0),
+        A.Arg("beta1", "float", 0.9, low=0.0, high=1.0, below=True),
+        A.Arg("beta2", "float", 0.999, low=0.0, high=1.0, below=True),
         A.Arg("eps", "float", 1e-8, low=0.0, positive=True),
     ],
 }
@@ -413,6 +413,8 @@ def _init(p: ast.ParamItem, ctx: CheckContext) -> InitSpec | None:
             return InitSpec("zeros")
         ctx.unknown("initialiser", init.id, init.span, ["zeros", *INITS])
         return None
+    if init.func == "zeros" and not init.args and not init.kwargs:
+        return InitSpec("zeros")
     if init.func not in INITS:
         ctx.unknown("initialiser", init.func, init.func_span, ["zeros", *INITS])
         return None
