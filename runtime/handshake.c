@@ -27,6 +27,7 @@ struct conn {
     int32_t link;
     uint32_t got;
     char address[64];
+    char label[160]; /* "left at 127.0.0.1:4000" or "a connection from 127.0.0.1:51234" */
     uint8_t bytes[FRAME_HELLO_BYTES];
 };
 
@@ -56,12 +57,16 @@ static void parse_identity(const char *hex, uint8_t out[32])
     }
 }
 
-static const char *peer_name(const struct net *n, uint32_t index, char buffer[32])
+/* "right (role index 1)" for a peer of this role, "role index 5" for any other index. */
+static const char *peer_name(const struct net *n, uint32_t index, char buffer[96])
 {
     for (uint32_t k = 0; k < n->n_links; k++)
-        if (n->links[k].link->peer == index)
-            return n->links[k].link->peer_name;
-    snprintf(buffer, 32, "role index %u", (unsigned)index);
+        if (n->links[k].link->peer == index) {
+            snprintf(buffer, 96, "%.64s (role index %u)", n->links[k].link->peer_name,
+                     (unsigned)index);
+            return buffer;
+        }
+    snprintf(buffer, 96, "role index %u", (unsigned)index);
     return buffer;
 }
 
@@ -85,6 +90,11 @@ static void add_conn(struct opening *o, int fd, int32_t link, const char *addres
     struct conn *c = &o->conns[o->n_conns++];
     *c = (struct conn){.fd = fd, .link = link};
     snprintf(c->address, sizeof c->address, "%s", address);
+    if (link >= 0)
+        snprintf(c->label, sizeof c->label, "%.64s at %s", o->n->links[link].link->peer_name,
+                 address);
+    else
+        snprintf(c->label, sizeof c->label, "a connection from %s", address);
 }
 
 static void connect_to_peer(struct opening *o, uint32_t k)
@@ -124,7 +134,7 @@ static uint32_t check_hello(struct opening *o, struct conn *c, const struct hell
 {
     struct net *n = o->n;
     const struct alpha_role *r = n->r;
-    char buffer[32], theirs[17];
+    char buffer[96], theirs[17];
     const char *who = peer_name(n, h->sender, buffer);
     for (int i = 0; i < 8; i++)
         snprintf(theirs + 2 * i, 3, "%02x", h->plan_identity[i]);
@@ -132,25 +142,23 @@ static uint32_t check_hello(struct opening *o, struct conn *c, const struct hell
     if (memcmp(h->plan_identity, o->identity, 32) != 0) {
         if (accepted)
             send_hello(o, c->fd, h->sender, who);
-        refuse(REFUSAL_PLAN_IDENTITY_MISMATCH, "%s at %s runs plan identity %s..., but %s runs "
-               "%.16s...: both must be built from the same system and plan", who, c->address,
-               theirs, r->name, r->plan_identity);
+        refuse(REFUSAL_PLAN_IDENTITY_MISMATCH, "%s says it is %s and runs plan identity %s..., "
+               "but %s runs %.16s...: both must be built from the same system and plan",
+               c->label, who, theirs, r->name, r->plan_identity);
     }
     uint32_t k = accepted ? n->n_links : (uint32_t)c->link;
     for (uint32_t i = 0; accepted && i < n->n_links; i++)
         if (n->links[i].link->accept && n->links[i].link->peer == h->sender && n->links[i].fd < 0)
             k = i;
     if (h->receiver != r->index || k == n->n_links || n->links[k].link->peer != h->sender)
-        refuse(REFUSAL_ROLE_IDENTITY_MISMATCH, "%s at %s says it is %s (role index %u) talking "
-               "to role index %u, but this is %s (role index %u)%s", accepted ? "a connection"
-               : n->links[k].link->peer_name, c->address, who, (unsigned)h->sender,
-               (unsigned)h->receiver, r->name, (unsigned)r->index,
-               accepted ? ", which expects no such connection" : "");
+        refuse(REFUSAL_ROLE_IDENTITY_MISMATCH, "%s says it is %s talking to role index %u, but "
+               "this is %s (role index %u)%s", c->label, who, (unsigned)h->receiver, r->name,
+               (unsigned)r->index, accepted ? ", which expects no such connection" : "");
     if (h->epoch != r->epoch || h->n_roles != r->n_roles) {
         if (accepted)
             send_hello(o, c->fd, h->sender, who);
-        refuse(REFUSAL_MEMBERSHIP_EPOCH_MISMATCH, "%s at %s is in membership epoch %u of %u "
-               "roles, but %s is in epoch %u of %u roles", who, c->address, (unsigned)h->epoch,
+        refuse(REFUSAL_MEMBERSHIP_EPOCH_MISMATCH, "%s says it is %s in membership epoch %u of %u "
+               "roles, but %s is in epoch %u of %u roles", c->label, who, (unsigned)h->epoch,
                (unsigned)h->n_roles, r->name, (unsigned)r->epoch, (unsigned)r->n_roles);
     }
     return k;
@@ -162,15 +170,14 @@ static void read_hello(struct opening *o, struct conn *c)
     ssize_t got = recv(c->fd, c->bytes + c->got, FRAME_HELLO_BYTES - c->got, 0);
     if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
-    const char *who = c->link >= 0 ? o->n->links[c->link].link->peer_name : "a connection";
     if (got <= 0 && c->link < 0 && c->got == 0) { /* a probe that connected and left */
         close(c->fd);
         c->fd = -1;
         return;
     }
     if (got <= 0)
-        refuse(c->link >= 0 ? REFUSAL_PEER_LOST : REFUSAL_FRAME_CORRUPT, "%s at %s closed the "
-               "connection after %u bytes of its HELLO%s", who, c->address, (unsigned)c->got,
+        refuse(c->link >= 0 ? REFUSAL_PEER_LOST : REFUSAL_FRAME_CORRUPT, "%s closed the "
+               "connection after %u bytes of its HELLO%s", c->label, (unsigned)c->got,
                c->link >= 0 ? " (it may have refused this role: see its events)" : "");
     c->got += (uint32_t)got;
     if (c->got < FRAME_HEADER_BYTES)
@@ -186,8 +193,8 @@ static void read_hello(struct opening *o, struct conn *c)
     if (!refused)
         refused = frame_decode_hello(&h, c->bytes + FRAME_HEADER_BYTES, &hello);
     if (refused)
-        refuse(refused, "%s at %s, in the handshake with %s: %s", who, c->address,
-               o->n->r->name, frame_reason());
+        refuse(refused, "%s, in the handshake with %s: %s", c->label, o->n->r->name,
+               frame_reason());
     uint32_t k = check_hello(o, c, &hello);
     if (c->link < 0)
         send_hello(o, c->fd, hello.sender, o->n->links[k].link->peer_name);
@@ -227,9 +234,8 @@ static _Noreturn void expired(struct opening *o)
                    (unsigned)n->r->listen_port, (unsigned)o->timeout_ms);
     for (uint32_t i = 0; i < o->n_conns; i++)
         if (o->conns[i].fd >= 0 && o->conns[i].link >= 0)
-            refuse(REFUSAL_PEER_TIMEOUT, "%s at %s did not answer the HELLO within %u ms",
-                   n->links[o->conns[i].link].link->peer_name, o->conns[i].address,
-                   (unsigned)o->timeout_ms);
+            refuse(REFUSAL_PEER_TIMEOUT, "%s did not answer the HELLO within %u ms",
+                   o->conns[i].label, (unsigned)o->timeout_ms);
     refuse(REFUSAL_PEER_TIMEOUT, "the handshake did not finish within %u ms",
            (unsigned)o->timeout_ms);
 }

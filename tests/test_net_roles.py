@@ -1,0 +1,448 @@
+"""Roles as real processes on loopback: executables linked from the fixture kernels
+(tests/fixtures/runtime/linear_kernels.c) and hand-written ALPHA_ROLE schedules
+(tests/fixtures/net/). Covers training split over two and three roles (bit-identical to the
+single-process build), strangers and impostors on a role's port, peers that never come or fall
+silent, and a role killed mid-run. Nothing here sleeps to synchronise: tests wait on events,
+sockets and process exits, each with a deadline."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import queue
+import random
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from alpha_core.link import compile_c, frames, link_executable
+from alpha_core.link.toolchain import runtime_dir
+
+TARGET = "x86_64-linux-musl"
+HERE = Path(__file__).parent
+NET = HERE / "fixtures" / "net"
+RUNTIME_FIXTURES = HERE / "fixtures" / "runtime"
+PLAN = "cd" * 32
+OTHER_PLAN = "ef" * 32
+FEATURES, OUTPUTS = 4, 3
+N_PARAMS = FEATURES * OUTPUTS + OUTPUTS
+
+
+# ---- building ---------------------------------------------------------------------------------
+
+
+@dataclass
+class System:
+    folder: Path
+    kernels: bytes
+    fields: dict[str, object]
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> System:
+    folder = tmp_path_factory.mktemp("net")
+    rng = np.random.default_rng(3)
+    rows, holdout = 80, 16
+    x = rng.normal(size=(rows, FEATURES)).astype(np.float32)
+    y = (x[:, 0] + x[:, 1] > 0).astype(int) + (x[:, 2] > 1)
+    lines = [
+        ",".join([*(np.format_float_positional(v, unique=True) for v in row), str(int(c))])
+        for row, c in zip(x, y, strict=True)
+    ]
+    data = folder / "train.csv"
+    data.write_text("\n".join(lines) + "\n")
+    obj = folder / "linear.o"
+    compile_c(TARGET, "linear_kernels.c", obj, cwd=RUNTIME_FIXTURES, include_dirs=[runtime_dir()])
+    fields: dict[str, object] = {
+        "IDENTITY": "ab" * 32, "N_PARAMS": N_PARAMS, "FEATURES": FEATURES, "OUTPUTS": OUTPUTS,
+        "LEAF_SIZE": 3, "STEPS": 25, "ROWS": rows, "HOLDOUT": holdout, "DATA_PATH": data,
+        "DATA_SHA256": hashlib.sha256(data.read_bytes()).hexdigest(), "PLAN_IDENTITY": PLAN,
+        "EPOCH": 1, "CONNECT_TIMEOUT_MS": 10000, "IO_TIMEOUT_MS": 10000,
+    }  # fmt: skip
+    return System(folder, obj.read_bytes(), fields)
+
+
+def build(system: System, layout: str, index: int, out: Path, **fields: object) -> Path:
+    """One role of a layout (single, pair, trio) as an executable."""
+    values = {**system.fields, **fields}
+    values["BATCH"] = int(str(values["LEAVES"])) * int(str(values["LEAF_SIZE"]))
+    text = (NET / "program.c.in").read_text()
+    text += f"\n#define ALPHA_FIXTURE_ROLE {index}\n\n" + (NET / f"{layout}.c.in").read_text()
+    for key, value in values.items():
+        text = text.replace(f"@{key}@", str(value))
+    assert "@" not in text, text
+    return link_executable(TARGET, system.kernels, text, out)
+
+
+def free_ports(n: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+# ---- running ----------------------------------------------------------------------------------
+
+
+class Role:
+    """A started executable whose events are read as they come."""
+
+    def __init__(self, exe: Path, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        self.events: list[dict[str, object]] = []
+        self.arrived: queue.Queue[dict[str, object] | None] = queue.Queue()
+        self.stderr = ""
+        self.threads = [
+            threading.Thread(target=self._read_events, daemon=True),
+            threading.Thread(target=self._read_stderr, daemon=True),
+        ]
+        for t in self.threads:
+            t.start()
+
+    def _read_events(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            event = json.loads(line)
+            self.events.append(event)
+            self.arrived.put(event)
+        self.arrived.put(None)
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        self.stderr = self.proc.stderr.read()
+
+    def wait_for(self, wanted: Callable[[dict[str, object]], bool], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            assert left > 0, f"no such event within {timeout} s: {self.events[-3:]}"
+            try:
+                event = self.arrived.get(timeout=left)
+            except queue.Empty:
+                continue
+            assert event is not None, f"exited first: {self.events[-3:]} {self.stderr}"
+            if wanted(event):
+                return
+
+    def finish(self, timeout: float) -> int:
+        code = self.proc.wait(timeout=timeout)
+        for t in self.threads:
+            t.join(timeout=10)
+        return code
+
+    def steps(self) -> list[dict[str, object]]:
+        return [e for e in self.events if e["event"] == "step"]
+
+    def last(self) -> dict[str, object]:
+        return self.events[-1]
+
+
+@pytest.fixture
+def roles() -> Iterator[Callable[..., Role]]:
+    started: list[Role] = []
+
+    def start(exe: Path, *args: str) -> Role:
+        role = Role(exe, *args)
+        started.append(role)
+        return role
+
+    yield start
+    for role in started:
+        if role.proc.poll() is None:
+            role.proc.kill()
+        role.proc.wait(timeout=10)
+
+
+def connect(port: int, timeout: float = 10.0) -> socket.socket:
+    """Connects to a role's port, polling until it listens."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        except ConnectionRefusedError:
+            assert time.monotonic() < deadline, f"nothing listens on port {port}"
+            threading.Event().wait(0.01)
+
+
+def assert_refused(role: Role, names: set[str], within: float) -> dict[str, object]:
+    start = time.monotonic()
+    code = role.finish(timeout=within + 10)
+    assert time.monotonic() - start < within, "the refusal took too long"
+    assert code == 3, (code, role.events, role.stderr)
+    refused = role.last()
+    assert refused["event"] == "refused" and refused["name"] in names, refused
+    assert role.stderr.startswith(f"error[{refused['name']}]: ")
+    return refused
+
+
+# ---- (a) training across roles equals the single process --------------------------------------
+
+
+def single_run(system: System, tmp_path: Path, leaves: int) -> tuple[list[str], bytes]:
+    exe = build(system, "single", 0, tmp_path / "single", LEAVES=leaves)
+    done = subprocess.run([str(exe), "--params-out", str(tmp_path / "single.params")],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    steps = [e for e in events if e["event"] == "step"]
+    assert all(e["combine"] and e["role"] == "main" for e in steps)
+    return [str(e["loss_bits"]) for e in steps], (tmp_path / "single.params").read_bytes()
+
+
+def test_a_pair_trains_to_the_bits_of_one_process(
+    system: System, tmp_path: Path, roles: Callable[..., Role]
+) -> None:
+    losses, params = single_run(system, tmp_path, leaves=4)
+    (port,) = free_ports(1)
+    left = build(system, "pair", 0, tmp_path / "left", LEAVES=4, PORT_0=port)
+    right = build(system, "pair", 1, tmp_path / "right", LEAVES=4, PORT_0=port)
+    # The connecting role starts first: it retries until the other listens.
+    b = roles(right, "--params-out", str(tmp_path / "right.params"))
+    a = roles(left, "--params-out", str(tmp_path / "left.params"))
+    assert a.finish(60) == 0 and b.finish(60) == 0, (a.stderr, b.stderr)
+    assert (tmp_path / "left.params").read_bytes() == params
+    assert (tmp_path / "right.params").read_bytes() == params
+    for role, name, first in ((a, "left", "0:2=0:1+1:2"), (b, "right", "2:4=2:3+3:4")):
+        steps = role.steps()
+        assert [e["loss_bits"] for e in steps] == losses
+        assert {e["role"] for e in steps} == {name}
+        assert all(e["combine"] == [first, "0:4=0:2+2:4"] for e in steps)
+        assert role.last()["event"] == "done" and role.last()["role"] == name
+
+
+def test_three_roles_reduce_to_a_hub_and_broadcast(
+    system: System, tmp_path: Path, roles: Callable[..., Role]
+) -> None:
+    losses, params = single_run(system, tmp_path, leaves=5)
+    (port,) = free_ports(1)
+    exes = [build(system, "trio", i, tmp_path / f"r{i}", LEAVES=5, PORT_0=port) for i in range(3)]
+    outs = [tmp_path / f"r{i}.params" for i in range(3)]
+    started = [roles(exes[i], "--params-out", str(outs[i])) for i in (2, 0, 1)]
+    w2, hub, w1 = started
+    assert [r.finish(60) for r in started] == [0, 0, 0], [r.stderr for r in started]
+    assert outs[0].read_bytes() == params
+    assert not outs[1].exists() and not outs[2].exists()  # only the hub writes
+    expected = {
+        hub: ["0:2=0:1+1:2", "0:4=0:2+2:4", "0:5=0:4+4:5"],
+        w1: ["2:4=2:3+3:4"],
+        w2: [],
+    }
+    for role, combine in expected.items():
+        assert [e["loss_bits"] for e in role.steps()] == losses
+        assert all(e["combine"] == combine for e in role.steps())
+    assert "params_file" in hub.last() and "holdout_accuracy" in hub.last()
+    assert w1.last()["event"] == "done" and "params_file" not in w1.last()
+
+
+# ---- (b) strangers on a role's port -----------------------------------------------------------
+
+
+def corrupt(data: bytes, at: int) -> bytes:
+    return data[:at] + bytes([data[at] ^ 0x10]) + data[at + 1 :]
+
+
+GOOD_HELLO = frames.hello(PLAN, 1, 0, 1, 2)
+STRANGERS = {
+    "random-bytes": (random.Random(1).randbytes(200), "frame-corrupt"),
+    "wrong-role": (frames.hello(PLAN, 5, 0, 1, 2), "role-identity-mismatch"),
+    "wrong-receiver": (frames.hello(PLAN, 1, 1, 1, 2), "role-identity-mismatch"),
+    "oversize": (frames.Header(frames.HELLO, 1, count=1 << 20).encode(), "frame-oversize"),
+    "header-checksum": (corrupt(GOOD_HELLO, 20), "frame-corrupt"),
+    "payload-checksum": (corrupt(GOOD_HELLO, 70), "frame-corrupt"),
+    "version": (
+        frames.Header(frames.HELLO, 1, count=12, version=2).encode(),
+        "frame-version-mismatch",
+    ),  # fmt: skip
+    "epoch": (frames.hello(PLAN, 1, 0, 2, 2), "membership-epoch-mismatch"),
+    "other-plan": (frames.hello(OTHER_PLAN, 1, 0, 1, 2), "plan-identity-mismatch"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STRANGERS))
+def test_a_stranger_on_the_port_is_refused_by_name(
+    system: System, tmp_path: Path, roles: Callable[..., Role], case: str
+) -> None:
+    (port,) = free_ports(1)
+    exe = build(system, "pair", 0, tmp_path / "left", LEAVES=4, PORT_0=port,
+                CONNECT_TIMEOUT_MS=8000)  # fmt: skip
+    role = roles(exe, "--params-out", str(tmp_path / "p"))
+    sent, name = STRANGERS[case]
+    with connect(port) as s:
+        s.sendall(sent)
+        refused = assert_refused(role, {name}, within=4.0)  # well before the 8 s deadline
+        if case == "other-plan":
+            # Both identities and the peer's role are named, and the role answered first.
+            assert PLAN[:16] in str(refused["message"]) and OTHER_PLAN[:16] in str(
+                refused["message"]
+            )
+            assert "right" in str(refused["message"])
+            answer = b""
+            while len(answer) < frames.HELLO_BYTES and (chunk := s.recv(4096)):
+                answer += chunk
+            expect = frames.Expect(frames.HELLO, 0, 0, 0, 0, 0, frames.HELLO_COUNT)
+            assert frames.decode(answer, expect)[1] is None
+            assert answer[64:96] == bytes.fromhex(PLAN)
+    assert refused["role"] == "left" and refused["round"] is None
+    assert not (tmp_path / "p").exists()
+
+
+def fake_left(port: int) -> tuple[socket.socket, Callable[[], socket.socket]]:
+    """A listening socket standing in for role "left"; accept() gives the connection."""
+    server = socket.create_server(("127.0.0.1", port))
+    server.settimeout(10)
+
+    def accept() -> socket.socket:
+        conn, _ = server.accept()
+        conn.settimeout(10)
+        return conn
+
+    return server, accept
+
+
+def read_exactly(conn: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = conn.recv(n - len(data))
+        assert chunk, "closed early"
+        data += chunk
+    return data
+
+
+PIECE = (N_PARAMS + 1) * 4
+WRONG_ANSWERS = {
+    "other-plan": (frames.hello(OTHER_PLAN, 0, 1, 1, 2), "plan-identity-mismatch"),
+    "impostor": (frames.hello(PLAN, 1, 1, 1, 2), "role-identity-mismatch"),
+    "garbage": (b"HTTP/1.1 400 Bad Request\r\n" * 5, "frame-corrupt"),
+}
+BAD_PIECES = {
+    "wrong-round": (frames.piece(0, 1, 0, 2, bytes(PIECE)), "frame-unexpected"),
+    "wrong-node": (frames.piece(0, 0, 2, 4, bytes(PIECE)), "frame-unexpected"),
+    "wrong-sender": (frames.piece(1, 0, 0, 2, bytes(PIECE)), "frame-unexpected"),
+    "oversize": (frames.piece(0, 0, 0, 2, bytes(PIECE + 4)), "frame-oversize"),
+    "payload-checksum": (corrupt(frames.piece(0, 0, 0, 2, bytes(PIECE)), 90), "frame-corrupt"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRONG_ANSWERS) + sorted(BAD_PIECES))
+def test_a_connecting_role_checks_what_it_is_answered(
+    system: System, tmp_path: Path, roles: Callable[..., Role], case: str
+) -> None:
+    (port,) = free_ports(1)
+    exe = build(system, "pair", 1, tmp_path / "right", LEAVES=4, PORT_0=port)
+    server, accept = fake_left(port)
+    with server:
+        role = roles(exe, "--params-out", str(tmp_path / "p"))
+        with accept() as conn:
+            hello = read_exactly(conn, frames.HELLO_BYTES)
+            assert hello == frames.hello(PLAN, 1, 0, 1, 2)  # right (1) to left (0)
+            if case in WRONG_ANSWERS:
+                conn.sendall(WRONG_ANSWERS[case][0])
+                refused = assert_refused(role, {WRONG_ANSWERS[case][1]}, within=4.0)
+                assert refused["round"] is None
+            else:
+                conn.sendall(frames.hello(PLAN, 0, 1, 1, 2))
+                piece = read_exactly(conn, 64 + PIECE)  # right's half of round 1
+                expect = frames.Expect(frames.PIECE, 1, 0, 0, 2, 4, N_PARAMS + 1)
+                assert frames.decode(piece, expect)[1] is None
+                conn.sendall(BAD_PIECES[case][0])
+                refused = assert_refused(role, {BAD_PIECES[case][1]}, within=4.0)
+                assert refused["round"] == 1 and "left" in str(refused["message"])
+    assert not role.steps() and not (tmp_path / "p").exists()
+
+
+# ---- (c) peers that never come, or fall silent ------------------------------------------------
+
+
+@pytest.mark.parametrize(("index", "peer"), [(1, "left"), (0, "right")])
+def test_a_peer_that_never_comes_is_unreachable_after_the_deadline(
+    system: System, tmp_path: Path, roles: Callable[..., Role], index: int, peer: str
+) -> None:
+    (port,) = free_ports(1)
+    exe = build(system, "pair", index, tmp_path / "role", LEAVES=4, PORT_0=port,
+                CONNECT_TIMEOUT_MS=500)  # fmt: skip
+    started = time.monotonic()
+    role = roles(exe, "--params-out", str(tmp_path / "p"))
+    refused = assert_refused(role, {"peer-unreachable"}, within=5.0)
+    assert time.monotonic() - started >= 0.45
+    assert peer in str(refused["message"]) and str(port) in str(refused["message"])
+    assert not (tmp_path / "p").exists()
+
+
+def test_a_peer_that_accepts_but_never_answers_times_out(
+    system: System, tmp_path: Path, roles: Callable[..., Role]
+) -> None:
+    (port,) = free_ports(1)
+    exe = build(system, "pair", 1, tmp_path / "right", LEAVES=4, PORT_0=port,
+                CONNECT_TIMEOUT_MS=500)  # fmt: skip
+    server, accept = fake_left(port)
+    with server:
+        role = roles(exe)
+        with accept():
+            refused = assert_refused(role, {"peer-timeout"}, within=5.0)
+    assert "left" in str(refused["message"])
+
+
+def test_a_peer_silent_in_a_round_times_out(
+    system: System, tmp_path: Path, roles: Callable[..., Role]
+) -> None:
+    (port,) = free_ports(1)
+    exe = build(system, "pair", 1, tmp_path / "right", LEAVES=4, PORT_0=port,
+                IO_TIMEOUT_MS=500)  # fmt: skip
+    server, accept = fake_left(port)
+    with server:
+        role = roles(exe, "--params-out", str(tmp_path / "p"))
+        with accept() as conn:
+            read_exactly(conn, frames.HELLO_BYTES)
+            conn.sendall(frames.hello(PLAN, 0, 1, 1, 2))
+            started = time.monotonic()
+            refused = assert_refused(role, {"peer-timeout"}, within=5.0)
+            assert time.monotonic() - started >= 0.45
+    assert refused["round"] == 1 and "500 ms" in str(refused["message"])
+    assert not (tmp_path / "p").exists()
+
+
+# ---- (d) a role killed mid-run ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("victim", ["right", "left"])
+def test_a_killed_peer_stops_the_other_promptly(
+    system: System, tmp_path: Path, roles: Callable[..., Role], victim: str
+) -> None:
+    (port,) = free_ports(1)
+    exes = {
+        name: build(
+            system,
+            "pair",
+            i,
+            tmp_path / name,
+            LEAVES=4,
+            PORT_0=port,
+            STEPS=1_000_000,
+            IO_TIMEOUT_MS=3000,
+        )  # fmt: skip
+        for i, name in enumerate(("left", "right"))
+    }
+    running = {n: roles(exes[n], "--params-out", str(tmp_path / f"{n}.params")) for n in exes}
+    survivor = running["left" if victim == "right" else "right"]
+    survivor.wait_for(lambda e: e["event"] == "step" and int(str(e["step"])) >= 20, timeout=30)
+    running[victim].proc.send_signal(signal.SIGKILL)
+    refused = assert_refused(survivor, {"peer-lost", "peer-timeout"}, within=2.0)
+    steps = [int(str(e["step"])) for e in survivor.steps()]
+    assert steps == list(range(1, len(steps) + 1))
+    assert refused["round"] == steps[-1] + 1  # no step for the round that failed
+    assert refused["role"] != victim and victim in str(refused["message"])
+    assert not (tmp_path / "left.params").exists() and not (tmp_path / "right.params").exists()
