@@ -53,6 +53,14 @@ def host_target_machine(cpu: str | None = None, features: str | None = None) -> 
     )
 
 
+def target_machine(triple: str, cpu: str = "", features: str = "") -> Any:
+    """An O3, PIC, default-code-model target machine for any triple LLVM knows."""
+    init_llvm()
+    return llvm.Target.from_triple(triple).create_target_machine(
+        cpu=cpu, features=features, opt=3, reloc="pic", codemodel="default"
+    )
+
+
 def optimise(module: ir.Module | str, tm: Any) -> Any:
     """Parse, verify and optimise (O3, new pass builder) a module; returns a ModuleRef."""
     init_llvm()

@@ -20,6 +20,7 @@ NumPy's operators.
 
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 
 from alpha_core.semantics.arith import check_shift, to_int32, to_uint64
@@ -53,8 +54,10 @@ class LlvmArith:
 
     # -- float32 -------------------------------------------------------------------------
     def const(self, x: float) -> ir.Value:
-        # llvmlite rounds a FloatType constant through a C float, i.e. like np.float32(x).
-        return ir.Constant(F32, float(x))
+        # Round here, exactly as the reference does (llvmlite's own rounding raises on
+        # values beyond the float32 range instead of giving inf).
+        with np.errstate(over="ignore"):
+            return ir.Constant(F32, float(np.float32(x)))
 
     def add(self, a: ir.Value, b: ir.Value) -> ir.Value:
         return self.b.fadd(a, b)
