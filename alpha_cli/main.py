@@ -80,7 +80,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _deployment(args: argparse.Namespace, roles: int) -> Deployment:
     base = args.port_base if args.port_base is not None else free_port_base(roles)
-    return Deployment(base, args.host, args.data, args.timeout_ms, args.timeout_ms)
+    ckpt = str(Path(args.checkpoint_dir).resolve()) if args.checkpoint_dir else ""
+    return Deployment(
+        base, args.host, args.data, args.timeout_ms, args.timeout_ms, ckpt, args.checkpoint_every
+    )
 
 
 def _build(
@@ -92,7 +95,8 @@ def _build(
             program, diags = a.program(args.system)
             if program is None:
                 return a, None, diags
-            return a, build_program(program, out_dir, args.target, args.data), []
+            deployment = _deployment(args, 1)
+            return a, build_program(program, out_dir, args.target, args.data, deployment), []
         plan, pairing, diags = a.plan(args.plan, args.pairing)
         if plan is None:
             return a, None, diags
@@ -272,6 +276,15 @@ def parser() -> argparse.ArgumentParser:
         b.add_argument("--host", default="127.0.0.1", help="address of the peers")
         b.add_argument(
             "--timeout-ms", type=int, default=10_000, help="deadline for connections and frames"
+        )
+        b.add_argument(
+            "--checkpoint-dir", default=None, help="where captures are published (deployment input)"
+        )
+        b.add_argument(
+            "--checkpoint-every",
+            type=int,
+            default=0,
+            help="rounds between captures, for a build without a plan",
         )
         b.add_argument("--json", action="store_true")
         b.set_defaults(func=func)

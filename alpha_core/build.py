@@ -17,6 +17,7 @@ from alpha_core.link.link import link_executable
 from alpha_core.plan.admission import admit, admit_program
 from alpha_core.plan.model import Pairing, Plan
 from alpha_core.plan.projection import project
+from alpha_core.plan.schedule import single_process
 
 MANIFEST = "alpha-build.json"
 
@@ -45,13 +46,30 @@ class BuildResult:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Deployment:
+    """Deployment inputs: compile-time arguments, never part of what is computed."""
+
+    port_base: int = 47000
+    host: str = "127.0.0.1"
+    data_path: str | None = None
+    connect_timeout_ms: int = 10_000
+    io_timeout_ms: int = 10_000
+    checkpoint_dir: str = ""  # where captures go; "" for none
+    checkpoint_every: int = 0  # for a build without a plan (a plan says its own)
+
+
 def kernels_object(program: Program, target: str) -> bytes:
     host = TARGETS[target]
     return object_code(build_kernels(program, training_step(program), host.triple), host)
 
 
 def build_program(
-    program: Program, out_dir: Path, target: str = "x86_64", data_path: str | None = None
+    program: Program,
+    out_dir: Path,
+    target: str = "x86_64",
+    data_path: str | None = None,
+    deployment: Deployment | None = None,
 ) -> BuildResult:
     """Compile and link one executable for the system; write the manifest beside it.
 
@@ -60,7 +78,12 @@ def build_program(
     out_dir.mkdir(parents=True, exist_ok=True)
     host = TARGETS[target]
     exe = out_dir / program.name
-    link_executable(host.zig, kernels_object(program, target), program_c(program, data_path), exe)
+    d = deployment or Deployment(data_path=data_path)
+    role = single_process(
+        program.leaves, program.identity(), program.n_params, d.checkpoint_every, d.checkpoint_dir
+    )
+    source = program_c(program, data_path or d.data_path, role)
+    link_executable(host.zig, kernels_object(program, target), source, exe)
     content = exe.read_bytes()
     admission = admit_program(program)
     digest = hashlib.sha256(content).hexdigest()
@@ -80,17 +103,6 @@ def build_program(
 def role_file_name(role: str) -> str:
     """`worker[3]` → `worker-3`: executable names without shell metacharacters."""
     return role.replace("[", "-").replace("]", "")
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """Deployment inputs: compile-time arguments, never part of what is computed."""
-
-    port_base: int = 47000
-    host: str = "127.0.0.1"
-    data_path: str | None = None
-    connect_timeout_ms: int = 10_000
-    io_timeout_ms: int = 10_000
 
 
 def build_plan(
@@ -114,6 +126,7 @@ def build_plan(
             project(plan, index, deployment.port_base, deployment.host),
             connect_timeout_ms=deployment.connect_timeout_ms,
             io_timeout_ms=deployment.io_timeout_ms,
+            checkpoint_dir=deployment.checkpoint_dir,
         )
         exe = out_dir / role_file_name(schedule.name)
         source = program_c(program, deployment.data_path, schedule)

@@ -67,13 +67,29 @@ enum alpha_op_kind {
                            * every addition performed is reported in the step event */
     ALPHA_OP_SEND = 3,    /* send held piece [a, b) on link `link` */
     ALPHA_OP_RECV = 4,    /* receive piece [a, b) on link `link`; any other node is refused */
-    ALPHA_OP_APPLY = 5,   /* piece [0, leaves) is the round's gradient: apply the learner */
+    ALPHA_OP_APPLY = 5,   /* piece [0, leaves) is the round's gradient: apply the learner to
+                           * elements [start, start+count) (count 0: all); the round's update
+                           * is staged and committed only when the whole round succeeded */
+    ALPHA_OP_SEND_PARAMS = 6, /* send parameter elements [start, start+count) on `link` */
+    ALPHA_OP_RECV_PARAMS = 7, /* receive parameter elements [start, start+count) on `link` */
+    ALPHA_OP_CHECKPOINT = 8,  /* checkpoint rounds only: write this role's shards, `flags` */
+    ALPHA_OP_ACK_RECV = 9,    /* checkpoint rounds only: a child's capture acknowledgement */
+    ALPHA_OP_ACK_SEND = 10,   /* checkpoint rounds only: acknowledge the capture to the parent */
+    ALPHA_OP_PUBLISH = 11,    /* checkpoint rounds only: the root publishes the capture */
+};
+
+enum alpha_checkpoint_flags {
+    ALPHA_WRITES_PARAMS = 1,    /* parameter elements [start, start+count) */
+    ALPHA_WRITES_OPTIMIZER = 2, /* learner state of elements [start, start+count) */
+    ALPHA_WRITES_SCALARS = 4,   /* the learner's scalars (adam's beta powers) */
 };
 
 struct alpha_op {
     uint32_t kind; /* enum alpha_op_kind */
-    uint32_t link; /* index into alpha_role.links (SEND, RECV) */
-    uint32_t a, b;
+    uint32_t link; /* index into alpha_role.links (SEND, RECV, *_PARAMS, ACK_*) */
+    uint32_t a, b; /* a canonical-tree node [a, b) */
+    uint64_t start, count; /* an element range of the flat parameters (count 0: all, or none) */
+    uint32_t flags;        /* CHECKPOINT: enum alpha_checkpoint_flags */
 };
 
 struct alpha_link {
@@ -100,6 +116,10 @@ struct alpha_role {
     uint32_t n_links;
     const struct alpha_link *links;
     uint32_t writes_params; /* 1: this role writes the final parameter file and evaluates */
+    uint32_t checkpoint_every; /* rounds between captures (and one at the end); 0: none */
+    const char *checkpoint_dir; /* where captures are written (a deployment input) */
+    uint64_t state_start, state_count; /* the elements whose learner state this role holds
+                                        * (count 0: all of them) */
 };
 
 extern const struct alpha_role ALPHA_ROLE;

@@ -159,3 +159,50 @@ def test_two_hundred_thousand_workers_check_and_project_in_seconds() -> None:
     # the root's grows with depth only: at most (fan-out - 1) children on each of 5 levels
     ops, links = large["root"]
     assert links <= 15 * 5 and ops <= 4 * links + 8
+
+
+LAYOUTS = [
+    "  state { optimizer partitioned over worker }\n",
+    "  state { grads partitioned over worker; optimizer partitioned over worker }\n",
+    "  state {\n    params partitioned over worker\n    grads partitioned over worker\n"
+    "    optimizer partitioned over worker\n  }\n",
+]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(
+    ("roles", "topology"),
+    [
+        ("worker[2]", "pair"),
+        ("hub, worker[4]", "star(hub)"),
+        ("worker[5]", "hierarchy(fanout: 2)"),
+        ("worker[4]", "hierarchy(fanout: 3)"),
+    ],
+)
+def test_partitioned_state_and_checkpoints_fit(layout: str, roles: str, topology: str) -> None:
+    plan = checked_plan(system(8, roles, topology, layout + "  checkpoint every 10 rounds\n"))
+    schedules = [project(plan, i) for i in range(plan.membership.total)]
+    assert simulate(schedules) is None
+    n = plan.system.n_params
+    # the applied slices cover the parameters exactly once, in worker order
+    applied = sorted(
+        (op.start, op.start + op.count) for s in schedules for op in s.ops if op.kind == "apply"
+    )
+    assert applied[0][0] == 0 and applied[-1][1] == n
+    assert all(a[1] == b[0] for a, b in zip(applied, applied[1:], strict=False))
+    # every role ends the round holding all parameters again: a role with a parent receives
+    # them whole from it; the root assembles them from its own slice and its children's
+    for s in schedules:
+        whole = [op for op in s.ops if op.kind == "recv_params" and (op.start, op.count) == (0, n)]
+        if any(not k.accept for k in s.links):
+            assert len(whole) == 1, s.show()
+        else:
+            parts = sorted(
+                (op.start, op.start + op.count)
+                for op in s.ops
+                if op.kind in ("apply", "recv_params")
+            )
+            assert parts[0][0] == 0 and parts[-1][1] == n, s.show()
+            assert all(a[1] == b[0] for a, b in zip(parts, parts[1:], strict=False)), s.show()
+    # exactly one role publishes, and written shards cover the state once
+    assert sum(op.kind == "publish" for s in schedules for op in s.ops) == 1

@@ -36,7 +36,9 @@ def role_c(role: RoleSchedule) -> str:
     """ALPHA_ROLE: the role's schedule and links."""
     parts = []
     ops = ",\n".join(
-        f"    {{{OP_KINDS[op.kind]}u, {op.link}u, {op.a}u, {op.b}u}}" for op in role.ops
+        f"    {{{OP_KINDS[op.kind]}u, {op.link}u, {op.a}u, {op.b}u, {op.start}u, {op.count}u, "
+        f"{op.flags}u}}"
+        for op in role.ops
     )
     parts.append(f"static const struct alpha_op ops[] = {{\n{ops}\n}};\n")
     links = ",\n".join(
@@ -62,6 +64,10 @@ def role_c(role: RoleSchedule) -> str:
         "n_links": f"{len(role.links)}u",
         "links": "links" if role.links else "NULL",
         "writes_params": f"{int(role.writes_params)}u",
+        "checkpoint_every": f"{role.checkpoint_every}u",
+        "checkpoint_dir": _c_string(role.checkpoint_dir),
+        "state_start": f"{role.state_start}u",
+        "state_count": f"{role.state_count}u",
     }
     parts.append("const struct alpha_role ALPHA_ROLE = {\n")
     parts.extend(f"    .{k} = {v},\n" for k, v in fields.items())

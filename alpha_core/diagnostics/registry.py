@@ -273,8 +273,7 @@ _ENTRIES = [
         "replica would be updated by a worker that does not own its slice (for example "
         "partitioned gradients or parameters with a replicated optimizer), or a kind of state "
         "given two layouts, is refused.",
-        _tiny()
-        + _PLAN.replace("contract exact", "state { params partitioned over worker }"),
+        _tiny() + _PLAN.replace("contract exact", "state { params partitioned over worker }"),
     ),
     Refusal(
         "unowned-state",
@@ -283,8 +282,7 @@ _ENTRIES = [
         "Partitioned state is owned slice by slice by the roles that apply the learner. "
         "Partitioning over no role, or over roles that never apply it (a star's hub), would "
         "leave slices without an owner.",
-        _tiny()
-        + _PLAN.replace("contract exact", "state { optimizer partitioned }"),
+        _tiny() + _PLAN.replace("contract exact", "state { optimizer partitioned }"),
     ),
     Refusal(
         "partition-coverage",
@@ -298,11 +296,12 @@ _ENTRIES = [
             .replace("f32[3] = zeros", "f32[1] = zeros")
             .replace("features: 4, classes: 3", "features: 1, targets: 1")
             .replace("leaves 2", "leaves 4")
-        ).replace("x: f32[B, 4]) -> f32[B, 3]", "x: f32[B, 1]) -> f32[B, 1]")
+        )
+        .replace("x: f32[B, 4]) -> f32[B, 3]", "x: f32[B, 1]) -> f32[B, 1]")
         .replace("softmax_cross_entropy", "mse")
-        + _PLAN.replace("roles worker[2]\n  topology pair",
-                        "roles worker[3]\n  topology hierarchy(fanout: 2)")
-        .replace("contract exact", "state { optimizer partitioned over worker }"),
+        + _PLAN.replace(
+            "roles worker[2]\n  topology pair", "roles worker[3]\n  topology hierarchy(fanout: 2)"
+        ).replace("contract exact", "state { optimizer partitioned over worker }"),
     ),
     Refusal(
         "memory-admission",
@@ -367,6 +366,88 @@ _ENTRIES = [
         "the compiler met a condition it does not handle",
         "A bug in alpha, not in the input: the command stops with this name and exit status "
         "101 instead of a Python traceback. Please report it with the input that caused it.",
+    ),
+    Refusal(
+        "listen-failed",
+        START_UP,
+        "a role cannot listen on its address",
+        "A role that accepts connections listens on the port its deployment inputs give it "
+        "(port base + role index). When that port is taken or the address is not local, it "
+        "stops before any round, naming the address.",
+    ),
+    Refusal(
+        "peer-unreachable",
+        START_UP,
+        "a peer never connected or never accepted before the deadline",
+        "Every link is opened at start-up, with retries until the connect deadline (a "
+        "deployment input). A peer that is not there by then is named with its address; no "
+        "round has run, so nothing is committed.",
+    ),
+    Refusal(
+        "peer-timeout",
+        FIRST_MESSAGE,
+        "a frame did not arrive before the deadline",
+        "Every read has a deadline. A peer that stops sending (stuck, or on a network that "
+        "drops the traffic) is named with the round that waited; the round commits nothing.",
+    ),
+    Refusal(
+        "peer-lost",
+        FIRST_MESSAGE,
+        "a peer closed or reset its connection",
+        "A peer that exits or is killed closes its sockets; its neighbours see it at once and "
+        "stop with this name, the peer and the round. A failed round commits nothing: no "
+        "parameter, optimizer slot or checkpoint changes.",
+    ),
+    Refusal(
+        "frame-corrupt",
+        FIRST_MESSAGE,
+        "a message is not a well-formed Alpha frame",
+        "Frames carry a magic number, a header checksum and a payload checksum (CRC-32C). "
+        "Random bytes, a flipped bit or a truncated frame are refused by this name before "
+        "anything in them is used.",
+    ),
+    Refusal(
+        "frame-version-mismatch",
+        FIRST_MESSAGE,
+        "the peer speaks another frame version",
+        "The handshake carries the frame version; executables built by different versions of "
+        "Alpha refuse to talk rather than misread each other.",
+    ),
+    Refusal(
+        "frame-oversize",
+        FIRST_MESSAGE,
+        "a frame is longer than the program allows",
+        "The largest frame a role can receive is fixed by its program (a piece: the "
+        "parameters and one loss). A longer length is refused before any allocation.",
+    ),
+    Refusal(
+        "frame-unexpected",
+        FIRST_MESSAGE,
+        "a well-formed frame that the schedule does not expect here",
+        "Each receive in a role's projected schedule names the sender, the round, the tree "
+        "node and the element range it expects. Any other frame is refused.",
+    ),
+    Refusal(
+        "plan-identity-mismatch",
+        FIRST_MESSAGE,
+        "the peer was built from another system or plan",
+        "The handshake carries the SHA-256 of the canonical system and plan. A role built "
+        "from a different plan, or from the same plan of a system with another learning rate, "
+        "is refused on its first message; the message names both identities.",
+    ),
+    Refusal(
+        "role-identity-mismatch",
+        FIRST_MESSAGE,
+        "the peer claims a role this link does not expect",
+        "Each link joins two named roles. A peer that introduces itself as another role, or "
+        "believes it is talking to another role, is refused.",
+    ),
+    Refusal(
+        "membership-epoch-mismatch",
+        FIRST_MESSAGE,
+        "the peer belongs to another membership epoch",
+        "The handshake carries the membership epoch; roles of different epochs refuse to "
+        "combine anything.",
     ),
     Refusal(
         "usage",

@@ -1,25 +1,53 @@
 """Project a plan's round onto one role: the ops it runs and the links it holds.
 
-Projection never enumerates the membership: a worker's schedule is computed from its own index,
-the fan-out and the depth of the hierarchy, so it costs O(fan-out × depth × log leaves) whatever
+Projection never enumerates the membership: a role's schedule is computed from its own index,
+the fan-out and the depth of the role tree, so it costs O(fan-out × depth × log leaves) whatever
 the number of roles, and so does the schedule compiled into its executable.
 
-Every topology moves canonical-tree pieces along the edges of a role tree (a pair is the
-smallest) and evaluates each node once from its two children, left first, so every owner count
-gives the single-process bits:
-- a worker computes its leaves and combines the maximal tree nodes inside its own range;
-- a combiner receives its children's pieces, in child order, and combines the nodes of its
-  wider range; the root holds [0, leaves);
-- the total is delivered back down the same edges; every worker applies the learner.
-Children send before they receive and parents receive before they send, so no cycle of waits
-can form: the schedules cannot deadlock (checked by simulation in verify.py).
+Every topology is a role tree: a pair is worker[0] over worker[1], a star is the hub over the
+workers, a hierarchy groups `fanout` consecutive workers under the first of them, level by
+level. A round moves along it:
+- up: a role computes its leaves, receives its children's pieces in child order, combines the
+  maximal canonical-tree nodes of its subtree's leaves and sends them to its parent; the root
+  holds [0, leaves). A pair with gradients delivered to all exchanges pieces instead, and both
+  workers combine the root;
+- down: the round's gradient goes back to every worker (or, with gradients partitioned, only
+  the elements each subtree owns);
+- the learner is applied (to the owned slice when the optimizer is partitioned), and updated
+  parameter slices are gathered up the tree and sent back down whole;
+- on checkpoint rounds, each owner writes its shards and acknowledges up the tree; the root
+  publishes the capture.
+Every node is evaluated from its two children, left first, so every owner count gives the
+single-process bits. Children send before they receive and parents receive before they send,
+so no cycle of waits can form (verify.py simulates it).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from alpha_core.plan.model import Plan
-from alpha_core.plan.schedule import Link, Op, RoleSchedule
+from alpha_core.plan.schedule import (
+    WRITES_OPTIMIZER,
+    WRITES_PARAMS,
+    WRITES_SCALARS,
+    Link,
+    Op,
+    RoleSchedule,
+)
 from alpha_core.plan.tree import cover
+
+Range = tuple[int, int]
+
+
+@dataclass
+class Position:
+    """A role's place in the role tree."""
+
+    parent: int | None
+    children: list[int] = field(default_factory=list)  # global indices, in receive order
+    own_leaves: Range | None = None  # None for a hub
+    subtree: Range = (0, 0)  # workers [lo, hi) under this role, itself included
 
 
 def _levels(workers: int, k: int) -> int:
@@ -40,6 +68,35 @@ def _combine_levels(w: int, k: int, depth: int) -> int:
     return j
 
 
+def position(plan: Plan, index: int) -> Position:
+    first, n = plan.workers.first, plan.workers.count
+    if plan.hub is not None:
+        if index == plan.hub.first:
+            return Position(None, [first + w for w in range(n)], None, (0, n))
+        w = index - first
+        return Position(plan.hub.first, [], plan.assignment.range_of(w), (w, w + 1))
+    w = index - first
+    own = plan.assignment.range_of(w)
+    if plan.topology == "pair":
+        return Position(
+            None if w == 0 else first,
+            [first + 1] if w == 0 else [],
+            own,
+            (0, 2) if w == 0 else (1, 2),
+        )
+    k = plan.fanout
+    depth = _levels(n, k)
+    mine = _combine_levels(w, k, depth)
+    children = [
+        first + w + i * k ** (j - 1)
+        for j in range(1, mine + 1)
+        for i in range(1, k)
+        if w + i * k ** (j - 1) < n
+    ]
+    parent = None if w == 0 else first + w - w % (k ** (mine + 1))
+    return Position(parent, children, own, (w, min(w + k**mine, n)))
+
+
 class _Builder:
     def __init__(self, plan: Plan, index: int, port_base: int, host: str) -> None:
         self.plan = plan
@@ -48,24 +105,45 @@ class _Builder:
         self.host = host
         self.ops: list[Op] = []
         self.links: list[Link] = []
+        self.by_peer: dict[int, int] = {}
         self.leaves = plan.system.leaves
 
     def link(self, peer: int, accept: bool) -> int:
-        name = self.plan.membership.name_of(peer)
-        port = 0 if accept else self.port_base + peer
-        self.links.append(Link(peer, name, accept, self.host, port))
-        return len(self.links) - 1
+        if peer not in self.by_peer:
+            name = self.plan.membership.name_of(peer)
+            port = 0 if accept else self.port_base + peer
+            self.links.append(Link(peer, name, accept, self.host, port))
+            self.by_peer[peer] = len(self.links) - 1
+        return self.by_peer[peer]
 
-    def combine(self, a: int, b: int) -> None:
-        for lo, hi in cover(a, b, self.leaves):
+    def op(
+        self,
+        kind: str,
+        a: int = 0,
+        b: int = 0,
+        link: int = 0,
+        elements: Range | None = None,
+        flags: int = 0,
+    ) -> None:
+        start, count = (0, 0) if elements is None else (elements[0], elements[1] - elements[0])
+        self.ops.append(Op(kind, a, b, link, start, count, flags))
+
+    def combine(self, span: Range) -> None:
+        for lo, hi in cover(*span, self.leaves):
             if hi - lo > 1:
-                self.ops.append(Op("combine", lo, hi))
+                self.op("combine", lo, hi)
 
-    def send(self, link: int, a: int, b: int) -> None:
-        self.ops += [Op("send", lo, hi, link) for lo, hi in cover(a, b, self.leaves)]
+    def pieces(self, kind: str, link: int, span: Range) -> None:
+        for lo, hi in cover(*span, self.leaves):
+            self.op(kind, lo, hi, link)
 
-    def recv(self, link: int, a: int, b: int) -> None:
-        self.ops += [Op("recv", lo, hi, link) for lo, hi in cover(a, b, self.leaves)]
+
+def _leaves(plan: Plan, workers: Range) -> Range:
+    return plan.assignment.span_of(*workers)
+
+
+def _elements(plan: Plan, workers: Range) -> Range:
+    return plan.slice_of(workers[0])[0], plan.slice_of(workers[1] - 1)[1]
 
 
 def project(
@@ -75,26 +153,76 @@ def project(
     if not 0 <= index < m.total:
         raise IndexError(index)
     b = _Builder(plan, index, port_base, host)
-    workers = plan.workers
-    leaves = plan.system.leaves
-    if plan.hub is not None and index == plan.hub.first:
-        _hub(b)
+    pos = position(plan, index)
+    first = plan.workers.first
+    child_workers = [position(plan, c).subtree for c in pos.children]
+    up = b.link(pos.parent, accept=False) if pos.parent is not None else None
+    down = [b.link(c, accept=True) for c in pos.children]
+    layout = plan.state
+    symmetric = plan.topology == "pair" and layout.grads == "replicated"
+    n = plan.system.n_params
+    everything = (0, b.leaves)
+
+    # up: the round's gradient
+    if pos.own_leaves is not None:
+        b.op("compute", *pos.own_leaves)
+        b.combine(pos.own_leaves)
+    if symmetric:
+        other = first + (1 - (index - first))
+        link = up if up is not None else down[0]
+        mine, theirs = pos.own_leaves, position(plan, other).own_leaves
+        assert mine is not None and theirs is not None
+        order = [("send", mine), ("recv", theirs)]
+        for kind, span in order if up is None else order[::-1]:
+            b.pieces(kind, link, span)
+        b.combine(everything)
     else:
-        w = index - workers.first
-        lo, hi = plan.assignment.range_of(w)
-        b.ops.append(Op("compute", lo, hi))
-        b.combine(lo, hi)
-        if plan.topology == "pair":
-            _pair(b, w)
-        elif plan.topology == "star":
-            assert plan.hub is not None
-            up = b.link(plan.hub.first, accept=False)
-            b.send(up, lo, hi)
-            b.recv(up, 0, leaves)
+        for link, workers in zip(down, child_workers, strict=True):
+            b.pieces("recv", link, _leaves(plan, workers))
+        subtree_leaves = _leaves(plan, pos.subtree)
+        b.combine(subtree_leaves)
+        # down: the round's gradient, or each subtree's slice of it
+        partial = layout.grads == "partitioned"
+        if up is not None:
+            b.pieces("send", up, subtree_leaves)
+            b.op("recv", *everything, up, _elements(plan, pos.subtree) if partial else None)
+        for link, workers in reversed(list(zip(down, child_workers, strict=True))):
+            b.op("send", *everything, link, _elements(plan, workers) if partial else None)
+
+    # the learner, and the parameters back together
+    owns_state = pos.own_leaves is not None
+    mine = plan.slice_of(index - first) if owns_state else (0, 0)
+    if owns_state:
+        b.op("apply", elements=mine if layout.partitioned else None)
+    if layout.partitioned:
+        for link, workers in zip(down, child_workers, strict=True):
+            b.op("recv_params", link=link, elements=_elements(plan, workers))
+        if up is not None:
+            b.op("send_params", link=up, elements=_elements(plan, pos.subtree))
+            b.op("recv_params", link=up, elements=(0, n))
+        for link in reversed(down):
+            b.op("send_params", link=link, elements=(0, n))
+
+    # checkpoints: owners write their shards, acknowledgements go up, the root publishes
+    if plan.checkpoint_every:
+        w = index - first
+        flags = 0
+        if owns_state:
+            if layout.params == "partitioned" or w == 0:
+                flags |= WRITES_PARAMS
+            if layout.optimizer == "partitioned" or w == 0:
+                flags |= WRITES_OPTIMIZER
+            if w == 0:
+                flags |= WRITES_SCALARS
+        if flags:
+            b.op("checkpoint", elements=mine if layout.partitioned else (0, n), flags=flags)
+        for link in down:
+            b.op("ack_recv", link=link)
+        if up is not None:
+            b.op("ack_send", link=up)
         else:
-            _hierarchy(b, w)
-        b.ops.append(Op("apply"))
-    writes = index == workers.first
+            b.op("publish")
+
     return RoleSchedule(
         index,
         m.name_of(index),
@@ -103,60 +231,10 @@ def project(
         plan.identity(),
         tuple(b.ops),
         tuple(b.links),
-        writes,
+        index == first,
         host,
         port_base + index if any(k.accept for k in b.links) else 0,
+        checkpoint_every=plan.checkpoint_every or 0,
+        state_start=mine[0] if layout.partitioned else 0,
+        state_count=(mine[1] - mine[0]) if layout.partitioned else 0,
     )
-
-
-def _pair(b: _Builder, w: int) -> None:
-    plan = b.plan
-    workers = plan.workers
-    other = 1 - w
-    link = b.link(workers.first + other, accept=w == 0)
-    mine, theirs = plan.assignment.range_of(w), plan.assignment.range_of(other)
-    if w == 0:  # the lower index sends first, the other receives first: no crossed waits
-        b.send(link, *mine)
-        b.recv(link, *theirs)
-    else:
-        b.recv(link, *theirs)
-        b.send(link, *mine)
-    b.combine(0, b.leaves)
-
-
-def _hub(b: _Builder) -> None:
-    plan = b.plan
-    workers = plan.workers
-    links = [b.link(workers.first + w, accept=True) for w in range(workers.count)]
-    for w, link in enumerate(links):
-        b.recv(link, *plan.assignment.range_of(w))
-    b.combine(0, b.leaves)
-    for link in links:
-        b.send(link, 0, b.leaves)
-    b.ops.append(Op("apply"))
-
-
-def _hierarchy(b: _Builder, w: int) -> None:
-    plan = b.plan
-    k, n = plan.fanout, plan.workers.count
-    first = plan.workers.first
-    depth = _levels(n, k)
-    mine = _combine_levels(w, k, depth)
-    children: list[tuple[int, int]] = []  # (level, link) in the order received
-    for j in range(1, mine + 1):
-        step = k ** (j - 1)
-        for i in range(1, k):
-            c = w + i * step
-            if c >= n:
-                break
-            link = b.link(first + c, accept=True)
-            children.append((j, link))
-            b.recv(link, *plan.assignment.span_of(c, min(c + step, n)))
-        b.combine(*plan.assignment.span_of(w, min(w + k**j, n)))
-    if w != 0:
-        parent = w - w % (k ** (mine + 1))
-        up = b.link(first + parent, accept=False)
-        b.send(up, *plan.assignment.span_of(w, min(w + k**mine, n)))
-        b.recv(up, 0, b.leaves)
-    for _, link in sorted(children, key=lambda c: -c[0]):
-        b.send(link, 0, b.leaves)
