@@ -44,6 +44,9 @@ struct alpha_program {
     const float *embedded_y;     /* rows * (1 or outputs): class index as float, or targets */
     uint32_t n_tensors;
     const struct alpha_tensor *tensors;
+    uint32_t state_slots;        /* learner state arrays per element: sgd 0, momentum 1, adam 2 */
+    uint32_t state_scalars;      /* learner scalars after them: adam's beta powers, 2 */
+    const char *learner;         /* "sgd", "momentum", "adam" */
 };
 
 extern const struct alpha_program ALPHA_PROGRAM;
@@ -132,9 +135,13 @@ void alpha_init_params(float *params);
  * and returns the sum of the examples' losses in index order. */
 float alpha_leaf_grad(const float *params, const float *x, const int32_t *y_class,
                       const float *y_reg, float *grad);
-/* The learner: grad_sum is the canonical-tree sum of the round's leaf gradients; the kernel
- * divides by the batch itself. step is the 0-based round index. */
-void alpha_apply(float *params, float *state, const float *grad_sum, uint32_t step);
+/* The learner on elements [start, start + count): params and grad_sum are the whole flat
+ * arrays; state is the learner state of exactly those elements (state_slots arrays of count
+ * floats, then state_scalars floats). grad_sum is the canonical-tree sum of the round's leaf
+ * gradients; the kernel divides by the batch itself. step is the 0-based round index.
+ * n_state = state_slots * n_params + state_scalars for a role that holds all of it. */
+void alpha_apply(float *params, float *state, const float *grad_sum, uint32_t step,
+                 uint64_t start, uint64_t count);
 /* Forward pass on leaf_size examples: out is leaf_size * outputs floats. */
 void alpha_forward(const float *params, const float *x, float *out);
 

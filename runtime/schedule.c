@@ -94,7 +94,7 @@ static void apply(struct schedule *s, const float *gradient)
 {
     const struct alpha_program *p = s->p;
     s->loss = gradient[p->n_params] / (float)p->batch;
-    alpha_apply(s->params, s->state, gradient, s->round);
+    alpha_apply(s->params, s->state, gradient, s->round, 0, s->p->n_params);
     if (!s->quiet)
         event_step(s->round + 1, s->loss, s->r->name, s->adds, s->n_adds);
 }
@@ -215,9 +215,19 @@ static void check_ops(const struct alpha_program *p, const struct alpha_role *r)
             invalid(r, i, "only SEND may follow APPLY: a round commits after all it receives");
         applies += op->kind == ALPHA_OP_APPLY;
     }
-    if (applies != 1)
-        refuse(REFUSAL_PROGRAM_INVALID, "ALPHA_ROLE %s has %u APPLY ops; it needs exactly one",
+    /* A role that holds no learner state (a star's hub) combines and forwards, and applies
+     * nothing; every other role applies exactly once. */
+    if (applies > 1)
+        refuse(REFUSAL_PROGRAM_INVALID, "ALPHA_ROLE %s has %u APPLY ops; it needs one at most",
                r->name, (unsigned)applies);
+}
+
+static int applies(const struct alpha_role *r)
+{
+    for (uint32_t i = 0; i < r->n_ops; i++)
+        if (r->ops[i].kind == ALPHA_OP_APPLY)
+            return 1;
+    return 0;
 }
 
 void schedule_check(struct schedule *s, const struct alpha_program *p,
@@ -273,6 +283,11 @@ float schedule_train(struct schedule *s, const struct dataset *d, float *params,
         s->round = net->round = t;
         refusal_context(s->r->name, t + 1);
         run_round(s, &failed); /* checked dry: a real round cannot fail, only refuse */
+        if (!applies(s->r) && !s->quiet) {
+            struct piece *total = find(s, 0, p->leaves);
+            s->loss = total && total->data ? total->data[p->n_params] / (float)p->batch : 0.0f;
+            event_step(t + 1, s->loss, s->r->name, s->adds, s->n_adds);
+        }
     }
     refusal_context(s->r->name, 0);
     return p->steps ? s->loss : 0.0f;

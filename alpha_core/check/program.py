@@ -78,10 +78,17 @@ class Program:
         return sum(p.count for p in self.params)
 
     @property
+    def state_slots(self) -> int:
+        """Learner state arrays per element."""
+        return {"sgd": 0, "momentum": 1, "adam": 2}[self.learner.kind]
+
+    @property
+    def state_scalars(self) -> int:
+        return 2 if self.learner.kind == "adam" else 0
+
+    @property
     def n_state(self) -> int:
-        slots = {"sgd": 0, "momentum": 1, "adam": 2}[self.learner.kind]
-        scalars = 2 if self.learner.kind == "adam" else 0
-        return slots * self.n_params + scalars
+        return self.state_slots * self.n_params + self.state_scalars
 
     def canonical(self) -> str:
         """A text that changes exactly when the meaning changes; its SHA-256 is the identity."""

@@ -11,7 +11,19 @@ from llvmlite import ir
 from alpha_core.autodiff.reverse import StepGraph
 from alpha_core.check.program import InitSpec, Program
 from alpha_core.codegen.graph_emit import GraphEmitter
-from alpha_core.codegen.loops import F32, I32, PTR, entry_alloca, for_range, gep, i64, load, store
+from alpha_core.codegen.loops import (
+    F32,
+    I32,
+    I64,
+    PTR,
+    entry_alloca,
+    for_count,
+    for_range,
+    gep,
+    i64,
+    load,
+    store,
+)
 from alpha_core.ir.graph import Graph
 from alpha_core.semantics import learners
 from alpha_core.semantics.llvm_arith import LlvmArith
@@ -85,31 +97,37 @@ def emit_forward(module: ir.Module, program: Program) -> None:
 
 
 def emit_apply(module: ir.Module, program: Program) -> None:
+    """The learner on elements [start, start + count) of the flat parameters.
+
+    `state` is the caller's learner state for exactly those elements: `slots` arrays of `count`
+    floats, then the learner's scalars. The update of each element depends on that element
+    alone, so any partition of the elements gives the bits of the whole update.
+    """
     fn, b = _function(
         module,
         "alpha_apply",
         ir.VoidType(),
-        [PTR, PTR, PTR, I32],
-        ["params", "state", "grad_sum", "step"],
+        [PTR, PTR, PTR, I32, I64, I64],
+        ["params", "state", "grad_sum", "step", "start", "count"],
     )
-    params, state, gsum, step_index = fn.args
+    params, state, gsum, step_index, start, count = fn.args
     A = LlvmArith(b)
-    n = program.n_params
     learner = program.learner
     hyper = dict(learner.hyper)
     powers: tuple[ir.Value, ir.Value] | None = None
     if learner.kind == "adam":
+        at = b.mul(count, i64(2))
         first = b.icmp_unsigned("==", step_index, ir.Constant(I32, 0))
         b1t, b2t = learners.adam_powers(
             A,
             first,
-            load(b, state, i64(2 * n)),
-            load(b, state, i64(2 * n + 1)),
+            load(b, state, at),
+            load(b, state, b.add(at, i64(1))),
             hyper["beta1"],
             hyper["beta2"],
         )
-        store(b, b1t, state, i64(2 * n))
-        store(b, b2t, state, i64(2 * n + 1))
+        store(b, b1t, state, at)
+        store(b, b2t, state, b.add(at, i64(1)))
         # keep the powers in registers across the loop
         s1, s2 = entry_alloca(b), entry_alloca(b)
         b.store(b1t, s1)
@@ -117,22 +135,22 @@ def emit_apply(module: ir.Module, program: Program) -> None:
         powers = (s1, s2)
 
     def element(j: ir.Value) -> None:
-        p = load(b, params, j)
-        g = learners.mean_gradient(A, load(b, gsum, j), program.batch)
+        e = b.add(start, j)
+        p = load(b, params, e)
+        g = learners.mean_gradient(A, load(b, gsum, e), program.batch)
         if learner.kind == "sgd":
-            store(b, learners.sgd(A, p, g, hyper["lr"]), params, j)
+            store(b, learners.sgd(A, p, g, hyper["lr"]), params, e)
         elif learner.kind == "momentum":
-            vj = b.add(j, i64(0))
-            p2, v2 = learners.momentum(A, p, load(b, state, vj), g, hyper["lr"], hyper["mu"])
-            store(b, p2, params, j)
-            store(b, v2, state, vj)
+            p2, v2 = learners.momentum(A, p, load(b, state, j), g, hyper["lr"], hyper["mu"])
+            store(b, p2, params, e)
+            store(b, v2, state, j)
         else:
             assert powers is not None
-            mj, vj = j, b.add(j, i64(n))
+            vj = b.add(j, count)
             p2, m2, v2 = learners.adam(
                 A,
                 p,
-                load(b, state, mj),
+                load(b, state, j),
                 load(b, state, vj),
                 g,
                 b.load(powers[0], typ=F32),
@@ -142,11 +160,11 @@ def emit_apply(module: ir.Module, program: Program) -> None:
                 hyper["beta2"],
                 hyper["eps"],
             )
-            store(b, p2, params, j)
-            store(b, m2, state, mj)
+            store(b, p2, params, e)
+            store(b, m2, state, j)
             store(b, v2, state, vj)
 
-    for_range(b, n, element, "p")
+    for_count(b, count, element, "p")
     b.ret_void()
 
 

@@ -42,6 +42,28 @@ def for_range(b: ir.IRBuilder, n: int, body: Callable[[ir.Value], None], name: s
     b.position_at_end(done)
 
 
+def for_count(
+    b: ir.IRBuilder, n: ir.Value, body: Callable[[ir.Value], None], name: str = "i"
+) -> None:
+    """for (i = 0; i < n; i++) body(i), with n an i64 known only at run time."""
+    fn = b.function
+    pre = b.block
+    head = fn.append_basic_block(f"{name}.head")
+    loop = fn.append_basic_block(f"{name}.body")
+    done = fn.append_basic_block(f"{name}.done")
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I64, name)
+    i.add_incoming(i64(0), pre)
+    b.cbranch(b.icmp_unsigned("<", i, n), loop, done)
+    b.position_at_end(loop)
+    body(i)
+    nxt = b.add(i, i64(1), flags=["nuw", "nsw"])
+    i.add_incoming(nxt, b.block)
+    b.branch(head)
+    b.position_at_end(done)
+
+
 def nest(b: ir.IRBuilder, dims: Sequence[int], body: Callable[[list[ir.Value]], None]) -> None:
     """Row-major loop nest over `dims`: the last index varies fastest."""
 

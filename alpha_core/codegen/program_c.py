@@ -113,6 +113,9 @@ def program_c(program: Program, data_path: str | None, role: RoleSchedule | None
         "embedded_y": y_ref,
         "n_tensors": f"{len(program.params)}u",
         "tensors": "tensors",
+        "state_slots": f"{program.state_slots}u",
+        "state_scalars": f"{program.state_scalars}u",
+        "learner": _c_string(program.learner.kind),
     }
     parts.append("const struct alpha_program ALPHA_PROGRAM = {\n")
     parts.extend(f"    .{k} = {v},\n" for k, v in fields.items())
