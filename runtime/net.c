@@ -95,12 +95,17 @@ static int wait_ready(struct net *n, uint32_t reader, uint64_t *deadline)
             continue;
         if (ready <= 0)
             return 0;
+        int readable = 0;
         for (nfds_t j = 0; j < m; j++) {
-            if (which[j] == reader && fds[j].revents)
-                return 1;
-            if (fds[j].revents && progress(n, &n->links[which[j]]))
+            short got = fds[j].revents;
+            if (which[j] == reader && (got & (POLLIN | POLLHUP | POLLERR)))
+                readable = 1;
+            if ((got & (POLLOUT | POLLHUP | POLLERR)) && n->links[which[j]].count &&
+                progress(n, &n->links[which[j]]))
                 *deadline = net_now_ms() + n->r->io_timeout_ms;
         }
+        if (readable)
+            return 1;
     }
 }
 

@@ -42,7 +42,8 @@ N_PARAMS = FEATURES * OUTPUTS + OUTPUTS
 @dataclass
 class System:
     folder: Path
-    kernels: bytes
+    kernels: bytes  # the linear model of tests/fixtures/runtime
+    wide: bytes  # tests/fixtures/net/wide_kernels.c: as many parameters as the program says
     fields: dict[str, object]
 
 
@@ -61,16 +62,20 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> System:
     data.write_text("\n".join(lines) + "\n")
     obj = folder / "linear.o"
     compile_c(TARGET, "linear_kernels.c", obj, cwd=RUNTIME_FIXTURES, include_dirs=[runtime_dir()])
+    wide = folder / "wide.o"
+    compile_c(TARGET, "wide_kernels.c", wide, cwd=NET, include_dirs=[runtime_dir()])
     fields: dict[str, object] = {
         "IDENTITY": "ab" * 32, "N_PARAMS": N_PARAMS, "FEATURES": FEATURES, "OUTPUTS": OUTPUTS,
         "LEAF_SIZE": 3, "STEPS": 25, "ROWS": rows, "HOLDOUT": holdout, "DATA_PATH": data,
         "DATA_SHA256": hashlib.sha256(data.read_bytes()).hexdigest(), "PLAN_IDENTITY": PLAN,
         "EPOCH": 1, "CONNECT_TIMEOUT_MS": 10000, "IO_TIMEOUT_MS": 10000,
     }  # fmt: skip
-    return System(folder, obj.read_bytes(), fields)
+    return System(folder, obj.read_bytes(), wide.read_bytes(), fields)
 
 
-def build(system: System, layout: str, index: int, out: Path, **fields: object) -> Path:
+def build(
+    system: System, layout: str, index: int, out: Path, wide: bool = False, **fields: object
+) -> Path:
     """One role of a layout (single, pair, trio) as an executable."""
     values = {**system.fields, **fields}
     values["BATCH"] = int(str(values["LEAVES"])) * int(str(values["LEAF_SIZE"]))
@@ -79,7 +84,7 @@ def build(system: System, layout: str, index: int, out: Path, **fields: object) 
     for key, value in values.items():
         text = text.replace(f"@{key}@", str(value))
     assert "@" not in text, text
-    return link_executable(TARGET, system.kernels, text, out)
+    return link_executable(TARGET, system.wide if wide else system.kernels, text, out)
 
 
 def free_ports(n: int) -> list[int]:
@@ -192,8 +197,10 @@ def assert_refused(role: Role, names: set[str], within: float) -> dict[str, obje
 # ---- (a) training across roles equals the single process --------------------------------------
 
 
-def single_run(system: System, tmp_path: Path, leaves: int) -> tuple[list[str], bytes]:
-    exe = build(system, "single", 0, tmp_path / "single", LEAVES=leaves)
+def single_run(
+    system: System, tmp_path: Path, leaves: int, **fields: object
+) -> tuple[list[str], bytes]:
+    exe = build(system, "single", 0, tmp_path / "single", LEAVES=leaves, **fields)
     done = subprocess.run([str(exe), "--params-out", str(tmp_path / "single.params")],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -246,6 +253,23 @@ def test_three_roles_reduce_to_a_hub_and_broadcast(
         assert all(e["combine"] == combine for e in role.steps())
     assert "params_file" in hub.last() and "holdout_accuracy" in hub.last()
     assert w1.last()["event"] == "done" and "params_file" not in w1.last()
+
+
+def test_large_pieces_cross_without_blocking_each_other(
+    system: System, tmp_path: Path, roles: Callable[..., Role]
+) -> None:
+    """Both roles send 8 MiB to each other at once, far beyond the sockets' buffers: each keeps
+    sending while it waits to receive, so neither blocks the other."""
+    wide = {"wide": True, "N_PARAMS": 1 << 21, "STEPS": 3, "IO_TIMEOUT_MS": 5000}
+    losses, params = single_run(system, tmp_path, leaves=4, **wide)
+    (port,) = free_ports(1)
+    exes = [build(system, "pair", i, tmp_path / f"r{i}", LEAVES=4, PORT_0=port, **wide)
+            for i in range(2)]  # fmt: skip
+    started = [roles(exes[i], "--params-out", str(tmp_path / f"r{i}.params")) for i in range(2)]
+    assert [r.finish(60) for r in started] == [0, 0], [r.stderr for r in started]
+    for i, role in enumerate(started):
+        assert [e["loss_bits"] for e in role.steps()] == losses
+        assert (tmp_path / f"r{i}.params").read_bytes() == params
 
 
 # ---- (b) strangers on a role's port -----------------------------------------------------------
