@@ -1,0 +1,456 @@
+"""Per-round latency and throughput on loopback: Alpha against gloo and a bare TCP round trip.
+
+    python bench/round.py [--repeats R] [--short N1] [--long N2] [--json OUT] [--no-gloo]
+
+The gradient is 2,410 float32 values (the size of the digits model's parameters). Measured side
+by side in one run:
+
+- Alpha: a generated system whose compute is as small as it gets with exactly 2,410 parameters
+  (synthetic data with 240 features, `x @ w + b` with w: f32[240, 10], b: f32[10], softmax
+  cross-entropy, sgd, batch 8 in 8 leaves of 1), built by `alpha_core.build` as one process,
+  as plan `pair` (2 workers) and as plan `tree8` (8 workers, hierarchy(fanout: 2)). Each build
+  exists with `steps N1` and `steps N2`; all roles run at once (`alpha_core.launch.run_roles`,
+  `--quiet`) and the whole run is timed by wall clock. Per round = (t_N2 - t_N1) / (N2 - N1),
+  each t the best of R, which removes process start, handshake and the parameter file.
+- gloo: torch.distributed with the gloo backend at world sizes 2 and 8 on 127.0.0.1, one
+  process per rank, one thread each; rank 0 times `all_reduce` (sum) of a 2,410-float tensor,
+  in blocks of many calls after warm-up, and keeps the best block's mean.
+- bare TCP: bench/tcp_pingpong/pingpong.c (gcc -O2, or `python -m ziglang cc -O2`): two
+  processes, one sends 9,640 bytes, the other sends them back, TCP_NODELAY, timed over many
+  round trips; best of R.
+
+An Alpha round also computes the leaves and applies the learner; gloo's figure is the
+all-reduce alone. This is a benchmark, never a test: nothing here asserts a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+PINGPONG = BENCH / "tcp_pingpong" / "pingpong.c"
+FLOATS = 2410
+BYTES = FLOATS * 4
+
+SOURCE = """\
+# bench/round.py: 2,410 parameters (as digits), the least compute that has them.
+system round {
+  data train: synthetic(rows: 64, features: 240, classes: 10, seed: 1, holdout: 0)
+  batch 8 leaves 8
+  param w: f32[240, 10] = zeros
+  param b: f32[10] = zeros
+  fn model(x: f32[B, 240]) -> f32[B, 10] {
+    return x @ w + b
+  }
+  loss softmax_cross_entropy(model(x), y)
+  learner sgd(lr: 0.01)
+  steps STEPS
+}
+
+plan pair for round {
+  roles worker[2]
+  topology pair
+}
+
+plan tree8 for round {
+  roles worker[8]
+  topology hierarchy(fanout: 2)
+}
+"""
+
+
+@dataclass
+class Result:
+    name: str
+    us: float | None = None
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def per_s(self) -> float | None:
+        return None if not self.us else 1e6 / self.us
+
+
+def single_thread_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["OPENBLAS_NUM_THREADS"] = "1"
+    env["OMP_NUM_THREADS"] = "1"
+    env["MKL_NUM_THREADS"] = "1"
+    env["GLOO_SOCKET_IFNAME"] = "lo"
+    return env
+
+
+def machine() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "os": platform.platform(),
+    }
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return info
+    fields = {}
+    for line in out.splitlines():
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+    info["cpu"] = fields.get("Model name", info["cpu"])
+    for key in ("CPU(s)", "Thread(s) per core", "Core(s) per socket"):
+        if key in fields:
+            info[key] = fields[key]
+    return info
+
+
+# --------------------------------------------------------------------------------------------
+# Alpha
+
+
+class AlphaBuilds:
+    """The three realisations of the system, each built with N1 and N2 steps."""
+
+    configs = (("single", None), ("pair", "pair"), ("tree8", "tree8"))
+
+    def __init__(self, work: Path, short: int, long: int) -> None:
+        self.work = work
+        self.short = short
+        self.long = long
+        self.commands: dict[tuple[str, int], list[tuple[str, list[str]]]] = {}
+        self.best: dict[tuple[str, int], float] = {}
+        self.sha: dict[tuple[str, int], set[str]] = {}
+
+    def build(self) -> None:
+        sys.path.insert(0, str(REPO))
+        from alpha_core.build import Deployment, build_plan, build_program
+        from alpha_core.launch import free_port_base
+        from alpha_core.workspace import Workspace
+
+        for steps in (self.short, self.long):
+            folder = self.work / f"alpha{steps}"
+            folder.mkdir(parents=True)
+            path = folder / "round.alpha"
+            path.write_text(SOURCE.replace("STEPS", str(steps)))
+            analysis = Workspace().analyze_file(str(path))
+            errors = [d for d in analysis.diagnostics if d.severity == "error"]
+            if errors:
+                raise RuntimeError("; ".join(f"{d.name}: {d.message}" for d in errors))
+            for config, plan_name in self.configs:
+                out = folder / config
+                if plan_name is None:
+                    program, diags = analysis.program()
+                    if program is None:
+                        raise RuntimeError(f"{config}: {diags}")
+                    result = build_program(program, out)
+                else:
+                    plan, _, diags = analysis.plan(plan_name)
+                    if plan is None:
+                        raise RuntimeError(f"{config}: {diags}")
+                    deployment = Deployment(
+                        free_port_base(plan.membership.total), "127.0.0.1", None, 30_000, 30_000
+                    )
+                    result = build_plan(plan, None, out, deployment)
+                self.commands[(config, steps)] = [
+                    (
+                        e.role,
+                        [str(e.path), "--quiet", "--params-out", str(out / f"{i}.params")],
+                    )
+                    for i, e in enumerate(result.executables)
+                ]
+
+    def sample(self, config: str, steps: int) -> float:
+        from alpha_core.launch import run_roles
+
+        commands = self.commands[(config, steps)]
+        t0 = time.perf_counter()
+        outcomes = run_roles(commands)
+        seconds = time.perf_counter() - t0
+        bad = [(o.role, o.refusal, o.message) for o in outcomes if o.exit_code != 0]
+        if bad or len(outcomes) != len(commands):
+            raise RuntimeError(f"alpha {config} steps {steps}: {bad}")
+        key = (config, steps)
+        self.best[key] = min(seconds, self.best.get(key, seconds))
+        for o in outcomes:
+            if o.done and o.done.get("params_sha256"):
+                self.sha.setdefault(key, set()).add(str(o.done["params_sha256"]))
+        return seconds
+
+    def same_bits(self) -> bool:
+        """Whether every plan wrote the one-process parameters (a check, not a timing)."""
+        for steps in (self.short, self.long):
+            shas = [self.sha.get((config, steps), set()) for config, _ in self.configs]
+            if any(len(s) != 1 for s in shas) or len(set.union(*shas)) != 1:
+                return False
+        return True
+
+    def result(self, config: str, name: str) -> Result:
+        t1 = self.best.get((config, self.short))
+        t2 = self.best.get((config, self.long))
+        if t1 is None or t2 is None:
+            return Result(name, note="not measured")
+        us = 1e6 * (t2 - t1) / (self.long - self.short)
+        roles = len(self.commands[(config, self.short)])
+        return Result(
+            name,
+            us,
+            f"{roles} process{'es' if roles > 1 else ''}",
+            {f"t{self.short}_s": t1, f"t{self.long}_s": t2},
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# gloo: this file is also the rank program (`--gloo-rank`).
+
+
+def gloo_rank(rank: int, world: int, port: int, warmup: int, iters: int, blocks: int) -> None:
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world
+    )
+    tensor = torch.zeros(FLOATS, dtype=torch.float32)  # stays finite however often it is summed
+    for _ in range(warmup):
+        dist.all_reduce(tensor)
+    means = []
+    for _ in range(blocks):
+        dist.barrier()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            dist.all_reduce(tensor)
+        means.append((time.perf_counter() - t0) / iters)
+    ok = bool(tensor.abs().sum().item() == 0.0)
+    dist.barrier()
+    dist.destroy_process_group()
+    if rank == 0:
+        report = {"world": world, "iters": iters, "block_means_s": means, "ok": ok}
+        report["torch"] = torch.__version__
+        print(json.dumps(report), flush=True)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def gloo(world: int, warmup: int, iters: int, blocks: int) -> Result:
+    name = f"gloo all_reduce, world {world}"
+    port = free_port()
+    procs = []
+    for rank in range(world):
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--gloo-rank", str(rank)]
+        cmd += ["--gloo-world", str(world), "--gloo-port", str(port)]
+        cmd += ["--gloo-warmup", str(warmup), "--gloo-iters", str(iters)]
+        cmd += ["--gloo-blocks", str(blocks)]
+        procs.append(
+            subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=single_thread_env(),
+            )
+        )
+    outputs = []
+    failed = ""
+    for p in procs:
+        try:
+            out, err = p.communicate(timeout=150)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            failed = "timed out"
+        if p.returncode != 0 and not failed:
+            failed = (err.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+        outputs.append(out)
+    if failed:
+        return Result(name, note=f"failed: {failed}")
+    report = json.loads(outputs[0].strip().splitlines()[-1])
+    us = 1e6 * min(report["block_means_s"])
+    note = f"torch {report['torch']}, {world} processes, 1 thread each"
+    return Result(name, us, note, report)
+
+
+# --------------------------------------------------------------------------------------------
+# bare TCP
+
+
+def build_pingpong(work: Path) -> tuple[Path, str]:
+    exe = work / "pingpong"
+    if shutil.which("gcc"):
+        cmd = ["gcc", "-O2"]
+    else:
+        cmd = [sys.executable, "-m", "ziglang", "cc", "-O2"]
+    subprocess.run(cmd + ["-o", str(exe), str(PINGPONG)], check=True)
+    compiler = " ".join(Path(c).name if c == sys.executable else c for c in cmd)
+    return exe, compiler
+
+
+def pingpong(exe: Path, iters: int) -> dict[str, Any]:
+    out = subprocess.run(
+        [str(exe), str(BYTES), str(iters), str(iters // 10)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return dict(json.loads(out))
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def ratio(num: Result, den: Result) -> float | None:
+    if num.us is None or den.us is None or den.us == 0:
+        return None
+    return num.us / den.us
+
+
+def fmt(x: float | None, spec: str) -> str:
+    return "—" if x is None else format(x, spec)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5, help="samples of each (best kept)")
+    parser.add_argument("--short", type=int, default=200, help="Alpha's shorter build (rounds)")
+    parser.add_argument("--long", type=int, default=2200, help="Alpha's longer build (rounds)")
+    parser.add_argument("--pingpong-iters", type=int, default=20000)
+    parser.add_argument("--json", type=Path, help="write the figures here as JSON")
+    parser.add_argument("--no-gloo", action="store_true", help="skip the gloo peer")
+    parser.add_argument("--gloo-rank", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--gloo-world", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--gloo-port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--gloo-warmup", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--gloo-iters", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--gloo-blocks", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.gloo_rank is not None:
+        gloo_rank(
+            args.gloo_rank,
+            args.gloo_world,
+            args.gloo_port,
+            args.gloo_warmup,
+            args.gloo_iters,
+            args.gloo_blocks,
+        )
+        return 0
+
+    started = time.perf_counter()
+    info = machine()
+    print(f"machine: {info['cpu']}, {info['cores']} cores ({platform.machine()})")
+    load = os.getloadavg()[0]
+    info["load_1min_at_start"] = load
+    print(f"load average (1 min) at start: {load:.2f}")
+    if load > 0.5 * (os.cpu_count() or 1):
+        print("warning: the machine is busy; figures may come out slower than on a quiet one")
+
+    results: dict[str, Result] = {}
+    with tempfile.TemporaryDirectory(prefix="alpha-round-") as tmp:
+        work = Path(tmp)
+
+        builds = AlphaBuilds(work, args.short, args.long)
+        alpha: AlphaBuilds | None = builds
+        try:
+            builds.build()
+        except Exception as exc:  # report it and go on with the peers
+            print(f"alpha: build failed ({exc}); reporting the peers alone")
+            alpha = None
+
+        try:
+            exe, compiler = build_pingpong(work)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            print(f"pingpong: build failed ({exc})")
+            exe, compiler = None, ""
+
+        # Interleaved samples: a change of load falls on every system alike.
+        best_pp: dict[str, Any] | None = None
+        for i in range(args.repeats):
+            if alpha is not None:
+                for config, _ in alpha.configs:
+                    for steps in (args.short, args.long):
+                        alpha.sample(config, steps)
+            if exe is not None:
+                run = pingpong(exe, args.pingpong_iters)
+                if best_pp is None or run["seconds"] < best_pp["seconds"]:
+                    best_pp = run
+            print(f"  round {i + 1}/{args.repeats} sampled", flush=True)
+
+        if alpha is not None:
+            info["alpha_same_bits_as_one_process"] = alpha.same_bits()
+            same = "identical" if alpha.same_bits() else "DIFFERENT"
+            print(f"alpha: parameters of pair and tree8 vs one process: {same}")
+            results["single"] = alpha.result("single", "Alpha, one process")
+            results["pair"] = alpha.result("pair", "Alpha plan pair (2 workers)")
+            results["tree8"] = alpha.result("tree8", "Alpha plan hierarchy(fanout: 2), 8 workers")
+        if best_pp is not None:
+            results["tcp"] = Result(
+                f"bare TCP round trip, {BYTES:,} bytes",
+                best_pp["us_per_round_trip"],
+                f"{compiler}, 2 processes, TCP_NODELAY",
+                best_pp,
+            )
+
+    if not args.no_gloo:
+        results["gloo2"] = gloo(2, warmup=500, iters=1000, blocks=5)
+        results["gloo8"] = gloo(8, warmup=10, iters=40, blocks=3)
+
+    print()
+    print(f"{'system':<46} {'µs / round':>12} {'rounds / s':>12}  note")
+    for r in results.values():
+        per_s = fmt(r.per_s, ",.0f")
+        print(f"{r.name:<46} {fmt(r.us, ',.1f'):>12} {per_s:>12}  {r.note}")
+
+    def get(key: str) -> Result:
+        return results.get(key, Result(key))
+
+    ratios = {
+        "pair / bare TCP round trip (target <= 1.2)": ratio(get("pair"), get("tcp")),
+        "pair / gloo world 2 (target < 0.5)": ratio(get("pair"), get("gloo2")),
+        "tree8 / gloo world 8 (target < 0.1)": ratio(get("tree8"), get("gloo8")),
+        "pair / one process": ratio(get("pair"), get("single")),
+        "tree8 / one process": ratio(get("tree8"), get("single")),
+    }
+    comm: dict[str, float | None] = {}
+    for k in ("pair", "tree8"):
+        us, single = get(k).us, get("single").us
+        comm[k] = None if us is None or single is None else us - single
+    print()
+    for k, v in ratios.items():
+        print(f"{k:<46} {fmt(v, '.2f'):>8}")
+    for k, v in comm.items():
+        print(f"{k} round minus one-process round: {fmt(v, ',.1f')} µs")
+    print(f"\nwall time {time.perf_counter() - started:.0f} s")
+
+    if args.json is not None:
+        payload = {
+            "date": time.strftime("%Y-%m-%d"),
+            "machine": info,
+            "args": {k: v for k, v in vars(args).items() if not k.startswith("gloo")},
+            "results": {
+                k: {"name": r.name, "us": r.us, "per_s": r.per_s, "note": r.note, **r.extra}
+                for k, r in results.items()
+            },
+            "ratios": ratios,
+        }
+        args.json.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
