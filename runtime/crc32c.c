@@ -1,28 +1,44 @@
-/* Table-driven CRC-32C, one byte at a time. The table is built on first use; the runtime is
- * single-threaded. */
+/* CRC-32C, slicing by 8: eight 256-entry tables let each step fold 8 bytes, several times
+ * faster than one byte at a time (a whole piece is checksummed on every send and receive).
+ * The tables are built on first use; the runtime is single-threaded. */
 #include "crc32c.h"
 
-static uint32_t table[256];
+static uint32_t table[8][256];
 static int table_ready;
 
-static void build_table(void)
+static void build_tables(void)
 {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
         for (int k = 0; k < 8; k++)
             c = (c & 1u) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-        table[i] = c;
+        table[0][i] = c;
     }
+    /* table[k][i]: the CRC of byte i followed by k zero bytes. */
+    for (uint32_t i = 0; i < 256; i++)
+        for (int k = 1; k < 8; k++)
+            table[k][i] = table[0][table[k - 1][i] & 0xffu] ^ (table[k - 1][i] >> 8);
     table_ready = 1;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 uint32_t crc32c_update(uint32_t crc, const void *bytes, size_t n)
 {
     if (!table_ready)
-        build_table();
+        build_tables();
     const uint8_t *p = bytes;
     crc = ~crc;
-    for (size_t i = 0; i < n; i++)
-        crc = table[(crc ^ p[i]) & 0xffu] ^ (crc >> 8);
+    for (; n >= 8; p += 8, n -= 8) {
+        uint32_t lo = crc ^ le32(p), hi = le32(p + 4);
+        crc = table[7][lo & 0xffu] ^ table[6][(lo >> 8) & 0xffu] ^ table[5][(lo >> 16) & 0xffu] ^
+              table[4][lo >> 24] ^ table[3][hi & 0xffu] ^ table[2][(hi >> 8) & 0xffu] ^
+              table[1][(hi >> 16) & 0xffu] ^ table[0][hi >> 24];
+    }
+    for (; n > 0; p++, n--)
+        crc = table[0][(crc ^ *p) & 0xffu] ^ (crc >> 8);
     return ~crc;
 }
