@@ -73,11 +73,11 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> System:
     return System(folder, obj.read_bytes(), wide.read_bytes(), fields)
 
 
-def build(
-    system: System, layout: str, index: int, out: Path, wide: bool = False, **fields: object
-) -> Path:
-    """One role of a layout (single, pair, trio) as an executable."""
+def build(system: System, layout: str, index: int, out: Path, **fields: object) -> Path:
+    """One role of a layout (single, pair, trio) as an executable; WIDE=True links the wide
+    kernels instead of the linear ones."""
     values = {**system.fields, **fields}
+    wide = bool(values.pop("WIDE", False))
     values["BATCH"] = int(str(values["LEAVES"])) * int(str(values["LEAF_SIZE"]))
     text = (NET / "program.c.in").read_text()
     text += f"\n#define ALPHA_FIXTURE_ROLE {index}\n\n" + (NET / f"{layout}.c.in").read_text()
@@ -260,7 +260,7 @@ def test_large_pieces_cross_without_blocking_each_other(
 ) -> None:
     """Both roles send 8 MiB to each other at once, far beyond the sockets' buffers: each keeps
     sending while it waits to receive, so neither blocks the other."""
-    wide = {"wide": True, "N_PARAMS": 1 << 21, "STEPS": 3, "IO_TIMEOUT_MS": 5000}
+    wide = {"WIDE": True, "N_PARAMS": 1 << 21, "STEPS": 3, "IO_TIMEOUT_MS": 5000}
     losses, params = single_run(system, tmp_path, leaves=4, **wide)
     (port,) = free_ports(1)
     exes = [build(system, "pair", i, tmp_path / f"r{i}", LEAVES=4, PORT_0=port, **wide)
@@ -404,6 +404,28 @@ def test_a_peer_that_never_comes_is_unreachable_after_the_deadline(
     assert time.monotonic() - started >= 0.45
     assert peer in str(refused["message"]) and str(port) in str(refused["message"])
     assert not (tmp_path / "p").exists()
+
+
+def test_a_port_in_use_is_refused(
+    system: System, tmp_path: Path, roles: Callable[..., Role]
+) -> None:
+    (port,) = free_ports(1)
+    exe = build(system, "pair", 0, tmp_path / "left", LEAVES=4, PORT_0=port)
+    with socket.create_server(("127.0.0.1", port)):
+        refused = assert_refused(roles(exe), {"listen-failed"}, within=5.0)
+    assert f"127.0.0.1:{port}" in str(refused["message"])
+
+
+def test_a_probe_that_connects_and_leaves_is_ignored(
+    system: System, tmp_path: Path, roles: Callable[..., Role]
+) -> None:
+    (port,) = free_ports(1)
+    exes = [build(system, "pair", i, tmp_path / f"r{i}", LEAVES=4, PORT_0=port) for i in (0, 1)]
+    left = roles(exes[0], "--params-out", str(tmp_path / "l.params"))
+    connect(port).close()  # a readiness probe: connects, sends nothing, leaves
+    right = roles(exes[1], "--params-out", str(tmp_path / "r.params"))
+    assert left.finish(60) == 0 and right.finish(60) == 0, (left.stderr, right.stderr)
+    assert (tmp_path / "l.params").read_bytes() == (tmp_path / "r.params").read_bytes()
 
 
 def test_a_peer_that_accepts_but_never_answers_times_out(
