@@ -82,7 +82,14 @@ def _deployment(args: argparse.Namespace, roles: int) -> Deployment:
     base = args.port_base if args.port_base is not None else free_port_base(roles)
     ckpt = str(Path(args.checkpoint_dir).resolve()) if args.checkpoint_dir else ""
     return Deployment(
-        base, args.host, args.data, args.timeout_ms, args.timeout_ms, ckpt, args.checkpoint_every
+        base,
+        args.host,
+        args.data,
+        args.timeout_ms,
+        args.timeout_ms,
+        ckpt,
+        args.checkpoint_every,
+        args.cpu,
     )
 
 
@@ -266,6 +273,12 @@ def parser() -> argparse.ArgumentParser:
         if name == "build":
             b.add_argument("--role", default=None, help="build only this role")
         b.add_argument("--target", default="x86_64", choices=["x86_64", "aarch64"])
+        b.add_argument(
+            "--cpu",
+            default=None,
+            help="CPU level to generate for, e.g. x86-64-v3 (default: x86-64-v2); "
+            "vector width changes speed, never bits",
+        )
         b.add_argument("--data", default=None, help="data path compiled in (deployment input)")
         b.add_argument(
             "--port-base",

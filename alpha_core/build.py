@@ -57,10 +57,14 @@ class Deployment:
     io_timeout_ms: int = 10_000
     checkpoint_dir: str = ""  # where captures go; "" for none
     checkpoint_every: int = 0  # for a build without a plan (a plan says its own)
+    cpu: str | None = None  # the host CPU level to generate for (default: the target's baseline)
 
 
-def kernels_object(program: Program, target: str) -> bytes:
+def kernels_object(program: Program, target: str, cpu: str | None = None) -> bytes:
+    """The kernels for a target; `cpu` (e.g. x86-64-v3) widens the vectors, never the bits."""
     host = TARGETS[target]
+    if cpu:
+        host = replace(host, cpu=cpu)
     return object_code(build_kernels(program, training_step(program), host.triple), host)
 
 
@@ -83,7 +87,7 @@ def build_program(
         program.leaves, program.identity(), program.n_params, d.checkpoint_every, d.checkpoint_dir
     )
     source = program_c(program, data_path or d.data_path, role)
-    link_executable(host.zig, kernels_object(program, target), source, exe)
+    link_executable(host.zig, kernels_object(program, target, d.cpu), source, exe)
     content = exe.read_bytes()
     admission = admit_program(program)
     digest = hashlib.sha256(content).hexdigest()
@@ -121,7 +125,7 @@ def build_plan(
     for index in indices:
         target = pairing.host_of(index) if pairing is not None else "x86_64"
         if target not in objects:
-            objects[target] = kernels_object(program, target)
+            objects[target] = kernels_object(program, target, deployment.cpu)
         schedule = replace(
             project(plan, index, deployment.port_base, deployment.host),
             connect_timeout_ms=deployment.connect_timeout_ms,

@@ -4,7 +4,7 @@
 
 Measured side by side in one run, each in its own processes:
 
-- C: bench/c_step/step.c, the hand-written fixed-order step (gcc -O3 -march=x86-64-v2
+- C: bench/c_step/step.c, the hand-written fixed-order step (gcc -O3 -march=CPU
   -ffp-contract=off; `python -m ziglang cc -O3` where gcc is missing); it times its own step
   loop of N steps (data loading excluded).
 - NumPy: bench/peers.py numpy (float32, vectorised over the batch of 64), N steps after warm-up.
@@ -131,9 +131,16 @@ class CStep(System):
     def prepare(self, work: Path) -> None:
         self.exe = work / "c_step"
         if shutil.which("gcc"):
-            cmd = ["gcc", "-O3", "-march=x86-64-v2", "-ffp-contract=off"]
+            cmd = ["gcc", "-O3", f"-march={CPU[0]}", "-ffp-contract=off"]
         else:
-            cmd = [sys.executable, "-m", "ziglang", "cc", "-O3", "-march=x86_64_v2"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "ziglang",
+                "cc",
+                "-O3",
+                f"-march={CPU[0].replace('-', '_')}",
+            ]
             cmd += ["-ffp-contract=off"]
         compiler = " ".join(Path(c).name if c == sys.executable else c for c in cmd)
         try:
@@ -235,7 +242,7 @@ def build_alpha(cli: str, work: Path, steps: int) -> Path:
     system.write_text(variant(EXAMPLE.read_text(), steps))
     out_dir = work / f"build{steps}"
     proc = subprocess.run(
-        [cli, "build", str(system), "-o", str(out_dir), "--json"],
+        [cli, "build", str(system), "-o", str(out_dir), "--json", "--cpu", CPU[0]],
         capture_output=True,
         text=True,
         cwd=src_dir,
@@ -316,6 +323,19 @@ def fmt(x: float | None, spec: str) -> str:
     return "n/a" if x is None else format(x, spec)
 
 
+# The CPU level both compiled systems are generated for (C's -march, Alpha's --cpu): the same
+# vector width on both sides. x86-64-v3 (AVX2) where the machine has it, else x86-64-v2.
+CPU = ["x86-64-v2"]
+
+
+def _default_cpu() -> str:
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "x86-64-v2"
+    return "x86-64-v3" if " avx2" in flags and " fma" in flags else "x86-64-v2"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=2000, help="timed steps for C, NumPy, PyTorch")
@@ -324,7 +344,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--json", type=Path, help="also write the results as JSON here")
     ap.add_argument("--no-alpha", action="store_true", help="measure the peers only")
+    ap.add_argument(
+        "--cpu",
+        default=None,
+        help="CPU level for C (-march) and Alpha (--cpu); default: x86-64-v3 "
+        "where AVX2 is present, else x86-64-v2",
+    )
     args = ap.parse_args(argv)
+    CPU[0] = args.cpu or _default_cpu()
+    print(f"generated code for both compiled systems: {CPU[0]}")
     if args.steps < 1 or args.repeats < 1:
         ap.error("--steps and --repeats must be positive")
 

@@ -148,3 +148,18 @@ def test_every_runtime_refusal_is_registered() -> None:
     names = re.findall(r'#define REFUSAL_\w+ "([a-z-]+)"', header)
     assert len(names) >= 8
     assert [n for n in names if n not in REGISTRY] == []
+
+
+def test_wider_vectors_change_speed_not_bits(tmp_path: Path) -> None:
+    """x86-64-v3 (AVX2) kernels give the bits of the x86-64-v2 baseline."""
+    assert " avx2" in Path("/proc/cpuinfo").read_text(), "this test needs an AVX2 machine"
+    from alpha_core.build import Deployment
+
+    program = _digits_program()
+    shas = []
+    for cpu in ("x86-64-v2", "x86-64-v3"):
+        result = build_program(program, tmp_path / cpu, deployment=Deployment(cpu=cpu))  # type: ignore[arg-type]
+        code, events, stderr = run_exe(result.executables[0].path, "--quiet")
+        assert code == 0, stderr
+        shas.append(events[-1]["params_sha256"])
+    assert shas[0] == shas[1]
