@@ -95,13 +95,16 @@ void event_done(const struct alpha_program *p, const struct run_report *r)
         loss_fields(stdout, "final_loss", r->final_loss);
     else
         fputs("\"final_loss\":null,\"final_loss_bits\":null", stdout);
-    if (!r->params_file) {
+    if (!r->params_file && !r->evaluate_only) {
         fputs("}\n", stdout);
         fflush(stdout);
         return;
     }
     fputs(",\"params_file\":", stdout);
-    json_string(stdout, r->params_file);
+    if (r->params_file)
+        json_string(stdout, r->params_file);
+    else
+        fputs("null,\"evaluate_only\":true", stdout);
     printf(",\"params_sha256\":\"%s\",\"holdout_rows\":%u", r->params_sha256,
            (unsigned)r->holdout_rows);
     const char *key = p->label_kind == ALPHA_LABEL_CLASS ? "holdout_accuracy" : "holdout_mse";

@@ -22,6 +22,7 @@ struct run_report {
     char params_sha256[65];
     uint32_t holdout_rows;
     double holdout_metric;      /* accuracy (class kind) or mean squared error (regression) */
+    int evaluate_only;          /* --evaluate-only: params_sha256 and the metric, no file */
 };
 
 /* Writes s as a JSON string literal, quotes included. */

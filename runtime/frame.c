@@ -77,8 +77,9 @@ static void read_fields(const uint8_t *b, struct frame_header *h)
     h->header_crc = get32(b + 60);
 }
 
-/* The fields the schedule fixes: which role sent it, for which round and which node. */
-static const char *check_expected(const struct frame_header *h, const struct frame_expect *e)
+/* The fields the schedule fixes: which role sent it, for which round, node and elements. */
+static const char *check_expected(const struct frame_header *h, const struct frame_expect *e,
+                                  uint64_t start)
 {
     if (e->sender != FRAME_ANY && h->sender != e->sender)
         return fail(REFUSAL_FRAME_UNEXPECTED, "sender role %llu where role %llu was expected",
@@ -94,14 +95,23 @@ static const char *check_expected(const struct frame_header *h, const struct fra
                  (unsigned)h->lo, (unsigned)h->hi, (unsigned)e->lo, (unsigned)e->hi);
         return REFUSAL_FRAME_UNEXPECTED;
     }
-    if (h->start != 0 || h->count != e->count)
-        return fail(REFUSAL_FRAME_UNEXPECTED, "elements from %llu, %llu of them, where the "
-                    "whole piece was expected", h->start, h->count);
+    if (h->start != start || h->count != e->count) {
+        snprintf(reason, sizeof reason, "elements from %llu, %llu of them, where %llu from %llu "
+                 "were expected", (unsigned long long)h->start, (unsigned long long)h->count,
+                 (unsigned long long)e->count, (unsigned long long)start);
+        return REFUSAL_FRAME_UNEXPECTED;
+    }
     return NULL;
 }
 
 const char *frame_decode_header(const uint8_t *bytes, size_t n, struct frame_header *out,
                                 const struct frame_expect *expect)
+{
+    return frame_decode_header_at(bytes, n, out, expect, 0);
+}
+
+const char *frame_decode_header_at(const uint8_t *bytes, size_t n, struct frame_header *out,
+                                   const struct frame_expect *expect, uint64_t start)
 {
     memset(out, 0, sizeof *out);
     if (n < FRAME_HEADER_BYTES)
@@ -129,7 +139,7 @@ const char *frame_decode_header(const uint8_t *bytes, size_t n, struct frame_hea
     if (out->payload_bytes != 4 * out->count)
         return fail(REFUSAL_FRAME_OVERSIZE, "%llu payload bytes for %llu elements of 4 bytes",
                     out->payload_bytes, out->count);
-    return check_expected(out, expect);
+    return check_expected(out, expect, start);
 }
 
 const char *frame_check_payload(const struct frame_header *h, const uint8_t *payload, size_t n)

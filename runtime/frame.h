@@ -25,13 +25,21 @@
 #define FRAME_HEADER_BYTES 64u
 #define FRAME_ANY 0xffffffffu   /* an expected sender that may be any role */
 
-enum frame_kind { FRAME_HELLO = 1, FRAME_PIECE = 2 };
+/* HELLO opens a link; PIECE carries elements of a tensor; ACK acknowledges a checkpoint
+ * capture: its payload is the SHA-256 of the sender's sub-manifest (FRAME_ACK_COUNT elements). */
+enum frame_kind { FRAME_HELLO = 1, FRAME_PIECE = 2, FRAME_ACK = 3 };
 
 /* A HELLO's payload: the plan identity (32 bytes), then receiver, epoch, n_roles and a reserved
  * zero as u32; 12 elements of 4 bytes. Its sender is the header's sender. */
 #define FRAME_HELLO_COUNT 12u
 #define FRAME_HELLO_BYTES (FRAME_HEADER_BYTES + 4u * FRAME_HELLO_COUNT)
-#define FRAME_TENSOR_GRADIENT 0u /* a gradient piece: n_params gradient floats + 1 loss float */
+/* A PIECE's tensor. A gradient piece of node [lo, hi) carries elements [start, start + count - 1)
+ * of the node's gradient and then its loss float (count includes it; a whole piece is start 0,
+ * count n_params + 1). A parameter piece (lo = hi = 0) carries parameter elements
+ * [start, start + count). */
+#define FRAME_TENSOR_GRADIENT 0u
+#define FRAME_TENSOR_PARAMS 1u
+#define FRAME_ACK_COUNT 8u
 
 struct frame_header {
     uint32_t magic;
@@ -76,6 +84,10 @@ void frame_encode_header(struct frame_header *h, uint8_t out[FRAME_HEADER_BYTES]
  * then says which check failed. */
 const char *frame_decode_header(const uint8_t *bytes, size_t n, struct frame_header *out,
                                 const struct frame_expect *expect);
+
+/* The same, for a frame whose elements must start at `start` (frame_decode_header: 0). */
+const char *frame_decode_header_at(const uint8_t *bytes, size_t n, struct frame_header *out,
+                                   const struct frame_expect *expect, uint64_t start);
 
 /* Checks that payload (n bytes) is the one h announces: its length and CRC (frame-corrupt). */
 const char *frame_check_payload(const struct frame_header *h, const uint8_t *payload, size_t n);

@@ -1,7 +1,8 @@
 /* The executable's entry point: read the command line, check the program, its role's schedule
- * and its data, open the links to the other roles, train, publish the parameters (the role that
- * writes them), report. Every failure is a named refusal (refusal.h); the parameter file is
- * written only after the last round, so a refused run leaves none behind. */
+ * and its data, resume from a checkpoint when asked, open the links to the other roles, train,
+ * publish the parameters (the role that writes them), report. Every failure is a named refusal
+ * (refusal.h); the parameter file is written only after the last round, so a refused run leaves
+ * none behind. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,48 +11,74 @@
 #include "data.h"
 #include "evaluate.h"
 #include "events.h"
+#include "files.h"
 #include "params_file.h"
 #include "refusal.h"
 #include "net.h"
+#include "resume.h"
 #include "schedule.h"
+#include "sha256.h"
 
 struct options {
     const char *data_path;     /* NULL: the program's data_path */
     const char *params_out;
-    int quiet;
+    const char *resume;        /* a checkpoint or capture folder, or NULL */
+    const char *checkpoint_dir;
+    int quiet, evaluate_only;
 };
 
 static const char USAGE[] =
-    "usage: %s [--data PATH] [--params-out PATH] [--quiet] [--help]\n"
+    "usage: %s [--data PATH] [--params-out PATH] [--checkpoint-dir PATH] [--resume PATH]\n"
+    "       [--evaluate-only] [--quiet] [--help]\n"
     "\n"
     "Runs role %s of system %s; the role that writes parameters writes them (little-endian\n"
     "float32) to PATH.\n"
-    "  --data PATH        read the data set from PATH instead of %s\n"
-    "  --params-out PATH  where to write the parameters (default: %s.params)\n"
-    "  --quiet            no step events\n"
+    "  --data PATH            read the data set from PATH instead of %s\n"
+    "  --params-out PATH      where to write the parameters (default: %s.params)\n"
+    "  --checkpoint-dir PATH  where captures go (default: %s)\n"
+    "  --resume PATH          continue from the capture LATEST names in PATH, or from the\n"
+    "                         capture folder PATH\n"
+    "  --evaluate-only        with --resume: evaluate the capture's parameters, train nothing\n"
+    "  --quiet                no step events\n"
     "Events are JSON lines on stdout; exit 0 done, 2 bad usage, 3 refused.\n";
+
+/* s + suffix in a new string. */
+static const char *joined(const char *s, const char *suffix)
+{
+    size_t size = strlen(s) + strlen(suffix) + 1;
+    char *out = checked_calloc(size, 1, "a file name");
+    snprintf(out, size, "%s%s", s, suffix);
+    return out;
+}
 
 static struct options parse_options(int argc, char **argv)
 {
     const char *self = argc > 0 ? argv[0] : "alpha";
-    struct options o = {NULL, NULL, 0};
+    const char *dir = ALPHA_ROLE.checkpoint_dir && *ALPHA_ROLE.checkpoint_dir
+                          ? ALPHA_ROLE.checkpoint_dir : joined(self, ".checkpoints");
+    struct options o = {NULL, NULL, NULL, dir, 0, 0};
+    static const char *const valued[] = {"--data", "--params-out", "--resume",
+                                         "--checkpoint-dir"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int v = 0;
+        while (v < 4 && strcmp(a, valued[v]) != 0)
+            v++;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             printf(USAGE, self, ALPHA_ROLE.name, ALPHA_PROGRAM.system,
                    ALPHA_PROGRAM.data_kind == ALPHA_DATA_CSV ? ALPHA_PROGRAM.data_path
                                                              : "the embedded data",
-                   self);
+                   self, dir);
             exit(0);
         } else if (strcmp(a, "--quiet") == 0) {
             o.quiet = 1;
-        } else if (strcmp(a, "--data") == 0 || strcmp(a, "--params-out") == 0) {
+        } else if (strcmp(a, "--evaluate-only") == 0) {
+            o.evaluate_only = 1;
+        } else if (v < 4) {
             if (i + 1 >= argc)
                 refuse(REFUSAL_USAGE, "%s needs a path", a);
-            if (a[2] == 'd')
-                o.data_path = argv[++i];
-            else
-                o.params_out = argv[++i];
+            const char **slot[] = {&o.data_path, &o.params_out, &o.resume, &o.checkpoint_dir};
+            *slot[v] = argv[++i];
         } else {
             refuse(REFUSAL_USAGE, "unknown argument %s (try --help)", a);
         }
@@ -59,12 +86,10 @@ static struct options parse_options(int argc, char **argv)
     if (o.data_path && ALPHA_PROGRAM.data_kind == ALPHA_DATA_EMBEDDED)
         refuse(REFUSAL_USAGE, "--data given, but the data of system %s is embedded",
                ALPHA_PROGRAM.system);
-    if (!o.params_out) {
-        size_t size = strlen(self) + sizeof ".params";
-        char *path = checked_calloc(size, 1, "a file name");
-        snprintf(path, size, "%s.params", self);
-        o.params_out = path;
-    }
+    if (o.evaluate_only && !o.resume)
+        refuse(REFUSAL_USAGE, "--evaluate-only needs --resume PATH");
+    if (!o.params_out)
+        o.params_out = joined(self, ".params");
     return o;
 }
 
@@ -88,6 +113,49 @@ static void check_program(const struct alpha_program *p)
         refuse(REFUSAL_PROGRAM_INVALID, "data_sha256 is not 64 hex digits");
     if (p->data_kind == ALPHA_DATA_EMBEDDED ? !p->embedded_x || !p->embedded_y : !p->data_path)
         refuse(REFUSAL_PROGRAM_INVALID, "the program names no data");
+    uint64_t covered = 0;
+    for (uint32_t i = 0; i < p->n_tensors; i++) {
+        if (p->tensors[i].offset != covered || p->tensors[i].count > p->n_params - covered)
+            refuse(REFUSAL_PROGRAM_INVALID, "tensor %s is not next in the flat parameters",
+                   p->tensors[i].name);
+        covered += p->tensors[i].count;
+    }
+    if (covered != p->n_params || !p->learner)
+        refuse(REFUSAL_PROGRAM_INVALID, "the tensors do not add up to %llu parameters, or "
+               "the program names no learner", (unsigned long long)p->n_params);
+}
+
+static void event_resumed(const struct resumed *r, double seconds)
+{
+    printf("{\"event\":\"resumed\",\"role\":");
+    json_string(stdout, ALPHA_ROLE.name);
+    printf(",\"round\":%u,\"capture\":", (unsigned)r->round);
+    json_string(stdout, r->capture);
+    printf(",\"files\":%u,\"bytes\":%llu,\"read_ms\":%.3f}\n", (unsigned)r->files,
+           (unsigned long long)r->bytes, seconds * 1000.0);
+    fflush(stdout);
+}
+
+/* --evaluate-only: the capture's parameters evaluated; nothing trained, nothing written. */
+static _Noreturn void evaluate_only(const struct alpha_program *p, const struct dataset *d,
+                                    const float *params, const struct resumed *resumed)
+{
+    struct run_report report = {
+        .role = ALPHA_ROLE.name,
+        .steps = resumed->round,
+        .final_loss = resumed->loss,
+        .holdout_rows = p->holdout,
+        .evaluate_only = 1,
+    };
+    struct sha256 h;
+    uint8_t digest[32];
+    sha256_init(&h);
+    sha256_update(&h, params, p->n_params * sizeof(float));
+    sha256_final(&h, digest);
+    sha256_hex(digest, report.params_sha256);
+    report.holdout_metric = evaluate_holdout(p, d, params);
+    event_done(p, &report);
+    exit(0);
 }
 
 int main(int argc, char **argv)
@@ -104,12 +172,24 @@ int main(int argc, char **argv)
     struct dataset d;
     data_load(p, o.data_path, &d);
 
+    schedule_prepare(&s, o.checkpoint_dir);
+    if (o.resume) {
+        struct resumed resumed;
+        double started = files_now();
+        resume_load(p, o.resume, s.params, s.applies ? s.state : NULL, s.state_start,
+                    s.state_count, &resumed);
+        event_resumed(&resumed, files_now() - started);
+        if (o.evaluate_only)
+            evaluate_only(p, &d, s.params, &resumed);
+        schedule_restage(&s);
+        s.first_round = resumed.round;
+        s.loss = resumed.loss;
+    }
+
     struct net net;
     net_open(&net, p, role);
-
-    float *params = checked_calloc(p->n_params, sizeof(float), "the parameters");
-    alpha_init_params(params);
-    float loss = schedule_train(&s, &d, params, &net, o.quiet);
+    float loss = schedule_train(&s, &d, &net, o.quiet);
+    const float *params = s.params;
 
     struct run_report r = {
         .role = role->name,

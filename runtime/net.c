@@ -55,8 +55,15 @@ static int progress(struct net *n, struct net_link *k)
     int moved = 0;
     while (k->count > 0) {
         struct net_send *s = &k->queue[k->head];
-        const uint8_t *from = s->done < 64 ? s->header + s->done : s->payload + (s->done - 64);
-        uint64_t left = s->done < 64 ? 64 - s->done : s->bytes - s->done;
+        const uint8_t *from = s->header + s->done;
+        uint64_t left = 64 - s->done;
+        if (s->done >= 64 + s->bytes) {
+            from = s->tail + (s->done - 64 - s->bytes);
+            left = 64 + s->bytes + s->tail_bytes - s->done;
+        } else if (s->done >= 64) {
+            from = s->payload + (s->done - 64);
+            left = 64 + s->bytes - s->done;
+        }
         ssize_t sent = send(k->fd, from, left > (1u << 30) ? (1u << 30) : (size_t)left,
                             MSG_NOSIGNAL | MSG_DONTWAIT);
         if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
@@ -65,7 +72,7 @@ static int progress(struct net *n, struct net_link *k)
             lost(n, k, "closed its connection while we sent to it", sent < 0 ? errno : 0);
         moved = 1;
         s->done += (uint64_t)sent;
-        if (s->done == s->bytes) {
+        if (s->done == 64 + s->bytes + s->tail_bytes) {
             k->head = (k->head + 1) % k->cap;
             k->count--;
         }
@@ -132,50 +139,113 @@ static void read_exact(struct net *n, uint32_t link, uint8_t *into, uint64_t siz
     }
 }
 
-void net_send_piece(struct net *n, uint32_t link, uint32_t lo, uint32_t hi, const float *piece)
+/* Queues a frame: its header, `bytes` of payload, then `tail_bytes` more from tail (a piece's
+ * loss float). Both stay unchanged until net_flush. */
+static void send_frame(struct net *n, uint32_t link, struct frame_header *h,
+                       const void *payload, uint64_t bytes, const void *tail, uint32_t tail_bytes)
 {
     struct net_link *k = &n->links[link];
-    uint64_t count = n->p->n_params + 1;
     if (k->count == k->cap)
         refuse(REFUSAL_PROGRAM_INVALID, "more sends queued to %s than the schedule has",
                k->link->peer_name);
     struct net_send *s = &k->queue[(k->head + k->count) % k->cap];
-    struct frame_header h = {
-        .kind = FRAME_PIECE,
-        .sender = n->r->index,
-        .round = n->round,
-        .tensor = FRAME_TENSOR_GRADIENT,
-        .lo = lo,
-        .hi = hi,
-        .count = count,
-        .payload_bytes = 4 * count,
-        .payload_crc = crc32c(piece, 4 * count),
-    };
-    frame_encode_header(&h, s->header);
-    s->payload = (const uint8_t *)piece;
-    s->bytes = 64 + 4 * count;
-    s->done = 0;
+    h->sender = n->r->index;
+    h->round = n->round;
+    h->count = (bytes + tail_bytes) / 4;
+    h->payload_bytes = bytes + tail_bytes;
+    h->payload_crc = crc32c_update(crc32c(payload, bytes), tail, tail_bytes);
+    *s = (struct net_send){.payload = payload, .bytes = bytes, .tail = tail,
+                           .tail_bytes = tail_bytes};
+    frame_encode_header(h, s->header);
     k->count++;
     progress(n, k);
 }
 
-void net_recv_piece(struct net *n, uint32_t link, uint32_t lo, uint32_t hi, float *piece)
+/* Receives the frame e describes (elements from `start`) into payload and tail. */
+static void recv_frame(struct net *n, uint32_t link, struct frame_expect *e, uint64_t start,
+                       void *payload, uint64_t bytes, void *tail, uint32_t tail_bytes,
+                       const char *what)
 {
     struct net_link *k = &n->links[link];
-    uint8_t bytes[FRAME_HEADER_BYTES];
-    read_exact(n, link, bytes, sizeof bytes, "frame header");
-    struct frame_expect e = {FRAME_PIECE, k->link->peer, n->round, FRAME_TENSOR_GRADIENT,
-                             lo, hi, n->p->n_params + 1};
+    uint8_t header[FRAME_HEADER_BYTES];
+    read_exact(n, link, header, sizeof header, "frame header");
+    e->sender = k->link->peer;
+    e->round = n->round;
+    e->count = (bytes + tail_bytes) / 4;
     struct frame_header h;
-    const char *refused = frame_decode_header(bytes, sizeof bytes, &h, &e);
+    const char *refused = frame_decode_header_at(header, sizeof header, &h, e, start);
     if (!refused) {
-        read_exact(n, link, (uint8_t *)piece, h.payload_bytes, "piece payload");
-        refused = frame_check_payload(&h, (const uint8_t *)piece, h.payload_bytes);
+        read_exact(n, link, payload, bytes, what);
+        read_exact(n, link, tail, tail_bytes, what);
+        uint32_t crc = crc32c_update(crc32c(payload, bytes), tail, tail_bytes);
+        if (crc != h.payload_crc) {
+            refused = REFUSAL_FRAME_CORRUPT;
+            snprintf(n->reason, sizeof n->reason, "payload checksum %08x, computed %08x",
+                     (unsigned)h.payload_crc, (unsigned)crc);
+        }
+    } else {
+        snprintf(n->reason, sizeof n->reason, "%s", frame_reason());
     }
     if (refused)
-        refuse(refused, "a frame from %s in round %u, expected to be piece [%u, %u): %s",
-               k->link->peer_name, (unsigned)n->round + 1, (unsigned)lo, (unsigned)hi,
-               frame_reason());
+        refuse(refused, "a frame from %s in round %u, expected to be %s: %s",
+               k->link->peer_name, (unsigned)n->round + 1, what, n->reason);
+}
+
+/* A piece's elements [start, start + count) (count 0: all) and its loss float. */
+static void piece_span(const struct net *n, uint64_t *start, uint64_t *count)
+{
+    if (*count == 0)
+        *start = 0, *count = n->p->n_params;
+}
+
+void net_send_piece(struct net *n, uint32_t link, uint32_t lo, uint32_t hi, uint64_t start,
+                    uint64_t count, const float *piece)
+{
+    piece_span(n, &start, &count);
+    struct frame_header h = {.kind = FRAME_PIECE, .tensor = FRAME_TENSOR_GRADIENT, .lo = lo,
+                             .hi = hi, .start = start};
+    send_frame(n, link, &h, piece + start, 4 * count, piece + n->p->n_params, 4);
+}
+
+void net_recv_piece(struct net *n, uint32_t link, uint32_t lo, uint32_t hi, uint64_t start,
+                    uint64_t count, float *piece)
+{
+    piece_span(n, &start, &count);
+    char what[96];
+    snprintf(what, sizeof what, "piece [%u, %u) elements [%llu, %llu)", (unsigned)lo,
+             (unsigned)hi, (unsigned long long)start, (unsigned long long)(start + count));
+    struct frame_expect e = {.kind = FRAME_PIECE, .tensor = FRAME_TENSOR_GRADIENT, .lo = lo,
+                             .hi = hi};
+    recv_frame(n, link, &e, start, piece + start, 4 * count, piece + n->p->n_params, 4, what);
+}
+
+void net_send_params(struct net *n, uint32_t link, uint64_t start, uint64_t count,
+                     const float *params)
+{
+    struct frame_header h = {.kind = FRAME_PIECE, .tensor = FRAME_TENSOR_PARAMS, .start = start};
+    send_frame(n, link, &h, params + start, 4 * count, NULL, 0);
+}
+
+void net_recv_params(struct net *n, uint32_t link, uint64_t start, uint64_t count,
+                     float *params)
+{
+    char what[96];
+    snprintf(what, sizeof what, "parameters [%llu, %llu)", (unsigned long long)start,
+             (unsigned long long)(start + count));
+    struct frame_expect e = {.kind = FRAME_PIECE, .tensor = FRAME_TENSOR_PARAMS};
+    recv_frame(n, link, &e, start, params + start, 4 * count, NULL, 0, what);
+}
+
+void net_send_ack(struct net *n, uint32_t link, const uint8_t digest[32])
+{
+    struct frame_header h = {.kind = FRAME_ACK};
+    send_frame(n, link, &h, digest, 32, NULL, 0);
+}
+
+void net_recv_ack(struct net *n, uint32_t link, uint8_t digest[32])
+{
+    struct frame_expect e = {.kind = FRAME_ACK};
+    recv_frame(n, link, &e, 0, digest, 32, NULL, 0, "a capture acknowledgement");
 }
 
 void net_flush(struct net *n)
@@ -212,8 +282,11 @@ void net_init(struct net *n, const struct alpha_program *p, const struct alpha_r
             if (r->links[j].peer == l->peer)
                 refuse(REFUSAL_PROGRAM_INVALID, "ALPHA_ROLE %s has two links to %s", r->name,
                        l->peer_name);
-        for (uint32_t i = 0; i < r->n_ops; i++)
-            link->cap += r->ops[i].kind == ALPHA_OP_SEND && r->ops[i].link == k;
+        for (uint32_t i = 0; i < r->n_ops; i++) {
+            uint32_t kind = r->ops[i].kind;
+            link->cap += (kind == ALPHA_OP_SEND || kind == ALPHA_OP_SEND_PARAMS ||
+                          kind == ALPHA_OP_ACK_SEND) && r->ops[i].link == k;
+        }
         link->queue = checked_calloc(link->cap, sizeof *link->queue, "a send queue");
     }
     if (r->listen_port > 65535)

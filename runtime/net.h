@@ -10,12 +10,13 @@
 #include "alpha_program.h"
 
 /* One queued outgoing frame: its header, then the payload it points to (a piece the schedule
- * keeps until the round ends). */
+ * keeps until the round ends), then a tail (a piece's loss float, when not contiguous). */
 struct net_send {
     uint8_t header[64];
-    const uint8_t *payload;
-    uint64_t bytes;     /* header and payload */
-    uint64_t done;
+    const uint8_t *payload, *tail;
+    uint64_t bytes;         /* payload bytes */
+    uint32_t tail_bytes;
+    uint64_t done;          /* bytes sent, header included */
 };
 
 struct net_link {
@@ -34,6 +35,7 @@ struct net {
     struct pollfd *fds;     /* n_links of them, for waits */
     uint32_t *which;
     uint32_t round;         /* the 0-based round of the frames sent and expected */
+    char reason[160];       /* why the last frame was refused */
 };
 
 /* Prepares n for the role's links (checking them: program-invalid); opens nothing. */
@@ -41,12 +43,23 @@ void net_init(struct net *n, const struct alpha_program *p, const struct alpha_r
 /* Opens every link of the role and runs the handshake on each (handshake.c). */
 void net_open(struct net *n, const struct alpha_program *p, const struct alpha_role *r);
 
-/* Queues piece [lo, hi) (n_params + 1 floats, kept unchanged until net_flush) on a link and
- * sends what the socket takes now; the rest goes while the role waits in net_recv_piece or
- * net_flush, so two roles sending to each other never wait on each other. */
-void net_send_piece(struct net *n, uint32_t link, uint32_t lo, uint32_t hi, const float *piece);
-/* Receives piece [lo, hi) of the current round from a link into piece. */
-void net_recv_piece(struct net *n, uint32_t link, uint32_t lo, uint32_t hi, float *piece);
+/* Queues elements [start, start + count) of piece [lo, hi) (count 0: all n_params) and its loss
+ * float on a link, and sends what the socket takes now; the piece stays unchanged until
+ * net_flush. The rest goes while the role waits in a receive or in net_flush, so two roles
+ * sending to each other never wait on each other. */
+void net_send_piece(struct net *n, uint32_t link, uint32_t lo, uint32_t hi, uint64_t start,
+                    uint64_t count, const float *piece);
+/* Receives those elements and the loss float of piece [lo, hi) of the current round. */
+void net_recv_piece(struct net *n, uint32_t link, uint32_t lo, uint32_t hi, uint64_t start,
+                    uint64_t count, float *piece);
+/* Parameter elements [start, start + count), the same way. */
+void net_send_params(struct net *n, uint32_t link, uint64_t start, uint64_t count,
+                     const float *params);
+void net_recv_params(struct net *n, uint32_t link, uint64_t start, uint64_t count,
+                     float *params);
+/* A capture acknowledgement: the SHA-256 of the sender's sub-manifest. */
+void net_send_ack(struct net *n, uint32_t link, const uint8_t digest[32]);
+void net_recv_ack(struct net *n, uint32_t link, uint8_t digest[32]);
 /* Sends everything queued. */
 void net_flush(struct net *n);
 

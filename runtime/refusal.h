@@ -30,6 +30,12 @@
 #define REFUSAL_PLAN_IDENTITY_MISMATCH "plan-identity-mismatch"
 #define REFUSAL_ROLE_IDENTITY_MISMATCH "role-identity-mismatch"
 #define REFUSAL_MEMBERSHIP_EPOCH_MISMATCH "membership-epoch-mismatch"
+/* Checkpoints (checkpoint.c, resume.c). */
+#define REFUSAL_CHECKPOINT_WRITE_FAILED "checkpoint-write-failed" /* a shard, manifest or LATEST */
+#define REFUSAL_CHECKPOINT_INCOMPLETE "checkpoint-incomplete" /* missing, unpublished, gaps */
+#define REFUSAL_CHECKPOINT_MALFORMED "checkpoint-malformed"   /* not a manifest this reads */
+#define REFUSAL_CHECKPOINT_IDENTITY_MISMATCH "checkpoint-identity-mismatch"
+#define REFUSAL_CHECKPOINT_DIGEST_MISMATCH "checkpoint-digest-mismatch"
 
 /* What every refused event names besides the refusal: the role and the round (1-based, as in
  * step events; 0 before and after the rounds, printed as null). */

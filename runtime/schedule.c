@@ -1,6 +1,7 @@
 /* The schedule interpreter (schedule.h). One function runs a round both ways: dry, to check the
- * schedule and size its tables, and for real. The runtime's only arithmetic on training values
- * is here: the tree's float32 additions and the round loss divided by the batch. */
+ * schedule and size its tables (schedule_check.c), and for real. The runtime's only arithmetic
+ * on training values is here: the tree's float32 additions and the round loss divided by the
+ * batch. */
 #include "schedule.h"
 
 #include <stdlib.h>
@@ -10,8 +11,6 @@
 #include "refusal.h"
 #include "tree.h"
 
-static const char *const OP_NAMES[] = {"?", "COMPUTE", "COMBINE", "SEND", "RECV", "APPLY"};
-
 static struct piece *find(struct schedule *s, uint32_t lo, uint32_t hi)
 {
     for (uint32_t i = 0; i < s->n_pieces; i++)
@@ -20,10 +19,21 @@ static struct piece *find(struct schedule *s, uint32_t lo, uint32_t hi)
     return NULL;
 }
 
-static int held(struct schedule *s, uint32_t lo, uint32_t hi)
+static struct piece *held(struct schedule *s, uint32_t lo, uint32_t hi)
 {
     struct piece *q = find(s, lo, hi);
-    return q && q->held;
+    return q && q->held ? q : NULL;
+}
+
+/* An op's element range: count 0 means all n_params. */
+static struct range elements(const struct schedule *s, const struct alpha_op *op)
+{
+    return op->count ? (struct range){op->start, op->count} : (struct range){0, s->p->n_params};
+}
+
+static int within(struct range inner, uint64_t start, uint64_t count)
+{
+    return inner.start >= start && inner.count <= count && inner.start - start <= count - inner.count;
 }
 
 /* The slot of piece [lo, hi), with its storage in a real run (not yet marked held). */
@@ -39,10 +49,11 @@ static struct piece *slot(struct schedule *s, uint32_t lo, uint32_t hi)
             s->pieces = grown;
         }
         q = &s->pieces[s->n_pieces++];
-        *q = (struct piece){lo, hi, 0, NULL};
+        *q = (struct piece){lo, hi, 0, 0, 0, NULL};
     }
     if (!s->dry && !q->data)
         q->data = checked_calloc(s->p->n_params + 1, sizeof(float), "a piece");
+    q->start = 0, q->count = s->p->n_params;
     return q;
 }
 
@@ -61,8 +72,12 @@ static void compute_leaf(struct schedule *s, uint32_t l, float *out)
 static const float *evaluate(struct schedule *s, uint32_t lo, uint32_t hi, float *out,
                              uint32_t depth, const char **error)
 {
-    struct piece *q = find(s, lo, hi);
-    if (q && q->held)
+    struct piece *q = held(s, lo, hi);
+    if (q && q->count != s->p->n_params) {
+        *error = "combines a piece the role holds only in part";
+        return NULL;
+    }
+    if (q)
         return s->dry ? out : q->data;
     if (hi - lo == 1) {
         if (lo < s->lazy_lo || lo >= s->lazy_hi) {
@@ -90,13 +105,61 @@ static const float *evaluate(struct schedule *s, uint32_t lo, uint32_t hi, float
     return out;
 }
 
-static void apply(struct schedule *s, const float *gradient)
+/* Records that the round updated parameters [start, start + count) in staged. */
+static void touch(struct schedule *s, struct range e)
 {
-    const struct alpha_program *p = s->p;
-    s->loss = gradient[p->n_params] / (float)p->batch;
-    alpha_apply(s->params, s->state, gradient, s->round, 0, s->p->n_params);
-    if (!s->quiet)
-        event_step(s->round + 1, s->loss, s->r->name, s->adds, s->n_adds);
+    s->touched[s->n_touched++] = e;
+}
+
+/* Whether the round has updated every parameter of e. */
+static int updated(const struct schedule *s, struct range e)
+{
+    uint64_t at = e.start, end = e.start + e.count;
+    for (uint32_t pass = 0; at < end && pass < s->n_touched; pass++)
+        for (uint32_t i = 0; i < s->n_touched; i++)
+            if (s->touched[i].start <= at && at < s->touched[i].start + s->touched[i].count)
+                at = s->touched[i].start + s->touched[i].count;
+    return at >= end;
+}
+
+/* The round's loss from piece [0, leaves), when the role holds it. */
+static float round_loss(struct schedule *s)
+{
+    struct piece *total = held(s, 0, s->p->leaves);
+    return total && total->data ? total->data[s->p->n_params] / (float)s->p->batch : 0.0f;
+}
+
+static const char *checkpoint_op(struct schedule *s, const struct alpha_op *op)
+{
+    if (!s->checkpointing)
+        return NULL;
+    uint32_t captured = s->round + 1;
+    uint8_t digest[32];
+    switch (op->kind) {
+    case ALPHA_OP_CHECKPOINT:
+        if ((op->flags & ALPHA_WRITES_PARAMS) && !updated(s, elements(s, op)))
+            return "writes parameters the round has not updated";
+        if ((op->flags & (ALPHA_WRITES_OPTIMIZER | ALPHA_WRITES_SCALARS)) && !s->applied)
+            return "writes learner state before the round applies the learner";
+        if (!s->dry)
+            capture_write(&s->capture, captured, op, s->staged, s->state_staged,
+                          s->state_start, s->state_count);
+        return NULL;
+    case ALPHA_OP_ACK_RECV:
+        if (!s->dry) {
+            net_recv_ack(s->net, op->link, digest);
+            capture_child(&s->capture, captured, s->r->links[op->link].peer_name, digest);
+        }
+        return NULL;
+    case ALPHA_OP_ACK_SEND:
+        if (!s->dry)
+            net_send_ack(s->net, op->link, capture_seal(&s->capture, captured));
+        return NULL;
+    default: /* ALPHA_OP_PUBLISH */
+        if (!s->dry)
+            capture_publish(&s->capture, captured, round_loss(s));
+        return NULL;
+    }
 }
 
 /* Runs op i of the current round; returns why it cannot run (dry runs only), or NULL. */
@@ -104,6 +167,8 @@ static const char *run_op(struct schedule *s, uint32_t i)
 {
     const struct alpha_op *op = &s->r->ops[i];
     const char *error = NULL;
+    struct range e = elements(s, op);
+    struct piece *q;
     switch (op->kind) {
     case ALPHA_OP_COMPUTE:
         if (s->fused[i]) {
@@ -113,7 +178,7 @@ static const char *run_op(struct schedule *s, uint32_t i)
         for (uint32_t l = op->a; l < op->b; l++) {
             if (held(s, l, l + 1))
                 return "computes a leaf piece the role already holds";
-            struct piece *q = slot(s, l, l + 1);
+            q = slot(s, l, l + 1);
             if (!s->dry)
                 compute_leaf(s, l, q->data);
             q->held = 1;
@@ -121,7 +186,7 @@ static const char *run_op(struct schedule *s, uint32_t i)
         return NULL;
     case ALPHA_OP_COMBINE:
         if (!held(s, op->a, op->b)) {
-            struct piece *q = slot(s, op->a, op->b);
+            q = slot(s, op->a, op->b);
             float dummy = 0;
             if (!evaluate(s, op->a, op->b, s->dry ? &dummy : q->data, 0, &error))
                 return error;
@@ -130,33 +195,58 @@ static const char *run_op(struct schedule *s, uint32_t i)
         s->lazy_lo = s->lazy_hi = 0;
         return NULL;
     case ALPHA_OP_SEND:
-        if (!held(s, op->a, op->b))
-            return "sends a piece the role does not hold";
+        if (!(q = held(s, op->a, op->b)) || !within(e, q->start, q->count))
+            return "sends elements of a piece the role does not hold";
         if (!s->dry)
-            net_send_piece(s->net, op->link, op->a, op->b, find(s, op->a, op->b)->data);
+            net_send_piece(s->net, op->link, op->a, op->b, e.start, e.count, q->data);
         return NULL;
     case ALPHA_OP_RECV:
         if (held(s, op->a, op->b))
             return "receives a piece the role already holds";
-        struct piece *q = slot(s, op->a, op->b);
+        q = slot(s, op->a, op->b);
         if (!s->dry)
-            net_recv_piece(s->net, op->link, op->a, op->b, q->data);
-        q->held = 1;
+            net_recv_piece(s->net, op->link, op->a, op->b, e.start, e.count, q->data);
+        q->held = 1, q->start = e.start, q->count = e.count;
         return NULL;
-    default: /* ALPHA_OP_APPLY */
-        if (!held(s, 0, s->p->leaves))
-            return "applies the round's gradient, but the role does not hold piece [0, leaves)";
+    case ALPHA_OP_APPLY:
+        if (!(q = held(s, 0, s->p->leaves)) || !within(e, q->start, q->count))
+            return "applies the round's gradient, but the role does not hold those elements of "
+                   "piece [0, leaves)";
         if (!s->dry)
-            apply(s, find(s, 0, s->p->leaves)->data);
+            alpha_apply(s->staged, s->state_staged, q->data, s->round, e.start, e.count);
+        touch(s, e);
+        s->applied = 1;
         return NULL;
+    case ALPHA_OP_SEND_PARAMS:
+        if (!s->dry)
+            net_send_params(s->net, op->link, e.start, e.count, s->staged);
+        return NULL;
+    case ALPHA_OP_RECV_PARAMS:
+        if (!s->dry)
+            net_recv_params(s->net, op->link, e.start, e.count, s->staged);
+        touch(s, e);
+        return NULL;
+    default:
+        return checkpoint_op(s, op);
     }
 }
 
-/* One round: every op in order, then the pieces are released (their storage is kept). */
-static const char *run_round(struct schedule *s, uint32_t *failed)
+/* The round has run whole: its updates become the committed state. */
+static void commit(struct schedule *s)
+{
+    for (uint32_t i = 0; i < s->n_touched; i++)
+        memcpy(s->params + s->touched[i].start, s->staged + s->touched[i].start,
+               s->touched[i].count * sizeof(float));
+    if (s->applied)
+        memcpy(s->state, s->state_staged, s->state_floats * sizeof(float));
+}
+
+const char *schedule_round(struct schedule *s, uint32_t *failed)
 {
     s->n_adds = 0;
     s->lazy_lo = s->lazy_hi = 0;
+    s->n_touched = 0;
+    s->applied = 0;
     for (uint32_t i = 0; i < s->r->n_ops; i++) {
         const char *error = run_op(s, i);
         if (error) {
@@ -164,114 +254,44 @@ static const char *run_round(struct schedule *s, uint32_t *failed)
             return error;
         }
     }
-    if (!s->dry && s->net)
-        net_flush(s->net);
+    if (!s->dry) {
+        if (s->net)
+            net_flush(s->net);
+        commit(s);
+        s->loss = round_loss(s);
+    }
     for (uint32_t i = 0; i < s->n_pieces; i++)
         s->pieces[i].held = 0;
     return NULL;
 }
 
-/* Whether [lo, hi) is a node of the canonical tree over `leaves` leaves. */
-static int is_node(uint32_t leaves, uint32_t lo, uint32_t hi)
-{
-    uint32_t a = 0, b = leaves;
-    while (a != lo || b != hi) {
-        if (b - a == 1)
-            return 0;
-        uint32_t mid = a + tree_split(b - a);
-        if (hi <= mid)
-            b = mid;
-        else if (lo >= mid)
-            a = mid;
-        else
-            return 0;
-    }
-    return 1;
-}
-
-static _Noreturn void invalid(const struct alpha_role *r, uint32_t i, const char *why)
-{
-    const struct alpha_op *op = &r->ops[i];
-    refuse(REFUSAL_PROGRAM_INVALID, "ALPHA_ROLE %s, op %u (%s %u %u): %s", r->name,
-           (unsigned)i + 1, OP_NAMES[op->kind <= ALPHA_OP_APPLY ? op->kind : 0],
-           (unsigned)op->a, (unsigned)op->b, why);
-}
-
-static void check_ops(const struct alpha_program *p, const struct alpha_role *r)
-{
-    uint32_t applies = 0;
-    for (uint32_t i = 0; i < r->n_ops; i++) {
-        const struct alpha_op *op = &r->ops[i];
-        if (op->kind < ALPHA_OP_COMPUTE || op->kind > ALPHA_OP_APPLY)
-            invalid(r, i, "unknown op kind");
-        if (op->kind != ALPHA_OP_APPLY && !(op->a < op->b && op->b <= p->leaves))
-            invalid(r, i, "the range is empty or outside [0, leaves)");
-        if ((op->kind == ALPHA_OP_SEND || op->kind == ALPHA_OP_RECV) && op->link >= r->n_links)
-            invalid(r, i, "no such link");
-        if (op->kind >= ALPHA_OP_COMBINE && op->kind <= ALPHA_OP_RECV &&
-            !is_node(p->leaves, op->a, op->b))
-            invalid(r, i, "not a node of the canonical tree");
-        if (applies && op->kind != ALPHA_OP_SEND)
-            invalid(r, i, "only SEND may follow APPLY: a round commits after all it receives");
-        applies += op->kind == ALPHA_OP_APPLY;
-    }
-    /* A role that holds no learner state (a star's hub) combines and forwards, and applies
-     * nothing; every other role applies exactly once. */
-    if (applies > 1)
-        refuse(REFUSAL_PROGRAM_INVALID, "ALPHA_ROLE %s has %u APPLY ops; it needs one at most",
-               r->name, (unsigned)applies);
-}
-
-static int applies(const struct alpha_role *r)
-{
-    for (uint32_t i = 0; i < r->n_ops; i++)
-        if (r->ops[i].kind == ALPHA_OP_APPLY)
-            return 1;
-    return 0;
-}
-
-void schedule_check(struct schedule *s, const struct alpha_program *p,
-                    const struct alpha_role *r)
-{
-    memset(s, 0, sizeof *s);
-    s->p = p, s->r = r, s->dry = 1;
-    if (r->n_roles == 0 || r->index >= r->n_roles || r->n_ops == 0 || !r->ops)
-        refuse(REFUSAL_PROGRAM_INVALID, "ALPHA_ROLE %s: role index %u of %u roles, %u ops",
-               r->name, (unsigned)r->index, (unsigned)r->n_roles, (unsigned)r->n_ops);
-    check_ops(p, r);
-    s->fused = checked_calloc(r->n_ops, 1, "the schedule");
-    uint32_t failed;
-    const char *error = run_round(s, &failed);
-    if (error)
-        invalid(r, failed, error);
-    /* Fold each COMPUTE into the COMBINE right after it when the schedule stays valid. */
-    for (uint32_t i = 0; i + 1 < r->n_ops; i++) {
-        const struct alpha_op *op = &r->ops[i], *next = &r->ops[i + 1];
-        if (op->kind != ALPHA_OP_COMPUTE || next->kind != ALPHA_OP_COMBINE ||
-            next->a > op->a || op->b > next->b)
-            continue;
-        s->fused[i] = 1;
-        s->n_pieces = 0;
-        if (run_round(s, &failed))
-            s->fused[i] = 0;
-    }
-    s->n_pieces = 0;
-    run_round(s, &failed); /* sizes the scratch vectors and the addition list */
-    s->cap_adds = s->n_adds;
-    s->adds = checked_calloc(s->cap_adds, sizeof *s->adds, "the combine record");
-    s->scratch = checked_calloc(s->depth, sizeof(float *), "the combine tree");
-    for (uint32_t i = 0; i < s->depth; i++)
-        s->scratch[i] = checked_calloc(p->n_params + 1, sizeof(float), "the combine tree");
-    s->n_pieces = 0;
-    s->dry = 0;
-}
-
-float schedule_train(struct schedule *s, const struct dataset *d, float *params,
-                     struct net *net, int quiet)
+void schedule_prepare(struct schedule *s, const char *checkpoint_dir)
 {
     const struct alpha_program *p = s->p;
-    s->d = d, s->net = net, s->params = params, s->quiet = quiet;
-    s->state = checked_calloc(p->n_state, sizeof(float), "learner state");
+    s->params = checked_calloc(p->n_params, sizeof(float), "the parameters");
+    s->staged = checked_calloc(p->n_params, sizeof(float), "the parameters");
+    s->state_floats = s->applies ? p->state_slots * s->state_count + p->state_scalars : 0;
+    /* A role holding all the state holds n_state floats, whatever the slots say. */
+    if (s->applies && s->state_count == p->n_params && p->n_state > s->state_floats)
+        s->state_floats = p->n_state;
+    s->state = checked_calloc(s->state_floats, sizeof(float), "learner state");
+    s->state_staged = checked_calloc(s->state_floats, sizeof(float), "learner state");
+    alpha_init_params(s->params);
+    schedule_restage(s);
+    capture_init(&s->capture, p, s->r, checkpoint_dir);
+}
+
+void schedule_restage(struct schedule *s)
+{
+    memcpy(s->staged, s->params, s->p->n_params * sizeof(float));
+    memcpy(s->state_staged, s->state, s->state_floats * sizeof(float));
+}
+
+float schedule_train(struct schedule *s, const struct dataset *d, struct net *net, int quiet)
+{
+    const struct alpha_program *p = s->p;
+    const struct alpha_role *r = s->r;
+    s->d = d, s->net = net, s->quiet = quiet;
     s->x = checked_calloc((size_t)p->leaf_size * p->features, sizeof(float), "a leaf's inputs");
     if (d->y_class)
         s->y_class = checked_calloc(p->leaf_size, sizeof(int32_t), "a leaf's labels");
@@ -279,16 +299,15 @@ float schedule_train(struct schedule *s, const struct dataset *d, float *params,
         s->y_reg = checked_calloc((size_t)p->leaf_size * p->outputs, sizeof(float),
                                   "a leaf's targets");
     uint32_t failed;
-    for (uint32_t t = 0; t < p->steps; t++) {
+    for (uint32_t t = s->first_round; t < p->steps; t++) {
         s->round = net->round = t;
-        refusal_context(s->r->name, t + 1);
-        run_round(s, &failed); /* checked dry: a real round cannot fail, only refuse */
-        if (!applies(s->r) && !s->quiet) {
-            struct piece *total = find(s, 0, p->leaves);
-            s->loss = total && total->data ? total->data[p->n_params] / (float)p->batch : 0.0f;
-            event_step(t + 1, s->loss, s->r->name, s->adds, s->n_adds);
-        }
+        s->checkpointing = r->checkpoint_every &&
+                           ((t + 1) % r->checkpoint_every == 0 || t + 1 == p->steps);
+        refusal_context(r->name, t + 1);
+        schedule_round(s, &failed); /* checked dry: a real round cannot fail, only refuse */
+        if (!s->quiet)
+            event_step(t + 1, s->loss, r->name, s->adds, s->n_adds);
     }
-    refusal_context(s->r->name, 0);
-    return p->steps ? s->loss : 0.0f;
+    refusal_context(r->name, 0);
+    return s->loss;
 }

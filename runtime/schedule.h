@@ -1,26 +1,40 @@
 /* The schedule interpreter: every round, a role runs the ops of ALPHA_ROLE in order over a
  * table of pieces keyed by canonical-tree node [lo, hi). A piece is n_params gradient floats and
- * one loss float: the sums over the node's leaves, added in the canonical tree's order.
+ * one loss float: the sums over the node's leaves, added in the canonical tree's order. A role
+ * may hold only elements [start, start + count) of a piece (gradients delivered partitioned);
+ * the loss float travels with every part.
  *
- * Before anything else the schedule is run once "dry" (no arithmetic, no network) to check it:
- * every piece it combines, sends or applies is held, nothing is held twice, APPLY comes once.
- * A COMPUTE directly followed by a COMBINE that covers its leaves, whose leaf pieces nothing
- * else uses, is folded into that COMBINE: the leaves are computed as the tree walk reaches them,
- * so a single-process round holds ceil(log2 leaves) + 1 vectors rather than one per leaf. */
+ * Before anything else the schedule is run once "dry" (no arithmetic, no network, checkpoint ops
+ * included) to check it (schedule_check.c): every piece it combines, sends or applies is held,
+ * nothing is held twice, APPLY comes once at most, a checkpoint writes only parameters the round
+ * updated and state the round applied. A COMPUTE directly followed by a COMBINE that covers its
+ * leaves, whose leaf pieces nothing else uses, is folded into that COMBINE: the leaves are
+ * computed as the tree walk reaches them, so a single-process round holds ceil(log2 leaves) + 1
+ * vectors rather than one per leaf.
+ *
+ * A round stages its updates: APPLY and RECV_PARAMS write `staged` (and `state_staged`), SEND_PARAMS
+ * and CHECKPOINT read them, and they are committed to `params` and `state` only once every op of
+ * the round has run. A refusal part way leaves the last committed round (and writes nothing). */
 #ifndef ALPHA_SCHEDULE_H
 #define ALPHA_SCHEDULE_H
 
 #include <stdint.h>
 
 #include "alpha_program.h"
+#include "checkpoint.h"
 #include "data.h"
 #include "events.h"
 #include "net.h"
 
 struct piece {
     uint32_t lo, hi;
-    int held;      /* in the current round */
-    float *data;   /* n_params + 1 floats, allocated on first use and kept for later rounds */
+    int held;               /* in the current round */
+    uint64_t start, count;  /* the elements held (0, n_params: all of them) */
+    float *data;            /* n_params + 1 floats, allocated on first use and kept */
+};
+
+struct range {
+    uint64_t start, count;
 };
 
 struct schedule {
@@ -35,12 +49,22 @@ struct schedule {
     uint32_t n_adds, cap_adds;
     uint32_t lazy_lo, lazy_hi;    /* leaves the running COMBINE computes itself */
     int dry;
+    int applies;                  /* the role has an APPLY op: it holds learner state */
+    /* The learning state: committed, and staged by the running round. */
+    float *params, *staged;
+    float *state, *state_staged;  /* state_slots * state_count + state_scalars floats */
+    uint64_t state_start, state_count, state_floats;
+    struct range *touched;        /* parameter ranges the round has updated so far */
+    uint32_t n_touched;
+    int applied;                  /* the round has applied the learner */
+    struct capture capture;
     /* the round being run */
     const struct dataset *d;
     struct net *net;
-    float *params, *state, *x, *y_reg;
+    float *x, *y_reg;
     int32_t *y_class;
-    uint32_t round;
+    uint32_t round, first_round;
+    int checkpointing;            /* the round is a checkpoint round */
     int quiet;
     float loss;
 };
@@ -49,8 +73,16 @@ struct schedule {
 void schedule_check(struct schedule *s, const struct alpha_program *p,
                     const struct alpha_role *r);
 
-/* Runs every round; returns the last round's loss (0 when steps is 0). */
-float schedule_train(struct schedule *s, const struct dataset *d, float *params,
-                     struct net *net, int quiet);
+/* Allocates the learning state: parameters from alpha_init_params, learner state zero. */
+void schedule_prepare(struct schedule *s, const char *checkpoint_dir);
+
+/* Makes the staged copies equal to params and state (after they were loaded). */
+void schedule_restage(struct schedule *s);
+
+/* Runs rounds first_round .. steps-1; returns the last round's loss (s->loss when none ran). */
+float schedule_train(struct schedule *s, const struct dataset *d, struct net *net, int quiet);
+
+/* One round, dry or real (schedule.c): NULL, or why op *failed cannot run (dry runs only). */
+const char *schedule_round(struct schedule *s, uint32_t *failed);
 
 #endif

@@ -1,0 +1,279 @@
+/* Writing checkpoint captures (checkpoint.h): shards, sub-manifests, the manifest and LATEST.
+ * Every file goes through files_write (temporary name, fsync, rename); a failure refuses with
+ * checkpoint-write-failed, and an unpublished capture is never read back by --resume. */
+#define _POSIX_C_SOURCE 200809L
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "events.h"
+#include "files.h"
+#include "refusal.h"
+#include "sha256.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "shards are written as the host's float32 bytes, which must be little-endian"
+#endif
+
+void checkpoint_kind(const struct alpha_program *p, uint32_t slot, char out[48])
+{
+    static const char *const adam[] = {"m", "v"};
+    if (slot == p->state_slots)
+        snprintf(out, 48, "%.32s.scalars", p->learner);
+    else if (strcmp(p->learner, "adam") == 0 && slot < 2)
+        snprintf(out, 48, "adam.%s", adam[slot]);
+    else if (strcmp(p->learner, "momentum") == 0 && slot == 0)
+        snprintf(out, 48, "momentum.v");
+    else
+        snprintf(out, 48, "%.32s.s%u", p->learner, (unsigned)slot);
+}
+
+void checkpoint_role_file(const char *role, char out[128])
+{
+    size_t n = 0;
+    for (const char *s = role; *s && n < 127; s++)
+        if (*s != ']')
+            out[n++] = *s == '[' ? '-' : *s;
+    out[n] = '\0';
+}
+
+void capture_init(struct capture *c, const struct alpha_program *p, const struct alpha_role *r,
+                  const char *dir)
+{
+    *c = (struct capture){.p = p, .r = r, .dir = dir};
+}
+
+static _Noreturn void write_failed(const char *what, const char *path)
+{
+    refuse(REFUSAL_CHECKPOINT_WRITE_FAILED, "cannot write %s %s: %s", what, path,
+           strerror(errno));
+}
+
+/* Starts this round's capture on its first checkpoint op. */
+static void begin(struct capture *c, uint32_t round)
+{
+    if (c->open && c->round == round)
+        return;
+    c->open = 1, c->round = round;
+    c->n_shards = c->n_children = 0;
+    c->bytes = 0;
+    c->started = files_now();
+    if (snprintf(c->path, sizeof c->path, "%s/round-%08u", c->dir, (unsigned)round) >=
+        (int)sizeof c->path)
+        refuse(REFUSAL_CHECKPOINT_WRITE_FAILED, "the checkpoint folder name is too long");
+    if (files_mkdirs(c->path) != 0)
+        write_failed("capture folder", c->path);
+}
+
+/* Writes one file of the capture (relative name `file`); its digest in digest and in hex. */
+static void put_file(struct capture *c, const char *file, const void *bytes, uint64_t n,
+                     uint8_t digest[32], char hex[65])
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", c->path, file);
+    char *slash = strrchr(path, '/');
+    *slash = '\0';
+    if (files_mkdirs(path) != 0)
+        write_failed("folder", path);
+    *slash = '/';
+    if (files_write(path, bytes, n, digest) != 0)
+        write_failed("file", path);
+    sha256_hex(digest, hex);
+}
+
+static void shard(struct capture *c, const char *kind, const char *tensor, uint64_t start,
+                  uint64_t count, const float *values)
+{
+    if (c->n_shards == c->cap_shards) {
+        c->cap_shards = c->cap_shards ? 2 * c->cap_shards : 16;
+        struct shard_entry *grown = realloc(c->shards, c->cap_shards * sizeof *grown);
+        if (!grown)
+            refuse(REFUSAL_OUT_OF_MEMORY, "cannot grow the shard list");
+        c->shards = grown;
+    }
+    struct shard_entry *s = &c->shards[c->n_shards++];
+    *s = (struct shard_entry){.tensor = tensor, .start = start, .count = count};
+    snprintf(s->kind, sizeof s->kind, "%s", kind);
+    if (*tensor)
+        snprintf(s->file, sizeof s->file, "%s/%.160s.%llu-%llu.f32", kind, tensor,
+                 (unsigned long long)start, (unsigned long long)(start + count));
+    else
+        snprintf(s->file, sizeof s->file, "%s.f32", kind);
+    uint8_t digest[32];
+    put_file(c, s->file, values, 4 * count, digest, s->sha256);
+    c->bytes += 4 * count;
+}
+
+void capture_write(struct capture *c, uint32_t round, const struct alpha_op *op,
+                   const float *params, const float *state, uint64_t state_start,
+                   uint64_t state_count)
+{
+    const struct alpha_program *p = c->p;
+    begin(c, round);
+    uint64_t a = op->count ? op->start : 0, b = op->count ? op->start + op->count : p->n_params;
+    char kind[48];
+    for (uint32_t i = 0; i < p->n_tensors; i++) {
+        const struct alpha_tensor *t = &p->tensors[i];
+        uint64_t lo = a > t->offset ? a : t->offset;
+        uint64_t hi = b < t->offset + t->count ? b : t->offset + t->count;
+        if (lo >= hi)
+            continue;
+        if (op->flags & ALPHA_WRITES_PARAMS)
+            shard(c, "params", t->name, lo - t->offset, hi - lo, params + lo);
+        for (uint32_t k = 0; (op->flags & ALPHA_WRITES_OPTIMIZER) && k < p->state_slots; k++) {
+            checkpoint_kind(p, k, kind);
+            shard(c, kind, t->name, lo - t->offset, hi - lo,
+                  state + k * state_count + (lo - state_start));
+        }
+    }
+    if ((op->flags & ALPHA_WRITES_SCALARS) && p->state_scalars) {
+        checkpoint_kind(p, p->state_slots, kind);
+        shard(c, kind, "", 0, p->state_scalars, state + p->state_slots * state_count);
+    }
+}
+
+void capture_child(struct capture *c, uint32_t round, const char *role,
+                   const uint8_t digest[32])
+{
+    begin(c, round);
+    if (c->n_children == c->cap_children) {
+        c->cap_children = c->cap_children ? 2 * c->cap_children : 4;
+        struct child_entry *grown = realloc(c->children, c->cap_children * sizeof *grown);
+        if (!grown)
+            refuse(REFUSAL_OUT_OF_MEMORY, "cannot grow the capture's child list");
+        c->children = grown;
+    }
+    struct child_entry *e = &c->children[c->n_children++];
+    char name[128];
+    checkpoint_role_file(role, name);
+    e->role = role;
+    snprintf(e->file, sizeof e->file, "manifests/%s.json", name);
+    sha256_hex(digest, e->sha256);
+}
+
+/* The manifest's fields (docs/runtime.md); `top` adds what the whole capture needs. */
+static char *manifest_text(const struct capture *c, int top, float loss, size_t *size)
+{
+    const struct alpha_program *p = c->p;
+    char *text = NULL;
+    FILE *f = open_memstream(&text, size);
+    if (!f)
+        refuse(REFUSAL_OUT_OF_MEMORY, "cannot build a manifest");
+    fprintf(f, "{\n  \"format\": \"%s\",\n  \"system\": ",
+            top ? CHECKPOINT_FORMAT : CHECKPOINT_PART_FORMAT);
+    json_string(f, p->system);
+    fprintf(f, ",\n  \"identity\": ");
+    json_string(f, p->identity);
+    fprintf(f, ",\n  \"round\": %u,\n  \"role\": ", (unsigned)c->round);
+    json_string(f, c->r->name);
+    if (top) {
+        uint32_t bits;
+        memcpy(&bits, &loss, sizeof bits);
+        fprintf(f, ",\n  \"n_params\": %llu,\n  \"learner\": ", (unsigned long long)p->n_params);
+        json_string(f, p->learner);
+        fprintf(f, ",\n  \"state_slots\": %u,\n  \"state_scalars\": %u,\n  \"loss_bits\": "
+                "\"%08x\",\n  \"tensors\": [", (unsigned)p->state_slots,
+                (unsigned)p->state_scalars, (unsigned)bits);
+        for (uint32_t i = 0; i < p->n_tensors; i++) {
+            fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+            json_string(f, p->tensors[i].name);
+            fprintf(f, ", \"offset\": %llu, \"count\": %llu}",
+                    (unsigned long long)p->tensors[i].offset,
+                    (unsigned long long)p->tensors[i].count);
+        }
+        fprintf(f, "\n  ]");
+    }
+    fprintf(f, ",\n  \"shards\": [");
+    for (uint32_t i = 0; i < c->n_shards; i++) {
+        const struct shard_entry *s = &c->shards[i];
+        fprintf(f, "%s\n    {\"kind\": ", i ? "," : "");
+        json_string(f, s->kind);
+        fprintf(f, ", \"tensor\": ");
+        json_string(f, s->tensor);
+        fprintf(f, ", \"start\": %llu, \"count\": %llu, \"file\": ",
+                (unsigned long long)s->start, (unsigned long long)s->count);
+        json_string(f, s->file);
+        fprintf(f, ", \"sha256\": \"%s\"}", s->sha256);
+    }
+    fprintf(f, "%s],\n  \"children\": [", c->n_shards ? "\n  " : "");
+    for (uint32_t i = 0; i < c->n_children; i++) {
+        fprintf(f, "%s\n    {\"role\": ", i ? "," : "");
+        json_string(f, c->children[i].role);
+        fprintf(f, ", \"file\": ");
+        json_string(f, c->children[i].file);
+        fprintf(f, ", \"sha256\": \"%s\"}", c->children[i].sha256);
+    }
+    fprintf(f, "%s]\n}\n", c->n_children ? "\n  " : "");
+    if (fclose(f) != 0 || !text)
+        refuse(REFUSAL_OUT_OF_MEMORY, "cannot build a manifest");
+    return text;
+}
+
+static void event(const struct capture *c, int published)
+{
+    printf("{\"event\":\"checkpoint\",\"role\":");
+    json_string(stdout, c->r->name);
+    printf(",\"round\":%u,\"capture\":", (unsigned)c->round);
+    json_string(stdout, c->path);
+    printf(",\"files\":%u,\"bytes\":%llu,\"write_ms\":%.3f,\"published\":%s}\n",
+           (unsigned)c->n_shards, (unsigned long long)c->bytes,
+           (files_now() - c->started) * 1000.0, published ? "true" : "false");
+    fflush(stdout);
+}
+
+const uint8_t *capture_seal(struct capture *c, uint32_t round)
+{
+    begin(c, round);
+    size_t size;
+    char *text = manifest_text(c, 0, 0.0f, &size);
+    char name[128], file[160], hex[65];
+    checkpoint_role_file(c->r->name, name);
+    snprintf(file, sizeof file, "manifests/%s.json", name);
+    put_file(c, file, text, size, c->digest, hex);
+    free(text);
+    files_sync_folder(c->path);
+    c->open = 0;
+    event(c, 0);
+    return c->digest;
+}
+
+/* ALPHA_FAILPOINT=before-publish[:R]: exit 9 right before LATEST is renamed (tests only). */
+static void failpoint(uint32_t round)
+{
+    const char *f = getenv("ALPHA_FAILPOINT");
+    const char *name = "before-publish";
+    if (!f || strncmp(f, name, strlen(name)) != 0)
+        return;
+    f += strlen(name);
+    if (*f == '\0' || (*f == ':' && strtoul(f + 1, NULL, 10) == round)) {
+        fflush(stdout);
+        _exit(9);
+    }
+}
+
+void capture_publish(struct capture *c, uint32_t round, float loss)
+{
+    begin(c, round);
+    size_t size;
+    char *text = manifest_text(c, 1, loss, &size);
+    char hex[65];
+    put_file(c, "manifest.json", text, size, c->digest, hex);
+    free(text);
+    files_sync_folder(c->path); /* the subfolders' entries */
+    char next[4200], latest[4200], name[32];
+    snprintf(next, sizeof next, "%s/LATEST.next", c->dir);
+    snprintf(latest, sizeof latest, "%s/LATEST", c->dir);
+    int n = snprintf(name, sizeof name, "round-%08u\n", (unsigned)round);
+    if (files_write(next, name, (uint64_t)n, NULL) != 0)
+        write_failed("file", next);
+    failpoint(round);
+    if (rename(next, latest) != 0)
+        write_failed("file", latest);
+    files_sync_folder(latest);
+    c->open = 0;
+    event(c, 1);
+}

@@ -1,0 +1,26 @@
+/* Durable files for checkpoints: folders made as needed, files written whole under a temporary
+ * name, fsynced and renamed (so a reader sees the old file or the whole new one), and files
+ * read back in chunks. Nothing here refuses: callers name the refusal. */
+#ifndef ALPHA_FILES_H
+#define ALPHA_FILES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* mkdir -p: 0, or -1 with errno. */
+int files_mkdirs(const char *path);
+/* Writes n bytes to path through path.tmp (written, fsynced, closed, renamed, the folder
+ * fsynced), with their SHA-256 in digest (may be NULL): 0, or -1 with errno (the temporary file
+ * removed). */
+int files_write(const char *path, const void *bytes, uint64_t n, uint8_t digest[32]);
+/* fsync of the folder holding path (best effort: some file systems refuse it). */
+void files_sync_folder(const char *path);
+/* A whole small file, NUL-terminated, of at most `limit` bytes: NULL with errno (EFBIG when it
+ * is larger). Free it with free(). */
+char *files_read_text(const char *path, uint64_t limit, uint64_t *size);
+/* Whether path exists (as anything). */
+int files_exist(const char *path);
+/* Seconds since an arbitrary start, for reporting durations. */
+double files_now(void);
+
+#endif

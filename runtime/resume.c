@@ -1,0 +1,322 @@
+/* Reading a capture back (resume.h): the manifest tree, its checks, then the shards. */
+#define _POSIX_C_SOURCE 200809L
+#include "resume.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "files.h"
+#include "json.h"
+#include "refusal.h"
+#include "sha256.h"
+
+#define MANIFEST_LIMIT (64u << 20)
+#define TREE_DEPTH 64
+
+struct shard {
+    uint32_t kind;          /* 0 params, 1 + k slot k, 1 + state_slots the scalars */
+    uint64_t at, count;     /* flat elements (the scalars: from 0) */
+    char file[256];
+    char sha256[65];
+};
+
+struct reader {
+    const struct alpha_program *p;
+    struct resumed *out;
+    const char *capture;
+    struct shard *shards;
+    uint32_t n_shards, cap_shards, files;
+};
+
+static _Noreturn void incomplete(const char *format, const char *a, const char *b)
+{
+    refuse(REFUSAL_CHECKPOINT_INCOMPLETE, format, a, b);
+}
+
+static _Noreturn void malformed(const char *file, const char *why)
+{
+    refuse(REFUSAL_CHECKPOINT_MALFORMED, "checkpoint manifest %s: %s", file, why);
+}
+
+/* A relative file name inside the capture: no absolute path, no "..". */
+static int safe_name(const char *name)
+{
+    if (!*name || *name == '/' || strlen(name) > 200)
+        return 0;
+    for (const char *s = name; *s; s = strchr(s, '/') ? strchr(s, '/') + 1 : s + strlen(s))
+        if (strncmp(s, "..", 2) == 0 && (s[2] == '/' || s[2] == '\0'))
+            return 0;
+    return 1;
+}
+
+static int kind_of(const struct alpha_program *p, const char *name, uint32_t *kind)
+{
+    char k[48];
+    if (strcmp(name, "params") == 0)
+        return *kind = 0, 1;
+    for (uint32_t slot = 0; slot <= p->state_slots; slot++) {
+        checkpoint_kind(p, slot, k);
+        if (strcmp(name, k) == 0 && (slot < p->state_slots || p->state_scalars))
+            return *kind = 1 + slot, 1;
+    }
+    return 0;
+}
+
+static void add_shard(struct reader *r, const char *file, const struct json *e)
+{
+    const struct alpha_program *p = r->p;
+    const char *kind = json_get_string(e, "kind"), *tensor = json_get_string(e, "tensor");
+    const char *name = json_get_string(e, "file"), *sha = json_get_string(e, "sha256");
+    uint64_t start, count;
+    if (!kind || !tensor || !name || !sha || json_get_u64(e, "start", &start) ||
+        json_get_u64(e, "count", &count))
+        malformed(file, "a shard needs kind, tensor, start, count, file and sha256");
+    if (strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64 || !safe_name(name))
+        malformed(file, "a shard's sha256 or file name is not valid");
+    if (r->n_shards == r->cap_shards) {
+        r->cap_shards = r->cap_shards ? 2 * r->cap_shards : 16;
+        r->shards = realloc(r->shards, r->cap_shards * sizeof *r->shards);
+        if (!r->shards)
+            refuse(REFUSAL_OUT_OF_MEMORY, "cannot grow the shard list");
+    }
+    struct shard *s = &r->shards[r->n_shards];
+    if (!kind_of(p, kind, &s->kind))
+        malformed(file, "a shard of a kind this learner does not have");
+    s->count = count;
+    if (s->kind == 1 + p->state_slots) {
+        if (*tensor || start != 0 || count != p->state_scalars)
+            malformed(file, "the scalars shard must hold all of the learner's scalars");
+        s->at = 0;
+    } else {
+        uint32_t i = 0;
+        while (i < p->n_tensors && strcmp(p->tensors[i].name, tensor) != 0)
+            i++;
+        if (i == p->n_tensors || count == 0 || start > p->tensors[i].count ||
+            count > p->tensors[i].count - start)
+            malformed(file, "a shard of an unknown tensor, or outside its tensor");
+        s->at = p->tensors[i].offset + start;
+    }
+    snprintf(s->file, sizeof s->file, "%s", name);
+    memcpy(s->sha256, sha, 65);
+    r->n_shards++;
+}
+
+static void sha256_of_text(const char *text, uint64_t n, char hex[65])
+{
+    struct sha256 s;
+    uint8_t digest[32];
+    sha256_init(&s);
+    sha256_update(&s, text, n);
+    sha256_final(&s, digest);
+    sha256_hex(digest, hex);
+}
+
+/* The top manifest's description of the system must be this program's. */
+static void check_top(struct reader *r, const char *path, const struct json *m)
+{
+    const struct alpha_program *p = r->p;
+    uint64_t round, n, slots, scalars;
+    const char *learner = json_get_string(m, "learner"), *bits = json_get_string(m, "loss_bits");
+    if (json_get_u64(m, "round", &round) || json_get_u64(m, "n_params", &n) ||
+        json_get_u64(m, "state_slots", &slots) || json_get_u64(m, "state_scalars", &scalars) ||
+        !learner || !bits || strlen(bits) != 8 || strspn(bits, "0123456789abcdef") != 8)
+        malformed(path, "it needs round, n_params, learner, state_slots, state_scalars and "
+                  "loss_bits");
+    if (round < 1 || round > p->steps || n != p->n_params || slots != p->state_slots ||
+        scalars != p->state_scalars || strcmp(learner, p->learner) != 0)
+        malformed(path, "its round, parameter count or learner contradict the system");
+    uint32_t b = (uint32_t)strtoul(bits, NULL, 16);
+    memcpy(&r->out->loss, &b, sizeof b);
+    r->out->round = (uint32_t)round;
+}
+
+/* Reads manifest `file` of the capture (its digest checked against `sha`, unless it is the top),
+ * then its children. */
+static void read_manifest(struct reader *r, const char *file, const char *sha, int depth)
+{
+    const struct alpha_program *p = r->p;
+    char path[4400], hex[65], error[160];
+    snprintf(path, sizeof path, "%s/%s", r->capture, file);
+    uint64_t size;
+    char *text = files_read_text(path, MANIFEST_LIMIT, &size);
+    if (!text)
+        incomplete(sha ? "checkpoint manifest %s cannot be read: %s"
+                       : "capture %s is not published (no manifest.json): %s",
+                   sha ? path : r->capture, strerror(errno));
+    r->files++;
+    sha256_of_text(text, size, hex);
+    if (sha && strcmp(hex, sha) != 0)
+        refuse(REFUSAL_CHECKPOINT_DIGEST_MISMATCH, "checkpoint file %s has sha256 %s, but its "
+               "parent manifest says %s", path, hex, sha);
+    struct json *m = json_parse(text, error);
+    if (!m || m->type != JSON_OBJECT)
+        malformed(path, m ? "not a JSON object" : error);
+    const char *format = json_get_string(m, "format"), *id = json_get_string(m, "identity");
+    if (!format || strcmp(format, sha ? CHECKPOINT_PART_FORMAT : CHECKPOINT_FORMAT) != 0)
+        malformed(path, "not an Alpha checkpoint manifest of a format this runtime reads");
+    if (!id || strcmp(id, p->identity) != 0)
+        refuse(REFUSAL_CHECKPOINT_IDENTITY_MISMATCH, "checkpoint %s is of system identity %.64s, "
+               "but this executable runs system %s, identity %s", path, id ? id : "(none)",
+               p->system, p->identity);
+    uint64_t round;
+    if (!sha)
+        check_top(r, path, m);
+    else if (json_get_u64(m, "round", &round) || round != r->out->round)
+        malformed(path, "a sub-manifest of another round");
+    const struct json *shards = json_get(m, "shards"), *children = json_get(m, "children");
+    if (!shards || shards->type != JSON_ARRAY || !children || children->type != JSON_ARRAY)
+        malformed(path, "shards and children must be lists");
+    for (const struct json *e = shards->child; e; e = e->next)
+        add_shard(r, path, e);
+    for (const struct json *e = children->child; e; e = e->next) {
+        const char *name = json_get_string(e, "file"), *digest = json_get_string(e, "sha256");
+        if (!name || !digest || !safe_name(name) || strlen(digest) != 64)
+            malformed(path, "a child needs a file inside the capture and a sha256");
+        if (depth >= TREE_DEPTH)
+            malformed(path, "the manifest tree is deeper than 64 levels");
+        read_manifest(r, name, digest, depth + 1);
+    }
+    json_free(m);
+    free(text);
+}
+
+static int by_position(const void *a, const void *b)
+{
+    const struct shard *x = a, *y = b;
+    return x->kind != y->kind ? (x->kind < y->kind ? -1 : 1)
+         : x->at != y->at ? (x->at < y->at ? -1 : 1) : 0;
+}
+
+/* Every kind covers [0, n_params) exactly (the scalars: one shard). */
+static void check_coverage(struct reader *r)
+{
+    const struct alpha_program *p = r->p;
+    qsort(r->shards, r->n_shards, sizeof *r->shards, by_position);
+    uint32_t i = 0;
+    for (uint32_t kind = 0; kind <= p->state_slots + (p->state_scalars ? 1 : 0); kind++) {
+        char name[48];
+        uint64_t end = kind == 1 + p->state_slots ? p->state_scalars : p->n_params, at = 0;
+        if (kind)
+            checkpoint_kind(p, kind - 1, name);
+        else
+            snprintf(name, sizeof name, "params");
+        for (; i < r->n_shards && r->shards[i].kind == kind; i++) {
+            if (r->shards[i].at != at)
+                break;
+            at += r->shards[i].count;
+        }
+        int more = i < r->n_shards && r->shards[i].kind == kind;
+        if (more && r->shards[i].at < at)
+            refuse(REFUSAL_CHECKPOINT_MALFORMED, "checkpoint %s: two shards of %s hold element "
+                   "%llu", r->capture, name, (unsigned long long)r->shards[i].at);
+        if (at != end || more)
+            refuse(REFUSAL_CHECKPOINT_INCOMPLETE, "checkpoint %s: no shard of %s holds elements "
+                   "from %llu (of %llu)", r->capture, name, (unsigned long long)at,
+                   (unsigned long long)end);
+    }
+}
+
+/* Streams one shard: its size and digest checked, the part in [lo, hi) copied to dst + (x - lo). */
+static uint64_t load(struct reader *r, const struct shard *s, float *dst, uint64_t lo,
+                     uint64_t hi)
+{
+    char path[4400], hex[65];
+    snprintf(path, sizeof path, "%s/%s", r->capture, s->file);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0)
+        incomplete("checkpoint shard %s cannot be read: %s", path, strerror(errno));
+    if ((uint64_t)st.st_size != 4 * s->count)
+        refuse(REFUSAL_CHECKPOINT_DIGEST_MISMATCH, "checkpoint shard %s has %llu bytes, but its "
+               "manifest says %llu", path, (unsigned long long)st.st_size,
+               (unsigned long long)(4 * s->count));
+    static float chunk[1 << 18];
+    struct sha256 h;
+    sha256_init(&h);
+    for (uint64_t done = 0; done < s->count;) {
+        uint64_t want = s->count - done < (1u << 18) ? s->count - done : (1u << 18), got = 0;
+        while (got < 4 * want) {
+            ssize_t n = read(fd, (char *)chunk + got, 4 * want - got);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                incomplete("checkpoint shard %s cannot be read: %s", path,
+                           n < 0 ? strerror(errno) : "it is shorter than it was");
+            got += (uint64_t)n;
+        }
+        sha256_update(&h, chunk, 4 * want);
+        uint64_t a = s->at + done, b = a + want;
+        uint64_t from = a > lo ? a : lo, to = b < hi ? b : hi;
+        if (dst && from < to)
+            memcpy(dst + (from - lo), chunk + (from - a), 4 * (to - from));
+        done += want;
+    }
+    close(fd);
+    uint8_t digest[32];
+    sha256_final(&h, digest);
+    sha256_hex(digest, hex);
+    if (strcmp(hex, s->sha256) != 0)
+        refuse(REFUSAL_CHECKPOINT_DIGEST_MISMATCH, "checkpoint shard %s has sha256 %s, but its "
+               "manifest says %s", path, hex, s->sha256);
+    return 4 * s->count;
+}
+
+/* The capture folder path names: path itself, or path/<LATEST>. */
+static void locate(const char *path, char out[4096])
+{
+    char latest[4200];
+    uint64_t size;
+    snprintf(latest, sizeof latest, "%s/LATEST", path);
+    char *name = files_read_text(latest, 256, &size);
+    if (!name) {
+        if (!files_exist(path))
+            incomplete("no checkpoint at %s%s", path, "");
+        if (snprintf(out, 4096, "%s", path) >= 4096)
+            incomplete("checkpoint path %s%s is too long", path, "");
+        return;
+    }
+    if (size > 0 && name[size - 1] == '\n')
+        name[--size] = '\0';
+    if (size < 7 || strncmp(name, "round-", 6) != 0 || strspn(name + 6, "0123456789") != size - 6)
+        refuse(REFUSAL_CHECKPOINT_MALFORMED, "%s does not name a capture (round-<R>)", latest);
+    snprintf(out, 4096, "%s/%s", path, name);
+    free(name);
+}
+
+void resume_load(const struct alpha_program *p, const char *path, float *params, float *state,
+                 uint64_t state_start, uint64_t state_count, struct resumed *out)
+{
+    memset(out, 0, sizeof *out);
+    locate(path, out->capture);
+    struct reader r = {.p = p, .out = out, .capture = out->capture};
+    read_manifest(&r, "manifest.json", NULL, 0);
+    check_coverage(&r);
+    /* Everything goes to fresh buffers first: a refusal part way loads nothing. */
+    uint64_t block = p->state_slots * state_count + p->state_scalars;
+    float *new_params = checked_calloc(p->n_params, sizeof(float), "the resumed parameters");
+    float *new_state = state ? checked_calloc(block, sizeof(float), "the resumed state") : NULL;
+    for (uint32_t i = 0; i < r.n_shards; i++) {
+        const struct shard *s = &r.shards[i];
+        if (s->kind == 0)
+            out->bytes += load(&r, s, new_params, 0, p->n_params);
+        else if (s->kind <= p->state_slots)
+            out->bytes += load(&r, s, new_state ? new_state + (s->kind - 1) * state_count : NULL,
+                               state_start, state_start + state_count);
+        else
+            out->bytes += load(&r, s, new_state ? new_state + p->state_slots * state_count : NULL,
+                               0, p->state_scalars);
+    }
+    out->files = r.files + r.n_shards;
+    memcpy(params, new_params, p->n_params * sizeof(float));
+    if (state)
+        memcpy(state, new_state, block * sizeof(float));
+    free(new_params);
+    free(new_state);
+    free(r.shards);
+}
