@@ -205,17 +205,21 @@ def project(
 
     # checkpoints: owners write their shards, acknowledgements go up, the root publishes
     if plan.checkpoint_every:
+        # each kind is written over the range its owner holds: a partitioned kind by every
+        # owner over its slice, a replicated one by worker 0 over all elements
         w = index - first
-        flags = 0
+        writes: dict[Range, int] = {}
         if owns_state:
-            if layout.params == "partitioned" or w == 0:
-                flags |= WRITES_PARAMS
-            if layout.optimizer == "partitioned" or w == 0:
-                flags |= WRITES_OPTIMIZER
+            for kind, bit in (("params", WRITES_PARAMS), ("optimizer", WRITES_OPTIMIZER)):
+                if getattr(layout, kind) == "partitioned":
+                    writes[mine] = writes.get(mine, 0) | bit
+                elif w == 0:
+                    writes[(0, n)] = writes.get((0, n), 0) | bit
             if w == 0:
-                flags |= WRITES_SCALARS
-        if flags:
-            b.op("checkpoint", elements=mine if layout.partitioned else (0, n), flags=flags)
+                at = mine if layout.optimizer == "partitioned" else (0, n)
+                writes[at] = writes.get(at, 0) | WRITES_SCALARS
+        for elements, flags in writes.items():
+            b.op("checkpoint", elements=elements, flags=flags)
         for link in down:
             b.op("ack_recv", link=link)
         if up is not None:
