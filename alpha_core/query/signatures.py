@@ -1,0 +1,65 @@
+"""The built-ins as an editor shows them: how each is called and what it does in one line."""
+
+from __future__ import annotations
+
+from alpha_core.check.arguments import Arg
+from alpha_core.check.expressions import REDUCE, UNARY
+from alpha_core.check.system import INITS, LEARNERS, LOSSES, SYNTHETIC, TABLE
+
+SUMMARIES = {
+    "sgd": "gradient descent: p = p - lr·g",
+    "momentum": "heavy-ball momentum: v = mu·v + g, then p = p - lr·v",
+    "adam": "Adam with bias correction; state m, v, b1t, b2t",
+    "zeros": "every element +0.0",
+    "normal": "mean + std·z, z an Irwin–Hall approximation of a standard normal; a pure "
+    "function of (seed, element)",
+    "uniform": "low + (high - low)·u, u uniform in [0, 1); a pure function of (seed, element)",
+    "softmax_cross_entropy": "per example log(Σ exp(z - m)) - (z[c] - m); needs class labels",
+    "mse": "per example the mean of (z - t)², added left to right; needs regression targets",
+    "table": "a CSV file of numbers, the label in the last column",
+    "synthetic": "Gaussian blobs (classes) or a noisy linear map (targets), generated from a seed "
+    "and compiled into the executable",
+    "shuffle": "the order of the examples each epoch, from a seed",
+    "relu": "t > 0 ? t : 0, elementwise",
+    "tanh": "the compiler's tanh recipe, elementwise (within 3 ulp)",
+    "sigmoid": "1 / (1 + exp(-t)), elementwise (within 3 ulp)",
+    "exp": "the compiler's exp recipe, elementwise (within 2 ulp)",
+    "log": "the compiler's log recipe, elementwise (within 2 ulp)",
+    "sum": "the sum from +0.0 in row-major order, of all of t or over `axis:`",
+    "mean": "the sum divided by the count, of all of t or over `axis:`",
+    "pair": "two workers that exchange their pieces",
+    "star": "workers send their pieces to one hub, which combines and sends the total back",
+    "hierarchy": "a tree of workers, each combining up to `fanout` children",
+    "exact": "every plan gives the bits of the single-process build",
+}
+
+
+def _arg_text(a: Arg) -> str:
+    return f"{a.name}: {a.kind}" + ("" if a.default is None else f" = {a.default!r}")
+
+
+def builtin_signature(name: str) -> str | None:
+    """How a built-in is called, with its arguments and their defaults."""
+    tables: dict[str, list[Arg]] = {**LEARNERS, **INITS, "table": TABLE, "synthetic": SYNTHETIC}
+    tables["shuffle"] = [Arg("seed", "int")]
+    if name in tables:
+        return f"{name}({', '.join(_arg_text(a) for a in tables[name])})"
+    if name in LOSSES:
+        return f"{name}(model(x), y)"
+    if name in UNARY:
+        return f"{name}(t)"
+    if name in REDUCE:
+        return f"{name}(t, axis: int)"
+    if name == "zeros":
+        return "zeros"
+    if name == "star":
+        return "star(HUB)"
+    if name == "hierarchy":
+        return "hierarchy(fanout: int)"
+    if name in ("pair", "exact"):
+        return name
+    return None
+
+
+def builtin_args(name: str) -> list[Arg]:
+    return {**LEARNERS, **INITS, "table": TABLE, "synthetic": SYNTHETIC}.get(name, [])
