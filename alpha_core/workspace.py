@@ -87,9 +87,13 @@ class Analysis:
 
 
 def read_disk(path: str) -> bytes | None:
+    """A data file's bytes, or None. Only regular files: never a FIFO, a device or stdin."""
     try:
-        return Path(path).read_bytes()
-    except OSError:
+        p = Path(path)
+        if not p.is_file():
+            return None
+        return p.read_bytes()
+    except (OSError, ValueError):  # ValueError: a path with a NUL byte
         return None
 
 
@@ -106,7 +110,7 @@ class Workspace:
         return None if content is None else hashlib.sha256(content).hexdigest()
 
     def analyze(self, path: str, text: str) -> Analysis:
-        key = (path, hashlib.sha256(text.encode()).hexdigest())
+        key = (path, hashlib.sha256(text.encode(errors="surrogatepass")).hexdigest())
         cached = self._analyses.get(key)
         if cached is not None:
             seen, analysis = cached

@@ -101,12 +101,18 @@ def _parse_piece(text: str, start: str) -> tuple[Any, Diagnostic | None]:
     """Parse one piece at offset 0. Memoized by text: the unit of incremental reparsing."""
     try:
         tree = _parser().parse(text, start=start)
+        return _Build(text).node(tree), None
     except lark.exceptions.UnexpectedInput as err:  # a grammar error must not hide as input's
         return None, _syntax_diagnostic(err, text, 0)
-    try:
-        return _Build(text).node(tree), None
     except _SyntaxFailure as failure:
         return None, failure.diagnostic
+    except RecursionError:
+        return None, Diagnostic(
+            "syntax-error",
+            "this item nests too deeply to parse",
+            Span(0, len(text)),
+            help="split the expression with `let`",
+        )
 
 
 def shift(node: Any, by: int) -> Any:
