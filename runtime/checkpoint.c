@@ -260,9 +260,14 @@ void capture_publish(struct capture *c, uint32_t round, float loss)
     begin(c, round);
     size_t size;
     char *text = manifest_text(c, 1, loss, &size);
-    char hex[65];
+    char hex[66];
     put_file(c, "manifest.json", text, size, c->digest, hex);
     free(text);
+    /* The top manifest has no parent to hold its digest: it sits beside it. */
+    hex[64] = '\n', hex[65] = '\0';
+    uint8_t unused[32];
+    char ignored[65];
+    put_file(c, "manifest.json.sha256", hex, 65, unused, ignored);
     files_sync_folder(c->path); /* the subfolders' entries */
     char next[4200], latest[4200], name[32];
     snprintf(next, sizeof next, "%s/LATEST.next", c->dir);

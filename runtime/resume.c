@@ -151,21 +151,35 @@ static void read_manifest(struct reader *r, const char *file, const char *sha, i
                    sha ? path : r->capture, strerror(errno));
     r->files++;
     sha256_of_text(text, size, hex);
-    if (sha && strcmp(hex, sha) != 0)
-        refuse(REFUSAL_CHECKPOINT_DIGEST_MISMATCH, "checkpoint file %s has sha256 %s, but its "
-               "parent manifest says %s", path, hex, sha);
+    char *own = NULL; /* the top manifest's digest, beside it */
+    if (!sha) {
+        uint64_t n;
+        char beside[4400];
+        snprintf(beside, sizeof beside, "%s.sha256", path);
+        if (!(own = files_read_text(beside, 256, &n)))
+            incomplete("capture %s is not published (no manifest.json.sha256): %s",
+                       r->capture, strerror(errno));
+        if (n != 65 || own[64] != '\n' || strspn(own, "0123456789abcdef") != 64)
+            malformed(beside, "not the SHA-256 of manifest.json in hex and a newline");
+        own[64] = '\0';
+        sha = own;
+        r->files++;
+    }
+    if (strcmp(hex, sha) != 0)
+        refuse(REFUSAL_CHECKPOINT_DIGEST_MISMATCH, "checkpoint file %s has sha256 %s, but %s "
+               "says %s", path, hex, own ? "manifest.json.sha256" : "its parent manifest", sha);
     struct json *m = json_parse(text, error);
     if (!m || m->type != JSON_OBJECT)
         malformed(path, m ? "not a JSON object" : error);
     const char *format = json_get_string(m, "format"), *id = json_get_string(m, "identity");
-    if (!format || strcmp(format, sha ? CHECKPOINT_PART_FORMAT : CHECKPOINT_FORMAT) != 0)
+    if (!format || strcmp(format, own ? CHECKPOINT_FORMAT : CHECKPOINT_PART_FORMAT) != 0)
         malformed(path, "not an Alpha checkpoint manifest of a format this runtime reads");
     if (!id || strcmp(id, p->identity) != 0)
         refuse(REFUSAL_CHECKPOINT_IDENTITY_MISMATCH, "checkpoint %s is of system identity %.64s, "
                "but this executable runs system %s, identity %s", path, id ? id : "(none)",
                p->system, p->identity);
     uint64_t round;
-    if (!sha)
+    if (own)
         check_top(r, path, m);
     else if (json_get_u64(m, "round", &round) || round != r->out->round)
         malformed(path, "a sub-manifest of another round");
@@ -184,6 +198,7 @@ static void read_manifest(struct reader *r, const char *file, const char *sha, i
     }
     json_free(m);
     free(text);
+    free(own);
 }
 
 static int by_position(const void *a, const void *b)

@@ -1,0 +1,24 @@
+"""Checkpoint captures written by the runtime: reading, verifying and describing them
+(`alpha inspect CKPT`)."""
+
+from alpha_core.checkpoint.reader import (
+    REFUSALS,
+    Checkpoint,
+    CheckpointError,
+    Manifest,
+    Shard,
+    Tensor,
+    kind_names,
+    read_checkpoint,
+)
+
+__all__ = [
+    "REFUSALS",
+    "Checkpoint",
+    "CheckpointError",
+    "Manifest",
+    "Shard",
+    "Tensor",
+    "kind_names",
+    "read_checkpoint",
+]

@@ -1,0 +1,505 @@
+"""Reading a checkpoint capture written by the runtime (runtime/checkpoint.c, docs/runtime.md).
+
+A capture is a folder `round-<R>` holding shards (little-endian float32 files named by kind,
+tensor and element range), one sub-manifest per role that acknowledged it, and `manifest.json`,
+written last by the root. A checkpoint folder holds captures and `LATEST`, the name of the last
+published one. This reader makes the runtime's checks, in the same order, with the same refusal
+names, and raises nothing but CheckpointError, whatever the bytes on disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FORMAT = "alpha-checkpoint/1"
+PART_FORMAT = "alpha-checkpoint-part/1"
+MANIFEST_LIMIT = 64 << 20
+TREE_DEPTH = 64
+REFUSALS = (
+    "checkpoint-incomplete",
+    "checkpoint-malformed",
+    "checkpoint-identity-mismatch",
+    "checkpoint-digest-mismatch",
+)
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEX8 = re.compile(r"[0-9a-f]{8}")
+_CAPTURE = re.compile(r"round-[0-9]+")
+
+
+class CheckpointError(Exception):
+    """A refusal: `name` is one of REFUSALS, `message` says what and where."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f"{name}: {message}")
+        self.name = name
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    offset: int
+    count: int
+
+
+@dataclass(frozen=True)
+class Shard:
+    kind: str  # "params", "adam.m", "adam.scalars", ...
+    tensor: str  # "" for the learner's scalars
+    start: int  # elements within the tensor
+    count: int
+    file: str  # relative to the capture
+    sha256: str
+    role: str  # the role whose manifest lists it
+    at: int = 0  # first flat element (the scalars: 0)
+
+    @property
+    def bytes(self) -> int:
+        return 4 * self.count
+
+
+@dataclass(frozen=True)
+class Manifest:
+    role: str
+    file: str  # relative to the capture
+    sha256: str  # of the file's bytes
+    shards: tuple[Shard, ...]
+    children: tuple[Manifest, ...] = ()
+
+    def walk(self) -> Iterator[tuple[int, Manifest]]:
+        yield 0, self
+        for child in self.children:
+            for depth, m in child.walk():
+                yield depth + 1, m
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    path: Path  # the capture folder
+    latest: bool  # reached through the checkpoint folder's LATEST
+    system: str
+    identity: str
+    round: int
+    n_params: int
+    learner: str
+    state_slots: int
+    state_scalars: int
+    loss_bits: str
+    tensors: tuple[Tensor, ...]
+    root: Manifest
+    kinds: tuple[str, ...] = field(default=())
+
+    @property
+    def loss(self) -> float:
+        return float(np.frombuffer(bytes.fromhex(self.loss_bits)[::-1], "<f4")[0])
+
+    def manifests(self) -> list[Manifest]:
+        return [m for _, m in self.root.walk()]
+
+    def shards(self) -> list[Shard]:
+        return [s for m in self.manifests() for s in m.shards]
+
+    def values(self, kind: str = "params") -> np.ndarray:
+        """The flat float32 values of one kind (n_params of them; the scalars: state_scalars)."""
+        if kind not in self.kinds:
+            raise CheckpointError("checkpoint-malformed", f"this checkpoint has no kind {kind!r}")
+        size = self.state_scalars if kind.endswith(".scalars") else self.n_params
+        out = np.zeros(size, dtype="<f4")
+        for s in self.shards():
+            if s.kind == kind:
+                out[s.at : s.at + s.count] = np.frombuffer(_read(self.path, s), "<f4")
+        return out
+
+    def summary(self) -> str:
+        shards = self.shards()
+        total = sum(s.bytes for s in shards)
+        lines = [
+            f"checkpoint {self.path}" + (" (published: LATEST names it)" if self.latest else ""),
+            f"  system {self.system}, identity {self.identity}",
+            f"  round {self.round}, loss {self.loss:.9g} (bits {self.loss_bits})",
+            f"  {self.n_params:,} parameters in {len(self.tensors)} tensors: "
+            + ", ".join(f"{t.name} {t.count:,}" for t in self.tensors),
+            f"  learner {self.learner}: {self.state_slots} state slots, "
+            f"{self.state_scalars} scalars",
+            f"  {len(shards)} shards, {total:,} bytes, every SHA-256 verified; "
+            f"{len(self.manifests())} manifests:",
+        ]
+        for depth, m in self.root.walk():
+            lines.append(
+                f"    {'  ' * depth}{m.role}: {m.file}, {len(m.shards)} shards, "
+                f"sha256 {m.sha256[:16]}"
+            )
+        lines.append("  coverage by kind:")
+        for kind in self.kinds:
+            parts = sorted((s for s in shards if s.kind == kind), key=lambda s: s.at)
+            owners = ", ".join(f"{s.role} [{s.at}, {s.at + s.count})" for s in _merged(parts))
+            lines.append(
+                f"    {kind}: {len(parts)} shard{'' if len(parts) == 1 else 's'}; {owners}"
+            )
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "latest": self.latest,
+            "format": FORMAT,
+            "system": self.system,
+            "identity": self.identity,
+            "round": self.round,
+            "n_params": self.n_params,
+            "learner": self.learner,
+            "state_slots": self.state_slots,
+            "state_scalars": self.state_scalars,
+            "loss_bits": self.loss_bits,
+            "kinds": list(self.kinds),
+            "tensors": [vars(t) for t in self.tensors],
+            "manifests": [
+                {
+                    "role": m.role,
+                    "file": m.file,
+                    "sha256": m.sha256,
+                    "depth": depth,
+                    "children": [c.role for c in m.children],
+                    "shards": len(m.shards),
+                }
+                for depth, m in self.root.walk()
+            ],
+            "shards": [
+                {k: getattr(s, k) for k in ("kind", "tensor", "start", "count", "file", "sha256")}
+                | {"role": s.role}
+                for s in self.shards()
+            ],
+            "bytes": sum(s.bytes for s in self.shards()),
+        }
+
+
+def _merged(parts: list[Shard]) -> list[Shard]:
+    """Consecutive shards of one role shown as one range."""
+    out: list[Shard] = []
+    for s in parts:
+        if out and out[-1].role == s.role and out[-1].at + out[-1].count == s.at:
+            last = out[-1]
+            out[-1] = Shard(last.kind, "", 0, last.count + s.count, "", "", last.role, last.at)
+        else:
+            out.append(s)
+    return out
+
+
+def kind_names(learner: str, slots: int, scalars: int) -> tuple[str, ...]:
+    """The kinds a capture of this learner holds, in the runtime's order (checkpoint_kind)."""
+
+    def slot(k: int) -> str:
+        if learner == "adam" and k < 2:
+            return f"adam.{'mv'[k]}"
+        if learner == "momentum" and k == 0:
+            return "momentum.v"
+        return f"{learner[:32]}.s{k}"
+
+    return ("params", *(slot(k) for k in range(slots))) + (
+        (f"{learner[:32]}.scalars",) if scalars else ()
+    )
+
+
+# ---- reading ----------------------------------------------------------------------------------
+
+
+def _incomplete(message: str) -> CheckpointError:
+    return CheckpointError("checkpoint-incomplete", message)
+
+
+def _malformed(file: Path | str, why: str) -> CheckpointError:
+    return CheckpointError("checkpoint-malformed", f"checkpoint manifest {file}: {why}")
+
+
+def _safe_name(name: str) -> bool:
+    return (
+        0 < len(name.encode("utf-8", "surrogatepass")) <= 200
+        and not name.startswith("/")
+        and "\0" not in name
+        and ".." not in name.split("/")
+    )
+
+
+def _read_sized(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, refused (OSError) above `limit` before anything is read."""
+    with path.open("rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise IsADirectoryError(f"{path} is not a regular file")
+        if size > limit:
+            raise OSError(f"{path} has {size} bytes, more than {limit}")
+        return f.read(limit)
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _json(path: Path, data: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(
+            data.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant
+        )
+    except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
+        raise _malformed(path, f"not JSON: {str(error)[:120]}") from None
+    if not isinstance(value, dict):
+        raise _malformed(path, "not a JSON object")
+    return value
+
+
+def _count(value: object) -> int | None:
+    return value if type(value) is int and 0 <= value < 1 << 64 else None
+
+
+def _string(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+class _Reader:
+    def __init__(self, capture: Path, identity: str | None) -> None:
+        self.capture = capture
+        self.identity = identity
+        self.top: dict[str, Any] = {}
+        self.tensors: dict[str, Tensor] = {}
+        self.kinds: tuple[str, ...] = ()
+
+    def manifest(self, file: str, sha: str | None, role: str, depth: int) -> Manifest:
+        path = self.capture / file
+        try:
+            data = _read_sized(path, MANIFEST_LIMIT)
+        except OSError as error:
+            if sha is None:
+                raise _incomplete(
+                    f"capture {self.capture} is not published (no manifest.json): {error}"
+                ) from None
+            raise _incomplete(f"checkpoint manifest {path} cannot be read: {error}") from None
+        digest = hashlib.sha256(data).hexdigest()
+        top = sha is None
+        if top:  # the top manifest's digest sits beside it
+            beside = path.with_name(path.name + ".sha256")
+            try:
+                own = _read_sized(beside, 256)
+            except OSError as error:
+                raise _incomplete(
+                    f"capture {self.capture} is not published (no manifest.json.sha256): {error}"
+                ) from None
+            if (
+                len(own) != 65
+                or own[64:] != b"\n"
+                or not _HEX64.fullmatch(own[:64].decode("latin-1"))
+            ):
+                raise _malformed(beside, "not the SHA-256 of manifest.json in hex and a newline")
+            sha = own[:64].decode()
+        if digest != sha:
+            says = "manifest.json.sha256" if top else "its parent manifest"
+            raise CheckpointError(
+                "checkpoint-digest-mismatch",
+                f"checkpoint file {path} has sha256 {digest}, but {says} says {sha}",
+            )
+        m = _json(path, data)
+        if m.get("format") != (FORMAT if top else PART_FORMAT):
+            raise _malformed(path, "not an Alpha checkpoint manifest of a format this reads")
+        identity = _string(m.get("identity"))
+        if top:
+            self.check_top(path, m, identity)
+        elif identity != self.top["identity"]:
+            raise CheckpointError(
+                "checkpoint-identity-mismatch",
+                f"checkpoint {path} is of system identity {identity}, but its capture is of "
+                f"{self.top['identity']}",
+            )
+        elif m.get("round") != self.top["round"] or type(m.get("round")) is not int:
+            raise _malformed(path, "a sub-manifest of another round")
+        shards, children = m.get("shards"), m.get("children")
+        if not isinstance(shards, list) or not isinstance(children, list):
+            raise _malformed(path, "shards and children must be lists")
+        who = _string(m.get("role")) or role
+        parsed = tuple(self.shard(path, e, who) for e in shards)
+        kids = []
+        for e in children:
+            name = _string(e.get("file")) if isinstance(e, dict) else None
+            digest_ = _string(e.get("sha256")) if isinstance(e, dict) else None
+            if name is None or digest_ is None or not _safe_name(name) or len(digest_) != 64:
+                raise _malformed(path, "a child needs a file inside the capture and a sha256")
+            if depth >= TREE_DEPTH:
+                raise _malformed(path, "the manifest tree is deeper than 64 levels")
+            kids.append(self.manifest(name, digest_, _string(e.get("role")) or "?", depth + 1))
+        return Manifest(who, file, digest, parsed, tuple(kids))
+
+    def check_top(self, path: Path, m: dict[str, Any], identity: str | None) -> None:
+        if self.identity is not None and identity != self.identity:
+            raise CheckpointError(
+                "checkpoint-identity-mismatch",
+                f"checkpoint {path} is of system identity {identity}, but the system has "
+                f"identity {self.identity}",
+            )
+        fields = {k: _count(m.get(k)) for k in ("round", "n_params", "state_slots")}
+        fields["state_scalars"] = _count(m.get("state_scalars"))
+        learner, bits = _string(m.get("learner")), _string(m.get("loss_bits"))
+        system = _string(m.get("system"))
+        tensors = m.get("tensors")
+        if (
+            None in fields.values()
+            or learner is None
+            or bits is None
+            or not _HEX8.fullmatch(bits)
+            or identity is None
+            or system is None
+            or not isinstance(tensors, list)
+        ):
+            raise _malformed(
+                path,
+                "it needs system, identity, round, n_params, learner, state_slots, "
+                "state_scalars, loss_bits and tensors",
+            )
+        if fields["round"] == 0 or fields["state_slots"] > 64:  # type: ignore[operator]
+            raise _malformed(path, "its round or learner state contradict each other")
+        at = 0
+        for t in tensors:
+            name = _string(t.get("name")) if isinstance(t, dict) else None
+            offset = _count(t.get("offset")) if isinstance(t, dict) else None
+            count = _count(t.get("count")) if isinstance(t, dict) else None
+            if name is None or offset != at or count is None or name in self.tensors:
+                raise _malformed(path, "tensors must follow each other in the flat parameters")
+            self.tensors[name] = Tensor(name, offset, count)
+            at += count
+        if at != fields["n_params"]:
+            raise _malformed(path, "its tensors do not add up to n_params")
+        self.top = {**fields, "learner": learner, "loss_bits": bits, "identity": identity}
+        self.top["system"] = system
+        self.kinds = kind_names(learner, fields["state_slots"], fields["state_scalars"])  # type: ignore[arg-type]
+
+    def shard(self, path: Path, e: object, role: str) -> Shard:
+        if not isinstance(e, dict):
+            raise _malformed(path, "a shard entry is not an object")
+        kind, tensor = _string(e.get("kind")), _string(e.get("tensor"))
+        name, sha = _string(e.get("file")), _string(e.get("sha256"))
+        start, count = _count(e.get("start")), _count(e.get("count"))
+        if None in (kind, tensor, name, sha, start, count):
+            raise _malformed(path, "a shard needs kind, tensor, start, count, file and sha256")
+        assert kind is not None and tensor is not None and name is not None and sha is not None
+        assert start is not None and count is not None
+        if not _HEX64.fullmatch(sha) or not _safe_name(name):
+            raise _malformed(path, "a shard's sha256 or file name is not valid")
+        if kind not in self.kinds:
+            raise _malformed(path, "a shard of a kind this learner does not have")
+        if kind.endswith(".scalars"):
+            if tensor or start != 0 or count != self.top["state_scalars"]:
+                raise _malformed(path, "the scalars shard must hold all of the learner's scalars")
+            return Shard(kind, tensor, start, count, name, sha, role, 0)
+        t = self.tensors.get(tensor)
+        if t is None or count == 0 or start > t.count or count > t.count - start:
+            raise _malformed(path, "a shard of an unknown tensor, or outside its tensor")
+        return Shard(kind, tensor, start, count, name, sha, role, t.offset + start)
+
+    def coverage(self, shards: list[Shard]) -> None:
+        for kind in self.kinds:
+            end = self.top["state_scalars"] if kind.endswith(".scalars") else self.top["n_params"]
+            at = 0
+            for s in sorted((s for s in shards if s.kind == kind), key=lambda s: s.at):
+                if s.at < at:
+                    raise _malformed(
+                        self.capture, f"two shards of {kind} hold element {s.at}"
+                    ) from None
+                if s.at != at:
+                    break
+                at += s.count
+            else:
+                if at == end:
+                    continue
+            raise _incomplete(
+                f"checkpoint {self.capture}: no shard of {kind} holds elements from {at} (of {end})"
+            )
+
+
+def _read(capture: Path, s: Shard) -> bytes:
+    path = capture / s.file
+    try:
+        with path.open("rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            data = f.read(s.bytes) if size == s.bytes else b""
+    except OSError as error:
+        raise _incomplete(f"checkpoint shard {path} cannot be read: {error}") from None
+    if size != s.bytes or len(data) != s.bytes:
+        raise CheckpointError(
+            "checkpoint-digest-mismatch",
+            f"checkpoint shard {path} has {size} bytes, but its manifest says {s.bytes}",
+        )
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != s.sha256:
+        raise CheckpointError(
+            "checkpoint-digest-mismatch",
+            f"checkpoint shard {path} has sha256 {digest}, but its manifest says {s.sha256}",
+        )
+    return data
+
+
+def locate(path: Path) -> tuple[Path, bool]:
+    """The capture folder `path` names: itself, or the one its LATEST names."""
+    latest = path / "LATEST"
+    try:
+        name = _read_sized(latest, 256).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        if isinstance(error, UnicodeDecodeError):
+            raise CheckpointError(
+                "checkpoint-malformed", f"{latest} does not name a capture (round-<R>)"
+            ) from None
+        if not path.exists():
+            raise _incomplete(f"no checkpoint at {path}") from None
+        return path, False
+    name = name[:-1] if name.endswith("\n") else name
+    if not _CAPTURE.fullmatch(name):
+        raise CheckpointError("checkpoint-malformed", f"{latest} does not name a capture")
+    return path / name, True
+
+
+def read_checkpoint(path: str | Path, identity: str | None = None) -> Checkpoint:
+    """Reads and verifies a capture: every manifest and shard digest, the coverage of every
+    kind. `identity`: the system identity it must have (None: any). Raises CheckpointError."""
+    try:
+        capture, latest = locate(Path(path))
+        r = _Reader(capture, identity)
+        root = r.manifest("manifest.json", None, "?", 0)
+        shards = [s for _, m in root.walk() for s in m.shards]
+        r.coverage(shards)
+        for s in shards:
+            _read(capture, s)
+    except CheckpointError:
+        raise
+    except (OSError, ValueError, RecursionError) as error:  # anything the checks above missed
+        raise CheckpointError("checkpoint-malformed", f"{path}: {error}") from None
+    t = r.top
+    return Checkpoint(
+        capture,
+        latest,
+        t["system"],
+        t["identity"],
+        t["round"],
+        t["n_params"],
+        t["learner"],
+        t["state_slots"],
+        t["state_scalars"],
+        t["loss_bits"],
+        tuple(r.tensors.values()),
+        root,
+        r.kinds,
+    )
