@@ -20,26 +20,11 @@ def i64(n: int) -> ir.Constant:
     return ir.Constant(I64, n)
 
 
-def for_range(b: ir.IRBuilder, n: int, body: Callable[[ir.Value], None], name: str = "i") -> None:
-    """for (i = 0; i < n; i++) body(i), with i an i64."""
-    if n <= 0:
-        return
-    fn = b.function
-    pre = b.block
-    head = fn.append_basic_block(f"{name}.head")
-    loop = fn.append_basic_block(f"{name}.body")
-    done = fn.append_basic_block(f"{name}.done")
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(I64, name)
-    i.add_incoming(i64(0), pre)
-    b.cbranch(b.icmp_unsigned("<", i, i64(n)), loop, done)
-    b.position_at_end(loop)
-    body(i)
-    nxt = b.add(i, i64(1), flags=["nuw", "nsw"])
-    i.add_incoming(nxt, b.block)
-    b.branch(head)
-    b.position_at_end(done)
+def for_range(b: ir.IRBuilder, n: int, body: Callable[[ir.Value], None],
+              name: str = "i") -> None:
+    """for (i = 0; i < n; i++) body(i), with i an i64 and n known now."""
+    if n > 0:
+        for_count(b, i64(n), body, name)
 
 
 def for_count(
