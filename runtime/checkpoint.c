@@ -12,34 +12,13 @@
 
 #include "events.h"
 #include "files.h"
+#include "manifest.h"
 #include "refusal.h"
 #include "sha256.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "shards are written as the host's float32 bytes, which must be little-endian"
 #endif
-
-void checkpoint_kind(const struct alpha_program *p, uint32_t slot, char out[48])
-{
-    static const char *const adam[] = {"m", "v"};
-    if (slot == p->state_slots)
-        snprintf(out, 48, "%.32s.scalars", p->learner);
-    else if (strcmp(p->learner, "adam") == 0 && slot < 2)
-        snprintf(out, 48, "adam.%s", adam[slot]);
-    else if (strcmp(p->learner, "momentum") == 0 && slot == 0)
-        snprintf(out, 48, "momentum.v");
-    else
-        snprintf(out, 48, "%.32s.s%u", p->learner, (unsigned)slot);
-}
-
-void checkpoint_role_file(const char *role, char out[128])
-{
-    size_t n = 0;
-    for (const char *s = role; *s && n < 127; s++)
-        if (*s != ']')
-            out[n++] = *s == '[' ? '-' : *s;
-    out[n] = '\0';
-}
 
 void capture_init(struct capture *c, const struct alpha_program *p, const struct alpha_role *r,
                   const char *dir)
@@ -153,64 +132,6 @@ void capture_child(struct capture *c, uint32_t round, const char *role,
     e->role = role;
     snprintf(e->file, sizeof e->file, "manifests/%s.json", name);
     sha256_hex(digest, e->sha256);
-}
-
-/* The manifest's fields (docs/runtime.md); `top` adds what the whole capture needs. */
-static char *manifest_text(const struct capture *c, int top, float loss, size_t *size)
-{
-    const struct alpha_program *p = c->p;
-    char *text = NULL;
-    FILE *f = open_memstream(&text, size);
-    if (!f)
-        refuse(REFUSAL_OUT_OF_MEMORY, "cannot build a manifest");
-    fprintf(f, "{\n  \"format\": \"%s\",\n  \"system\": ",
-            top ? CHECKPOINT_FORMAT : CHECKPOINT_PART_FORMAT);
-    json_string(f, p->system);
-    fprintf(f, ",\n  \"identity\": ");
-    json_string(f, p->identity);
-    fprintf(f, ",\n  \"round\": %u,\n  \"role\": ", (unsigned)c->round);
-    json_string(f, c->r->name);
-    if (top) {
-        uint32_t bits;
-        memcpy(&bits, &loss, sizeof bits);
-        fprintf(f, ",\n  \"n_params\": %llu,\n  \"learner\": ", (unsigned long long)p->n_params);
-        json_string(f, p->learner);
-        fprintf(f, ",\n  \"state_slots\": %u,\n  \"state_scalars\": %u,\n  \"loss_bits\": "
-                "\"%08x\",\n  \"tensors\": [", (unsigned)p->state_slots,
-                (unsigned)p->state_scalars, (unsigned)bits);
-        for (uint32_t i = 0; i < p->n_tensors; i++) {
-            fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-            json_string(f, p->tensors[i].name);
-            fprintf(f, ", \"offset\": %llu, \"count\": %llu}",
-                    (unsigned long long)p->tensors[i].offset,
-                    (unsigned long long)p->tensors[i].count);
-        }
-        fprintf(f, "\n  ]");
-    }
-    fprintf(f, ",\n  \"shards\": [");
-    for (uint32_t i = 0; i < c->n_shards; i++) {
-        const struct shard_entry *s = &c->shards[i];
-        fprintf(f, "%s\n    {\"kind\": ", i ? "," : "");
-        json_string(f, s->kind);
-        fprintf(f, ", \"tensor\": ");
-        json_string(f, s->tensor);
-        fprintf(f, ", \"start\": %llu, \"count\": %llu, \"file\": ",
-                (unsigned long long)s->start, (unsigned long long)s->count);
-        json_string(f, s->file);
-        fprintf(f, ", \"sha256\": \"%s\"}", s->sha256);
-    }
-    fprintf(f, "%s],\n  \"children\": [", c->n_shards ? "\n  " : "");
-    for (uint32_t i = 0; i < c->n_children; i++) {
-        fprintf(f, "%s\n    {\"role\": ", i ? "," : "");
-        json_string(f, c->children[i].role);
-        fprintf(f, ", \"file\": ");
-        json_string(f, c->children[i].file);
-        fprintf(f, ", \"sha256\": \"%s\"}", c->children[i].sha256);
-    }
-    fprintf(f, "%s]\n}\n", c->n_children ? "\n  " : "");
-    if (fclose(f) != 0 || !text)
-        refuse(REFUSAL_OUT_OF_MEMORY, "cannot build a manifest");
-    return text;
 }
 
 static void event(const struct capture *c, int published)

@@ -48,11 +48,6 @@ struct capture {
     double started;
 };
 
-/* The kind name of learner state slot k (k == state_slots: the scalars) into out. */
-void checkpoint_kind(const struct alpha_program *p, uint32_t slot, char out[48]);
-/* "worker[3]" -> "worker-3": role names as file names. */
-void checkpoint_role_file(const char *role, char out[128]);
-
 void capture_init(struct capture *c, const struct alpha_program *p, const struct alpha_role *r,
                   const char *dir);
 /* CHECKPOINT: this role's shards of op's range, from the round's parameters and learner state

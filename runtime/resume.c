@@ -13,6 +13,7 @@
 #include "checkpoint.h"
 #include "files.h"
 #include "json.h"
+#include "manifest.h"
 #include "refusal.h"
 #include "sha256.h"
 
@@ -44,17 +45,6 @@ static _Noreturn void malformed(const char *file, const char *why)
     refuse(REFUSAL_CHECKPOINT_MALFORMED, "checkpoint manifest %s: %s", file, why);
 }
 
-/* A relative file name inside the capture: no absolute path, no "..". */
-static int safe_name(const char *name)
-{
-    if (!*name || *name == '/' || strlen(name) > 200)
-        return 0;
-    for (const char *s = name; *s; s = strchr(s, '/') ? strchr(s, '/') + 1 : s + strlen(s))
-        if (strncmp(s, "..", 2) == 0 && (s[2] == '/' || s[2] == '\0'))
-            return 0;
-    return 1;
-}
-
 static int kind_of(const struct alpha_program *p, const char *name, uint32_t *kind)
 {
     char k[48];
@@ -77,7 +67,7 @@ static void add_shard(struct reader *r, const char *file, const struct json *e)
     if (!kind || !tensor || !name || !sha || json_get_u64(e, "start", &start) ||
         json_get_u64(e, "count", &count))
         malformed(file, "a shard needs kind, tensor, start, count, file and sha256");
-    if (strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64 || !safe_name(name))
+    if (strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64 || !manifest_safe_name(name))
         malformed(file, "a shard's sha256 or file name is not valid");
     if (r->n_shards == r->cap_shards) {
         r->cap_shards = r->cap_shards ? 2 * r->cap_shards : 16;
@@ -105,16 +95,6 @@ static void add_shard(struct reader *r, const char *file, const struct json *e)
     snprintf(s->file, sizeof s->file, "%s", name);
     memcpy(s->sha256, sha, 65);
     r->n_shards++;
-}
-
-static void sha256_of_text(const char *text, uint64_t n, char hex[65])
-{
-    struct sha256 s;
-    uint8_t digest[32];
-    sha256_init(&s);
-    sha256_update(&s, text, n);
-    sha256_final(&s, digest);
-    sha256_hex(digest, hex);
 }
 
 /* The top manifest's description of the system must be this program's. */
@@ -150,7 +130,7 @@ static void read_manifest(struct reader *r, const char *file, const char *sha, i
                        : "capture %s is not published (no manifest.json): %s",
                    sha ? path : r->capture, strerror(errno));
     r->files++;
-    sha256_of_text(text, size, hex);
+    sha256_text(text, size, hex);
     char *own = NULL; /* the top manifest's digest, beside it */
     if (!sha) {
         uint64_t n;
@@ -190,7 +170,7 @@ static void read_manifest(struct reader *r, const char *file, const char *sha, i
         add_shard(r, path, e);
     for (const struct json *e = children->child; e; e = e->next) {
         const char *name = json_get_string(e, "file"), *digest = json_get_string(e, "sha256");
-        if (!name || !digest || !safe_name(name) || strlen(digest) != 64)
+        if (!name || !digest || !manifest_safe_name(name) || strlen(digest) != 64)
             malformed(path, "a child needs a file inside the capture and a sha256");
         if (depth >= TREE_DEPTH)
             malformed(path, "the manifest tree is deeper than 64 levels");
@@ -282,33 +262,11 @@ static uint64_t load(struct reader *r, const struct shard *s, float *dst, uint64
     return 4 * s->count;
 }
 
-/* The capture folder path names: path itself, or path/<LATEST>. */
-static void locate(const char *path, char out[4096])
-{
-    char latest[4200];
-    uint64_t size;
-    snprintf(latest, sizeof latest, "%s/LATEST", path);
-    char *name = files_read_text(latest, 256, &size);
-    if (!name) {
-        if (!files_exist(path))
-            incomplete("no checkpoint at %s%s", path, "");
-        if (snprintf(out, 4096, "%s", path) >= 4096)
-            incomplete("checkpoint path %s%s is too long", path, "");
-        return;
-    }
-    if (size > 0 && name[size - 1] == '\n')
-        name[--size] = '\0';
-    if (size < 7 || strncmp(name, "round-", 6) != 0 || strspn(name + 6, "0123456789") != size - 6)
-        refuse(REFUSAL_CHECKPOINT_MALFORMED, "%s does not name a capture (round-<R>)", latest);
-    snprintf(out, 4096, "%s/%s", path, name);
-    free(name);
-}
-
 void resume_load(const struct alpha_program *p, const char *path, float *params, float *state,
                  uint64_t state_start, uint64_t state_count, struct resumed *out)
 {
     memset(out, 0, sizeof *out);
-    locate(path, out->capture);
+    manifest_locate(path, out->capture);
     struct reader r = {.p = p, .out = out, .capture = out->capture};
     read_manifest(&r, "manifest.json", NULL, 0);
     check_coverage(&r);

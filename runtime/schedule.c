@@ -105,23 +105,6 @@ static const float *evaluate(struct schedule *s, uint32_t lo, uint32_t hi, float
     return out;
 }
 
-/* Records that the round updated parameters [start, start + count) in staged. */
-static void touch(struct schedule *s, struct range e)
-{
-    s->touched[s->n_touched++] = e;
-}
-
-/* Whether the round has updated every parameter of e. */
-static int updated(const struct schedule *s, struct range e)
-{
-    uint64_t at = e.start, end = e.start + e.count;
-    for (uint32_t pass = 0; at < end && pass < s->n_touched; pass++)
-        for (uint32_t i = 0; i < s->n_touched; i++)
-            if (s->touched[i].start <= at && at < s->touched[i].start + s->touched[i].count)
-                at = s->touched[i].start + s->touched[i].count;
-    return at >= end;
-}
-
 /* The round's loss from piece [0, leaves), when the role holds it. */
 static float round_loss(struct schedule *s)
 {
@@ -137,7 +120,7 @@ static const char *checkpoint_op(struct schedule *s, const struct alpha_op *op)
     uint8_t digest[32];
     switch (op->kind) {
     case ALPHA_OP_CHECKPOINT:
-        if ((op->flags & ALPHA_WRITES_PARAMS) && !updated(s, elements(s, op)))
+        if ((op->flags & ALPHA_WRITES_PARAMS) && !stage_updated(s, elements(s, op)))
             return "writes parameters the round has not updated";
         if ((op->flags & (ALPHA_WRITES_OPTIMIZER | ALPHA_WRITES_SCALARS)) && !s->applied)
             return "writes learner state before the round applies the learner";
@@ -214,7 +197,7 @@ static const char *run_op(struct schedule *s, uint32_t i)
                    "piece [0, leaves)";
         if (!s->dry)
             alpha_apply(s->staged, s->state_staged, q->data, s->round, e.start, e.count);
-        touch(s, e);
+        stage_touch(s, e);
         s->applied = 1;
         return NULL;
     case ALPHA_OP_SEND_PARAMS:
@@ -224,21 +207,11 @@ static const char *run_op(struct schedule *s, uint32_t i)
     case ALPHA_OP_RECV_PARAMS:
         if (!s->dry)
             net_recv_params(s->net, op->link, e.start, e.count, s->staged);
-        touch(s, e);
+        stage_touch(s, e);
         return NULL;
     default:
         return checkpoint_op(s, op);
     }
-}
-
-/* The round has run whole: its updates become the committed state. */
-static void commit(struct schedule *s)
-{
-    for (uint32_t i = 0; i < s->n_touched; i++)
-        memcpy(s->params + s->touched[i].start, s->staged + s->touched[i].start,
-               s->touched[i].count * sizeof(float));
-    if (s->applied)
-        memcpy(s->state, s->state_staged, s->state_floats * sizeof(float));
 }
 
 const char *schedule_round(struct schedule *s, uint32_t *failed)
@@ -257,34 +230,12 @@ const char *schedule_round(struct schedule *s, uint32_t *failed)
     if (!s->dry) {
         if (s->net)
             net_flush(s->net);
-        commit(s);
+        stage_commit(s);
         s->loss = round_loss(s);
     }
     for (uint32_t i = 0; i < s->n_pieces; i++)
         s->pieces[i].held = 0;
     return NULL;
-}
-
-void schedule_prepare(struct schedule *s, const char *checkpoint_dir)
-{
-    const struct alpha_program *p = s->p;
-    s->params = checked_calloc(p->n_params, sizeof(float), "the parameters");
-    s->staged = checked_calloc(p->n_params, sizeof(float), "the parameters");
-    s->state_floats = s->applies ? p->state_slots * s->state_count + p->state_scalars : 0;
-    /* A role holding all the state holds n_state floats, whatever the slots say. */
-    if (s->applies && s->state_count == p->n_params && p->n_state > s->state_floats)
-        s->state_floats = p->n_state;
-    s->state = checked_calloc(s->state_floats, sizeof(float), "learner state");
-    s->state_staged = checked_calloc(s->state_floats, sizeof(float), "learner state");
-    alpha_init_params(s->params);
-    schedule_restage(s);
-    capture_init(&s->capture, p, s->r, checkpoint_dir);
-}
-
-void schedule_restage(struct schedule *s)
-{
-    memcpy(s->staged, s->params, s->p->n_params * sizeof(float));
-    memcpy(s->state_staged, s->state, s->state_floats * sizeof(float));
 }
 
 float schedule_train(struct schedule *s, const struct dataset *d, struct net *net, int quiet)

@@ -85,4 +85,10 @@ float schedule_train(struct schedule *s, const struct dataset *d, struct net *ne
 /* One round, dry or real (schedule.c): NULL, or why op *failed cannot run (dry runs only). */
 const char *schedule_round(struct schedule *s, uint32_t *failed);
 
+/* The staged round (stage.c): parameters [start, start + count) were updated in staged; whether
+ * every parameter of a range was; the commit once the round has run whole. */
+void stage_touch(struct schedule *s, struct range e);
+int stage_updated(const struct schedule *s, struct range e);
+void stage_commit(struct schedule *s);
+
 #endif

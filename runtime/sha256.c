@@ -108,3 +108,13 @@ void sha256_hex(const uint8_t digest[32], char hex[65])
     }
     hex[64] = '\0';
 }
+
+void sha256_text(const void *data, size_t n, char hex[65])
+{
+    struct sha256 s;
+    uint8_t digest[32];
+    sha256_init(&s);
+    sha256_update(&s, data, n);
+    sha256_final(&s, digest);
+    sha256_hex(digest, hex);
+}

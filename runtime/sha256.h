@@ -17,5 +17,7 @@ void sha256_update(struct sha256 *s, const void *data, size_t n);
 void sha256_final(struct sha256 *s, uint8_t digest[32]);
 /* Lowercase hex with a terminating NUL. */
 void sha256_hex(const uint8_t digest[32], char hex[65]);
+/* The SHA-256 of n bytes, in hex. */
+void sha256_text(const void *data, size_t n, char hex[65]);
 
 #endif

@@ -1,0 +1,25 @@
+/* The layout of a checkpoint capture, shared by its writer (checkpoint.c) and its reader
+ * (resume.c); docs/runtime.md, "Checkpoints", describes it. */
+#ifndef ALPHA_MANIFEST_H
+#define ALPHA_MANIFEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alpha_program.h"
+#include "checkpoint.h"
+
+/* The kind name of learner state slot k (k == state_slots: the scalars) into out:
+ * "adam.m", "adam.v", "momentum.v", "<learner>.s<k>", "<learner>.scalars". */
+void checkpoint_kind(const struct alpha_program *p, uint32_t slot, char out[48]);
+/* "worker[3]" -> "worker-3": role names as file names. */
+void checkpoint_role_file(const char *role, char out[128]);
+/* The JSON text of a role's sub-manifest, or (top) of the capture's manifest.json. */
+char *manifest_text(const struct capture *c, int top, float loss, size_t *size);
+/* A relative file name inside the capture: not absolute, no ".." component. */
+int manifest_safe_name(const char *name);
+/* The capture folder `path` names: path/<LATEST> when LATEST exists, else path itself. Refuses
+ * checkpoint-incomplete (nothing there) or checkpoint-malformed (LATEST names no capture). */
+void manifest_locate(const char *path, char out[4096]);
+
+#endif
