@@ -2,11 +2,18 @@
 
 Each piece is parsed on its own (see parser.py), so one syntax error costs one item and an edit
 re-parses only the pieces whose text changed. The scanner knows just enough of the lexical
-syntax to do this: brackets, strings, comments and newlines.
+syntax to do this: brackets, strings, comments and newlines, each found by one compiled regular
+expression, so a cut costs a few C-level searches per declaration rather than a Python step per
+character.
+
+A declaration's extent depends only on its own text: cutting `text[decl.span]` alone gives the
+same declaration, shifted to offset 0. That is what lets the parser memoize a whole declaration
+by its text (`parser.parse_decl`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from alpha_core.syntax.span import Span
@@ -14,6 +21,19 @@ from alpha_core.syntax.span import Span
 DECL_KEYWORDS = ("system", "plan", "pairing")
 OPEN = "({["
 CLOSE = ")}]"
+
+# A declaration starts with its keyword at column 0, followed by a space or a tab.
+_DECL_START = re.compile(r"^(?:system|plan|pairing)[ \t]", re.MULTILINE)
+# Inside a body: strings and comments (skipped whole: a brace in them does not count), braces,
+# and the start of the next declaration (where an unclosed body ends). A string ends at its
+# closing quote or before the end of its line; a comment before the end of its line.
+_BODY_TOKEN = re.compile(r'"[^"\n]*"?|#[^\n]*|[{}]|^(?:system|plan|pairing)[ \t]', re.MULTILINE)
+# Inside an item: strings, comments, brackets and the newlines that may end it.
+_ITEM_TOKEN = re.compile(r'"[^"\n]*"?|#[^\n]*|[(\[{]|[)\]}]|\n')
+# Between items, and between declarations: blank space and comments.
+_BLANK = re.compile(r"(?:\s+|#[^\n]*)*")
+_HEADER_END = re.compile(r"[{\n]")
+_SPACE_BEFORE_BRACE = re.compile(r"[ \t\r\n]*")
 
 
 @dataclass(frozen=True)
@@ -41,140 +61,132 @@ class Stray:
     piece: Piece
 
 
-def _skip_string_or_comment(text: str, i: int) -> int:
-    """If text[i] starts a string or comment, return the offset just after it, else i."""
-    ch = text[i]
-    if ch == "#":
-        j = text.find("\n", i)
-        return len(text) if j < 0 else j
-    if ch == '"':
-        j = i + 1
-        while j < len(text) and text[j] not in '"\n':
-            j += 1
-        return j + 1 if j < len(text) and text[j] == '"' else j
-    return i
+def _past(pattern: re.Pattern[str], text: str, pos: int, end: int | None = None) -> int:
+    """The end of a match of a pattern that matches the empty text (so always matches)."""
+    found = pattern.match(text, pos, len(text) if end is None else end)
+    assert found is not None
+    return found.end()
 
 
-def _at_line_start_keyword(text: str, i: int) -> bool:
-    """A declaration keyword at column 0, followed by a space: where a new declaration starts."""
-    if i > 0 and text[i - 1] != "\n":
-        return False
-    for kw in DECL_KEYWORDS:
-        if text.startswith(kw, i) and i + len(kw) < len(text) and text[i + len(kw)] in " \t":
-            return True
-    return False
+def _past_blank(text: str, pos: int, end: int) -> int:
+    return _past(_BLANK, text, pos, end)
 
 
 def split_items(text: str, start: int, end: int) -> list[Piece]:
-    """Items of a body: an item ends at a newline outside every bracket."""
+    """Items of a body: an item ends at a newline outside every bracket.
+
+    An item starts at its first character that is neither blank nor inside a comment (a string
+    starts one); its text has its trailing blanks stripped.
+    """
     items: list[Piece] = []
-    depth = 0
-    item_start: int | None = None
-    i = start
-    while i < end:
-        ch = text[i]
-        j = _skip_string_or_comment(text, i)
-        if j != i:
-            if ch == '"' and item_start is None:
-                item_start = i
-            i = j
-            continue
-        if ch == "\n":
-            if depth == 0 and item_start is not None:
-                items.append(Piece(text[item_start:i].rstrip(), Span(item_start, i)))
-                item_start = None
-            i += 1
-            continue
-        if not ch.isspace() and item_start is None:
-            item_start = i
-        if ch in OPEN:
-            depth += 1
-        elif ch in CLOSE:
-            depth = max(0, depth - 1)
-        i += 1
-    if item_start is not None:
-        items.append(Piece(text[item_start:end].rstrip(), Span(item_start, end)))
-    return [Piece(p.text, Span(p.span.start, p.span.start + len(p.text))) for p in items]
+    pos = start
+    while True:
+        item_start = _past_blank(text, pos, end)
+        if item_start >= end:
+            break
+        depth = 0
+        item_end = end
+        pos = end
+        for tok in _ITEM_TOKEN.finditer(text, item_start, end):
+            ch = tok.group()[0]
+            if ch == "\n":
+                if depth == 0:
+                    item_end, pos = tok.start(), tok.end()
+                    break
+            elif ch in OPEN:
+                depth += 1
+            elif ch in CLOSE:
+                depth = max(0, depth - 1)
+        piece = text[item_start:item_end].rstrip()
+        items.append(Piece(piece, Span(item_start, item_start + len(piece))))
+        if pos >= end:
+            break
+    return items
 
 
 def split_decls(text: str) -> tuple[list[DeclPieces], list[Stray]]:
     """Find the declarations of a file; anything else that is not blank is stray text."""
-    decls: list[DeclPieces] = []
+    bounds, strays = cut_decls(text)
+    return [scan_decl(text, start) for start, _ in bounds], strays
+
+
+def cut_decls(text: str) -> tuple[list[tuple[int, int]], list[Stray]]:
+    """Where each declaration starts and ends, and the stray text between them.
+
+    The same cut as `split_decls` without splitting the bodies into items: what an edit needs
+    to find the declarations it touched.
+    """
+    bounds: list[tuple[int, int]] = []
     strays: list[Stray] = []
-    i = 0
     n = len(text)
-    stray_start: int | None = None
-
-    def flush_stray(upto: int) -> None:
-        nonlocal stray_start
-        if stray_start is not None:
-            chunk = text[stray_start:upto].rstrip()
-            if chunk:
-                strays.append(Stray(Piece(chunk, Span(stray_start, stray_start + len(chunk)))))
-            stray_start = None
-
-    while i < n:
-        j = _skip_string_or_comment(text, i) if text[i] == "#" else i
-        if j != i:
-            i = j
-            continue
-        if _at_line_start_keyword(text, i):
-            flush_stray(i)
-            decl, i = _scan_decl(text, i)
-            decls.append(decl)
-            continue
-        if not text[i].isspace() and stray_start is None:
-            stray_start = i
-        i += 1
-    flush_stray(n)
-    return decls, strays
+    pos = 0
+    while pos < n:
+        found = _DECL_START.search(text, pos)
+        upto = found.start() if found else n
+        _stray(text, pos, upto, strays)
+        if found is None:
+            break
+        end = _decl_end(text, upto)
+        bounds.append((upto, end))
+        pos = end
+    return bounds, strays
 
 
-def _scan_decl(text: str, start: int) -> tuple[DeclPieces, int]:
-    n = len(text)
-    i = start
-    while i < n and text[i] not in "{\n":
-        i += 1
-    # the brace may sit on the next line; look past blank space for it
-    k = i
-    while k < n and text[k] in " \t\r\n":
-        k += 1
-    if k < n and text[k] == "{":
-        i = k
-    header_text = text[start:i].rstrip()
-    header = Piece(header_text, Span(start, start + len(header_text)))
-    if i >= n or text[i] != "{":
-        end = _next_decl_start(text, i)
-        return DeclPieces(header, Span(i, i), (), Span(start, end), False, True), end
-    body_start = i + 1
+def _stray(text: str, start: int, end: int, strays: list[Stray]) -> None:
+    """Text between declarations: stray from its first character that is not blank or a
+    comment up to the next declaration, trailing blanks stripped."""
+    first = _past_blank(text, start, end)
+    if first < end:
+        chunk = text[first:end].rstrip()
+        strays.append(Stray(Piece(chunk, Span(first, first + len(chunk)))))
+
+
+def _header_end(text: str, start: int) -> int:
+    """Where the header ends: at the opening brace (which may sit on a later line, past blank
+    space), else at the end of the keyword's line."""
+    found = _HEADER_END.search(text, start)
+    i = found.start() if found else len(text)
+    k = _past(_SPACE_BEFORE_BRACE, text, i)
+    return k if k < len(text) and text[k] == "{" else i
+
+
+def _body_end(text: str, body_start: int) -> tuple[int, bool]:
+    """The offset of the closing brace, or where an unclosed body ends: (offset, closed)."""
     depth = 1
-    j = body_start
-    while j < n:
-        ch = text[j]
-        k = _skip_string_or_comment(text, j)
-        if k != j:
-            j = k
-            continue
-        if _at_line_start_keyword(text, j):
-            break  # an unclosed body ends where the next declaration begins
+    for tok in _BODY_TOKEN.finditer(text, body_start):
+        ch = tok.group()[0]
         if ch == "{":
             depth += 1
         elif ch == "}":
             depth -= 1
             if depth == 0:
-                items = tuple(split_items(text, body_start, j))
-                return DeclPieces(
-                    header, Span(body_start, j), items, Span(start, j + 1), False, False
-                ), j + 1
-        j += 1
+                return tok.start(), True
+        elif ch not in '"#':
+            return tok.start(), False  # an unclosed body ends where the next declaration begins
+    return len(text), False
+
+
+def _decl_end(text: str, start: int) -> int:
+    i = _header_end(text, start)
+    if i >= len(text) or text[i] != "{":
+        found = _DECL_START.search(text, i)
+        return found.start() if found else len(text)
+    end, closed = _body_end(text, i + 1)
+    return end + 1 if closed else end
+
+
+def scan_decl(text: str, start: int = 0) -> DeclPieces:
+    """The declaration whose keyword is at `start`, its body cut into items."""
+    i = _header_end(text, start)
+    header_text = text[start:i].rstrip()
+    header = Piece(header_text, Span(start, start + len(header_text)))
+    if i >= len(text) or text[i] != "{":
+        found = _DECL_START.search(text, i)
+        end = found.start() if found else len(text)
+        return DeclPieces(header, Span(i, i), (), Span(start, end), False, True)
+    body_start = i + 1
+    j, closed = _body_end(text, body_start)
     items = tuple(split_items(text, body_start, j))
-    return DeclPieces(header, Span(body_start, j), items, Span(start, j), True, False), j
-
-
-def _next_decl_start(text: str, i: int) -> int:
-    n = len(text)
-    while i < n:
-        if _at_line_start_keyword(text, i):
-            return i
-        i += 1
-    return n
+    return DeclPieces(
+        header, Span(body_start, j), items, Span(start, j + 1 if closed else j), not closed, False
+    )

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass
+
+_NEWLINE = re.compile("\n")
 
 
 @dataclass(frozen=True, order=True)
@@ -34,9 +37,7 @@ class LineIndex:
     def __init__(self, text: str) -> None:
         self.text = text
         self.starts = [0]
-        for i, ch in enumerate(text):
-            if ch == "\n":
-                self.starts.append(i + 1)
+        self.starts += (m.end() for m in _NEWLINE.finditer(text))
 
     def position(self, offset: int) -> Position:
         offset = max(0, min(offset, len(self.text)))
