@@ -146,6 +146,25 @@ static void event(const struct capture *c, int published)
     fflush(stdout);
 }
 
+/* Makes the capture's renames durable: each folder a file went into once, then the capture
+ * folder itself (its subfolders' entries). */
+static void sync_folders(struct capture *c)
+{
+    char path[4400];
+    for (uint32_t i = 0; i < c->n_shards; i++) {
+        uint32_t j = 0;
+        while (j < i && strcmp(c->shards[j].kind, c->shards[i].kind) != 0)
+            j++;
+        if (j == i && strchr(c->shards[i].file, '/')) {
+            snprintf(path, sizeof path, "%s/%s", c->path, c->shards[i].file);
+            files_sync_folder(path);
+        }
+    }
+    snprintf(path, sizeof path, "%s/manifests", c->path);
+    files_sync_dir(path);
+    files_sync_dir(c->path);
+}
+
 const uint8_t *capture_seal(struct capture *c, uint32_t round)
 {
     begin(c, round);
@@ -156,7 +175,7 @@ const uint8_t *capture_seal(struct capture *c, uint32_t round)
     snprintf(file, sizeof file, "manifests/%s.json", name);
     put_file(c, file, text, size, c->digest, hex);
     free(text);
-    files_sync_folder(c->path);
+    sync_folders(c);
     c->open = 0;
     event(c, 0);
     return c->digest;
@@ -189,7 +208,8 @@ void capture_publish(struct capture *c, uint32_t round, float loss)
     uint8_t unused[32];
     char ignored[65];
     put_file(c, "manifest.json.sha256", hex, 65, unused, ignored);
-    files_sync_folder(c->path); /* the subfolders' entries */
+    sync_folders(c);
+    files_sync_dir(c->dir); /* the capture's own entry */
     char next[4200], latest[4200], name[32];
     snprintf(next, sizeof next, "%s/LATEST.next", c->dir);
     snprintf(latest, sizeof latest, "%s/LATEST", c->dir);
@@ -199,7 +219,7 @@ void capture_publish(struct capture *c, uint32_t round, float loss)
     failpoint(round);
     if (rename(next, latest) != 0)
         write_failed("file", latest);
-    files_sync_folder(latest);
+    files_sync_dir(c->dir);
     c->open = 0;
     event(c, 1);
 }

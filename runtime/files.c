@@ -35,6 +35,15 @@ int files_mkdirs(const char *path)
     return S_ISDIR(st.st_mode) ? 0 : (errno = ENOTDIR, -1);
 }
 
+void files_sync_dir(const char *folder)
+{
+    int fd = open(folder, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
 void files_sync_folder(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -45,11 +54,7 @@ void files_sync_folder(const char *path)
         snprintf(folder, sizeof folder, "/");
     else
         snprintf(folder, sizeof folder, "%.*s", (int)(slash - path), path);
-    int fd = open(folder, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
+    files_sync_dir(folder);
 }
 
 static int write_all(int fd, const uint8_t *bytes, uint64_t n)
@@ -91,7 +96,6 @@ int files_write(const char *path, const void *bytes, uint64_t n, uint8_t digest[
         unlink(tmp);
         return errno = error, -1;
     }
-    files_sync_folder(path);
     return 0;
 }
 

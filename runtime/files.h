@@ -9,11 +9,14 @@
 
 /* mkdir -p: 0, or -1 with errno. */
 int files_mkdirs(const char *path);
-/* Writes n bytes to path through path.tmp (written, fsynced, closed, renamed, the folder
- * fsynced), with their SHA-256 in digest (may be NULL): 0, or -1 with errno (the temporary file
- * removed). */
+/* Writes n bytes to path through path.tmp (written, fsynced, closed, renamed), with their
+ * SHA-256 in digest (may be NULL): 0, or -1 with errno (the temporary file removed). The
+ * rename is durable once the caller has synced the folder (files_sync_folder), which it may do
+ * once for many files. */
 int files_write(const char *path, const void *bytes, uint64_t n, uint8_t digest[32]);
-/* fsync of the folder holding path (best effort: some file systems refuse it). */
+/* fsync of a folder, or of the folder holding path (best effort: some file systems refuse
+ * it). */
+void files_sync_dir(const char *folder);
 void files_sync_folder(const char *path);
 /* A whole small file, NUL-terminated, of at most `limit` bytes: NULL with errno (EFBIG when it
  * is larger). Free it with free(). */

@@ -1,8 +1,15 @@
-/* Compact SHA-256, written from FIPS 180-4. Small rather than fast: the runtime hashes a data
- * file once at start-up and the parameter file once at the end. */
+/* SHA-256, written from FIPS 180-4: the data file at start-up, the parameter file, and every
+ * checkpoint shard written and read back. The portable compression is compact; on x86-64 with
+ * the SHA extensions (checked with cpuid at first use) the blocks go through them instead,
+ * several times faster, with the same digests. */
 #include "sha256.h"
 
 #include <string.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
 
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -51,6 +58,67 @@ static void compress(uint32_t h[8], const uint8_t block[64])
     h[7] += k;
 }
 
+#if defined(__x86_64__)
+/* The SHA-NI rounds: the state is kept as ABEF and CDGH; each group of four rounds adds its
+ * four message words and constants, and the schedule extends the words four at a time:
+ * W[g] = msg2(msg1(W[g-4], W[g-3]) + (W[g-1]:W[g-2] >> 4 bytes), W[g-1]). */
+__attribute__((target("sha,sse4.1,ssse3"))) static void compress_ni(uint32_t h[8],
+                                                                    const uint8_t *data,
+                                                                    size_t blocks)
+{
+    const __m128i swap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+    __m128i cdab = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[0]), 0xB1);
+    __m128i efgh = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[4]), 0x1B);
+    __m128i abef = _mm_alignr_epi8(cdab, efgh, 8);
+    __m128i cdgh = _mm_blend_epi16(efgh, cdab, 0xF0);
+    for (; blocks > 0; blocks--, data += 64) {
+        __m128i w[4], saved_abef = abef, saved_cdgh = cdgh;
+        for (int g = 0; g < 16; g++) {
+            if (g < 4)
+                w[g] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 16 * g)), swap);
+            else
+                w[g % 4] = _mm_sha256msg2_epu32(
+                    _mm_add_epi32(_mm_sha256msg1_epu32(w[g % 4], w[(g + 1) % 4]),
+                                  _mm_alignr_epi8(w[(g + 3) % 4], w[(g + 2) % 4], 4)),
+                    w[(g + 3) % 4]);
+            __m128i m = _mm_add_epi32(w[g % 4], _mm_loadu_si128((const __m128i *)&K[4 * g]));
+            cdgh = _mm_sha256rnds2_epu32(cdgh, abef, m);
+            abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(m, 0x0E));
+        }
+        abef = _mm_add_epi32(abef, saved_abef);
+        cdgh = _mm_add_epi32(cdgh, saved_cdgh);
+    }
+    __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+    __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+    _mm_storeu_si128((__m128i *)&h[0], _mm_blend_epi16(feba, dchg, 0xF0));
+    _mm_storeu_si128((__m128i *)&h[4], _mm_alignr_epi8(dchg, feba, 8));
+}
+
+static int has_sha_ni(void)
+{
+    static int known = -1;
+    if (known < 0) {
+        unsigned a, b, c, d;
+        int ssse3_sse41 = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 9)) && (c & (1u << 19));
+        known = ssse3_sse41 && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 29));
+    }
+    return known;
+}
+#endif
+
+/* Whole blocks straight from the input. */
+static void compress_blocks(uint32_t h[8], const uint8_t *data, size_t blocks)
+{
+#if defined(__x86_64__)
+    if (has_sha_ni()) {
+        compress_ni(h, data, blocks);
+        return;
+    }
+#endif
+    for (; blocks > 0; blocks--, data += 64)
+        compress(h, data);
+}
+
 void sha256_init(struct sha256 *s)
 {
     static const uint32_t initial[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
@@ -64,6 +132,11 @@ void sha256_update(struct sha256 *s, const void *data, size_t n)
 {
     const uint8_t *p = data;
     s->length += n;
+    if (s->used == 0 && n >= 64) {
+        compress_blocks(s->h, p, n / 64);
+        p += n - n % 64;
+        n %= 64;
+    }
     while (n > 0) {
         size_t take = 64 - s->used;
         if (take > n)
@@ -73,8 +146,13 @@ void sha256_update(struct sha256 *s, const void *data, size_t n)
         p += take;
         n -= take;
         if (s->used == 64) {
-            compress(s->h, s->block);
+            compress_blocks(s->h, s->block, 1);
             s->used = 0;
+            if (n >= 64) {
+                compress_blocks(s->h, p, n / 64);
+                p += n - n % 64;
+                n %= 64;
+            }
         }
     }
 }
