@@ -450,6 +450,47 @@ _ENTRIES = [
         "combine anything.",
     ),
     Refusal(
+        "checkpoint-write-failed",
+        START_UP,
+        "a shard, manifest or the published pointer could not be written",
+        "Captures are written beside their final names, synced and renamed. When any write "
+        "fails the role stops with this name; the capture is never published, and the last "
+        "published one stays as it was.",
+    ),
+    Refusal(
+        "checkpoint-incomplete",
+        RESUME,
+        "the checkpoint lacks a piece it needs",
+        "A capture is published only when every owner's piece belongs to it. A path that names "
+        "no published capture, a missing shard or sub-manifest, or shards that leave parameter "
+        "or learner-state elements uncovered are refused at resume; nothing is loaded and "
+        "nothing is written.",
+    ),
+    Refusal(
+        "checkpoint-malformed",
+        RESUME,
+        "a manifest is not one this version reads",
+        "Manifests are JSON of a fixed format and version. Anything else (damaged text, "
+        "another format, fields out of range) is refused before any shard is read.",
+    ),
+    Refusal(
+        "checkpoint-identity-mismatch",
+        RESUME,
+        "the checkpoint belongs to another system",
+        "Checkpoints are indexed by logical identity: the SHA-256 of the canonical system. "
+        "Any plan of the same system may resume from it (another owner count, another "
+        "partitioning); a checkpoint of a different system is refused, naming both "
+        "identities.",
+    ),
+    Refusal(
+        "checkpoint-digest-mismatch",
+        RESUME,
+        "a shard or manifest is not what its manifest says",
+        "Every shard and sub-manifest is listed with its SHA-256 by the manifest above it. A "
+        "flipped byte anywhere is refused by name, naming the file; nothing is loaded and "
+        "nothing is written.",
+    ),
+    Refusal(
         "usage",
         USAGE,
         "a command was called with arguments it does not take",
