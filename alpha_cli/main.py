@@ -14,6 +14,7 @@ from rich.markup import escape
 from alpha_cli.render import diagnostic_json, err, error_line, out, show_refusals
 from alpha_cli.run_view import run_with_progress
 from alpha_core.build import BuildResult, Deployment, build_plan, build_program
+from alpha_core.checkpoint import CheckpointError, read_checkpoint
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.registry import REGISTRY
 from alpha_core.launch import RoleOutcome, command_for, free_port_base
@@ -233,6 +234,79 @@ def cmd_project(args: argparse.Namespace) -> int:
     return OK
 
 
+def cmd_inspect(args: argparse.Namespace) -> int:
+    try:
+        ckpt = read_checkpoint(args.checkpoint)
+    except CheckpointError as e:
+        if args.json:
+            print(
+                json.dumps(
+                    {
+                        "checkpoint": args.checkpoint,
+                        "ok": False,
+                        "refusals": [{"name": e.name, "message": str(e)}],
+                    },
+                    indent=2,
+                )
+            )
+        else:
+            error_line(e.name, str(e))
+        return REFUSED
+    if args.json:
+        print(json.dumps({"checkpoint": args.checkpoint, "ok": True, **ckpt.to_json()}, indent=2))
+    else:
+        out.print(escape(ckpt.summary()))
+    return OK
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Held-out evaluation of a checkpoint by the system's own compiled forward pass."""
+    a = _analysis(args.file)
+    program, diags = a.program(args.system)
+    if program is None:
+        return _refused(a, diags, args.json)
+    with tempfile.TemporaryDirectory(prefix="alpha-eval-") as tmp:
+        try:
+            result = build_program(program, Path(tmp), "x86_64", args.data)
+        except LinkError as e:
+            return _refused(a, [Diagnostic("link-failed", str(e), None)], args.json)
+        command = [
+            result.executables[0].path,
+            "--resume",
+            args.checkpoint,
+            "--evaluate-only",
+            "--params-out",
+            str(Path(tmp) / "params"),
+        ]
+        [outcome] = run_with_progress([("main", command)], 0, quiet=True)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "file": a.path,
+                    "ok": outcome.exit_code == 0,
+                    "checkpoint": args.checkpoint,
+                    **outcome.to_json(),
+                },
+                indent=2,
+            )
+        )
+        return OK if outcome.exit_code == 0 else REFUSED
+    if outcome.exit_code != 0:
+        error_line(outcome.refusal or "role-crashed", outcome.message or "")
+        return REFUSED
+    done = outcome.done or {}
+    if "holdout_accuracy" in done:
+        out.print(
+            f"held-out accuracy {float(str(done['holdout_accuracy'])):.4f}  "
+            f"({done.get('holdout_rows')} rows)"
+        )
+    if "holdout_mse" in done:
+        out.print(f"held-out mse      {float(str(done['holdout_mse'])):.6f}")
+    out.print(f"parameters sha256 {done.get('params_sha256')}", soft_wrap=True)
+    return OK
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     r = REGISTRY.get(args.name)
     if r is None:
@@ -307,6 +381,17 @@ def parser() -> argparse.ArgumentParser:
     j.add_argument("--role", default=None)
     j.add_argument("--json", action="store_true")
     j.set_defaults(func=cmd_project)
+    i = sub.add_parser("inspect", help="verify and describe a checkpoint")
+    i.add_argument("checkpoint")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(func=cmd_inspect)
+    v = sub.add_parser("eval", help="held-out evaluation of a checkpoint")
+    v.add_argument("file")
+    v.add_argument("--checkpoint", required=True)
+    v.add_argument("--system", default=None)
+    v.add_argument("--data", default=None)
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(func=cmd_eval)
     e = sub.add_parser("explain", help="explain a refusal by name")
     e.add_argument("name")
     e.set_defaults(func=cmd_explain)
