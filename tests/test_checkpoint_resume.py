@@ -274,3 +274,28 @@ def test_a_capture_of_another_system_is_refused(pair: Built, tmp_path: Path) -> 
     [o] = _refused(other, capture, tmp_path, "checkpoint-identity-mismatch")
     mine, theirs = _identity(other), read_checkpoint(capture).identity
     assert mine != theirs and mine in (o.message or "") and theirs in (o.message or "")
+
+
+def test_evaluate_only_reports_the_capture_and_writes_nothing(
+    pair: Built, single: Built, reference: str, tmp_path: Path
+) -> None:
+    trained = single.run("--quiet", params=tmp_path / "trained.params")
+    [done] = [o.done for o in trained if o.done]
+    outcomes = single.run(
+        "--resume", str(pair.folder / "checkpoints"), "--evaluate-only", params=tmp_path / "p"
+    )
+    [o] = outcomes
+    assert o.exit_code == 0 and o.done is not None, (o.refusal, o.message)
+    assert o.done["evaluate_only"] is True and o.done["params_file"] is None
+    assert o.done["params_sha256"] == reference and o.done["steps"] == 40
+    for key in ("holdout_accuracy", "final_loss_bits"):
+        assert o.done[key] == done[key], key
+    assert not any(e.get("event") == "step" for e in o.events)
+    assert not (tmp_path / "p").exists()
+    # resumed at the last round, a run trains nothing and writes the same parameters
+    again = pair.run("--resume", str(pair.folder / "checkpoints"), params=tmp_path / "again")
+    assert written_sha(again) == reference
+    assert not any(e.get("event") == "step" for o in again for e in o.events)
+    # --evaluate-only without --resume is a usage error
+    [bad] = single.run("--evaluate-only")
+    assert bad.exit_code == 2 and bad.refusal == "usage"
