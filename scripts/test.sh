@@ -6,4 +6,6 @@ ruff check alpha_core alpha_cli alpha_lsp tests bench
 ruff format --check alpha_core alpha_cli alpha_lsp tests bench
 mypy
 python -m alpha_core.diagnostics.docs --check
+# the VS Code extension's npm packages (tests/test_editor_vscode.py): npm ci, reused when current
+if command -v npm >/dev/null; then bash vscode-extension/scripts/deps.sh; fi
 python -m pytest -q -p no:cacheprovider "$@"

