@@ -1,25 +1,43 @@
 """The front door of the core: pure phases memoized by content, shared by the CLI, LSP and TUI.
 
-Parsing is memoized per piece of text (see syntax/parser.py), checking per file text and the
-bytes of the data files it read. The workspace does no IO of its own beyond reading the data
-files a system names, through `read_file`, which a face may replace (an editor's unsaved
-buffers, say).
+Analysis is incremental per declaration. Parsing is memoized by the text of each declaration
+and of each item in it (syntax/parser.py); checking a system by (its text, the folder its data
+paths are relative to, the digests of the data files it read), a plan by (its text, its
+system's check), a pairing by (its text, its plan's check). Each is computed once at offset 0
+and moved to where its declaration stands, and a move is kept for as long as that offset is in
+use, so an edit costs the declaration it touched, the declarations that depend on it, and
+lookups for the rest. The workspace does no IO of its own beyond reading the data files a
+system names, through `read_file`, which a face may replace (an editor's unsaved buffers, say).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, TypeVar
 
-from alpha_core.check.module import CheckedModule, check_module
+from alpha_core.check.module import (
+    CheckedModule,
+    DeclCheck,
+    Placed,
+    assemble,
+    check_pairing_decl,
+    check_plan_decl,
+    check_system_decl,
+    shift_check,
+)
 from alpha_core.check.program import Program
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.plan.model import Pairing, Plan
 from alpha_core.syntax import ast
-from alpha_core.syntax.parser import parse
+from alpha_core.syntax.parser import ParsedFile, parse_file
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -28,14 +46,21 @@ class Analysis:
 
     path: str
     text: str
-    module: ast.Module
+    parsed: ParsedFile
     checked: CheckedModule
+
+    @property
+    def module(self) -> ast.Module:
+        """The tree, spans into `text`; made when first asked for (diagnostics do not need it)."""
+        return self.parsed.module
+
+    @property
+    def parse_diagnostics(self) -> tuple[Diagnostic, ...]:
+        return self.parsed.diagnostics
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
         return list(self.parse_diagnostics) + list(self.checked.diagnostics)
-
-    parse_diagnostics: tuple[Diagnostic, ...] = ()
 
     def plan(
         self, name: str, pairing: str | None = None
@@ -68,11 +93,12 @@ class Analysis:
         diags = self.diagnostics
         if any(d.severity == "error" for d in diags):
             return None, diags
-        systems = [d for d in self.module.decls if d.kind == "system"]
+        decls = [parsed.decl for parsed, _ in self.parsed.decls]  # names need no offsets
+        systems = [d for d in decls if d.kind == "system"]
         if name is not None:
             systems = [d for d in systems if d.name == name]
         if len(systems) != 1:
-            have = ", ".join(f"`{d.name}`" for d in self.module.decls if d.kind == "system")
+            have = ", ".join(f"`{d.name}`" for d in decls if d.kind == "system")
             message = (
                 f"no system named `{name}`"
                 if name is not None and not systems
@@ -97,39 +123,156 @@ def read_disk(path: str) -> bytes | None:
         return None
 
 
+class _Lru(Generic[K, V]):
+    """A bounded memo table: the least recently used entry goes first."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        value = self._entries.get(key)
+        if value is not None:
+            self._entries.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        if len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+
+
+@dataclass
+class CheckCounts:
+    """How many declarations the workspace has checked anew (memo misses), by kind.
+
+    A memo hit is not counted: after an edit inside one system of a file analysed before, only
+    that system (and the plans and pairings that depend on it) are counted again."""
+
+    systems: int = 0
+    plans: int = 0
+    pairings: int = 0
+
+
+Reads = dict[str, str | None]  # data file path → digest of its bytes (None: unreadable)
+
+
+class _Checker:
+    """The workspace's checker for one analysis: memoized by declaration (see module doc)."""
+
+    def __init__(self, ws: Workspace, base_dir: str, seen: Reads) -> None:
+        self.ws = ws
+        self.base_dir = base_dir
+        self.seen = seen  # the data files read so far in this analysis
+        self.reads: Reads = {}  # every data file the analysis depends on, with its digest
+
+    def system(self, d: Placed) -> DeclCheck:
+        ws = self.ws
+        key = (d.text, self.base_dir)
+        kept = ws._systems.get(key)
+        if kept is not None and all(ws._current(p, self.seen) == dg for p, dg in kept[0].items()):
+            self.reads.update(kept[0])
+            return kept[1]
+        reads: Reads = {}
+
+        def tracked_read(p: str) -> bytes | None:
+            content = ws._read(p)
+            reads[p] = ws._digest(p, content)
+            return content
+
+        check = check_system_decl(d.decl, tracked_read, self.base_dir)
+        ws.counts.systems += 1
+        ws._systems.put(key, (reads, check))
+        self.reads.update(reads)
+        return check
+
+    def plan(self, d: Placed, system: DeclCheck) -> DeclCheck:
+        kept = self.ws._plans.get((d.text, system))
+        if kept is None:
+            assert isinstance(system.value, Program)
+            kept = check_plan_decl(d.decl, system.value)
+            self.ws.counts.plans += 1
+            self.ws._plans.put((d.text, system), kept)
+        return kept
+
+    def pairing(self, d: Placed, plan: DeclCheck) -> DeclCheck:
+        kept = self.ws._pairings.get((d.text, plan))
+        if kept is None:
+            assert isinstance(plan.value, Plan)
+            kept = check_pairing_decl(d.decl, plan.value)
+            self.ws.counts.pairings += 1
+            self.ws._pairings.put((d.text, plan), kept)
+        return kept
+
+    def placed(
+        self, check: DeclCheck, offset: int, target: Program | Plan | None = None
+    ) -> DeclCheck:
+        # the target is compared by identity (hashing a program would walk its graph); the
+        # entry holds it, so its id cannot be reused while the entry lives
+        key = (check, offset, None if target is None else id(target))
+        kept = self.ws._placed.get(key)
+        if kept is not None and kept[0] is target:
+            return kept[1]
+        placed = shift_check(check, offset, target)
+        self.ws._placed.put(key, (target, placed))
+        return placed
+
+
 class Workspace:
     def __init__(
-        self, read_file: Callable[[str], bytes | None] = read_disk, capacity: int = 64
+        self,
+        read_file: Callable[[str], bytes | None] = read_disk,
+        capacity: int = 64,
+        declarations: int = 8192,
     ) -> None:
         self._read = read_file
         self._capacity = capacity
         # key: (path, text digest) → (the data files read with their digests, analysis)
-        self._analyses: dict[tuple[str, str], tuple[dict[str, str | None], Analysis]] = {}
+        self._analyses: dict[tuple[str, str], tuple[Reads, Analysis]] = {}
+        # per declaration; checks are compared by identity, so a plan's key holds its system's
+        self._systems: _Lru[tuple[str, str], tuple[Reads, DeclCheck]] = _Lru(declarations)
+        self._plans: _Lru[tuple[str, DeclCheck], DeclCheck] = _Lru(declarations)
+        self._pairings: _Lru[tuple[str, DeclCheck], DeclCheck] = _Lru(declarations)
+        self._placed: _Lru[
+            tuple[DeclCheck, int, int | None], tuple[Program | Plan | None, DeclCheck]
+        ] = _Lru(declarations)
+        # the last bytes seen of each data file and their digest: a reader that hands back the
+        # same bytes object (the language server's, while the file stands) is not hashed again
+        self._digests: dict[str, tuple[bytes, str]] = {}
+        self.counts = CheckCounts()
 
-    def _digest(self, content: bytes | None) -> str | None:
-        return None if content is None else hashlib.sha256(content).hexdigest()
+    def _digest(self, path: str, content: bytes | None) -> str | None:
+        if content is None:
+            return None
+        kept = self._digests.get(path)
+        if kept is not None and kept[0] is content:
+            return kept[1]
+        digest = hashlib.sha256(content).hexdigest()
+        self._digests[path] = (content, digest)
+        return digest
+
+    def _current(self, path: str, seen: Reads) -> str | None:
+        """A data file's digest now, read once per analysis (`seen` holds what it read)."""
+        if path not in seen:
+            seen[path] = self._digest(path, self._read(path))
+        return seen[path]
 
     def analyze(self, path: str, text: str) -> Analysis:
         key = (path, hashlib.sha256(text.encode(errors="surrogatepass")).hexdigest())
+        seen: Reads = {}
         cached = self._analyses.get(key)
         if cached is not None:
-            seen, analysis = cached
-            if all(self._digest(self._read(p)) == d for p, d in seen.items()):
+            reads, analysis = cached
+            if all(self._current(p, seen) == d for p, d in reads.items()):
                 return analysis
-        reads: dict[str, str | None] = {}
-
-        def tracked_read(p: str) -> bytes | None:
-            content = self._read(p)
-            reads[p] = self._digest(content)
-            return content
-
-        module, parse_diags = parse(text)
-        base = os.path.dirname(os.path.abspath(path))
-        checked = check_module(module, tracked_read, base)
-        analysis = Analysis(path, text, module, checked, tuple(parse_diags))
+        parsed = parse_file(text)
+        checker = _Checker(self, os.path.dirname(os.path.abspath(path)), seen)
+        decls = [Placed(p.decl, offset, p.text) for p, offset in parsed.decls]
+        analysis = Analysis(path, text, parsed, assemble(decls, checker))
         if len(self._analyses) >= self._capacity:
             self._analyses.pop(next(iter(self._analyses)))
-        self._analyses[key] = (reads, analysis)
+        self._analyses[key] = (checker.reads, analysis)
         return analysis
 
     def analyze_file(self, path: str) -> Analysis:

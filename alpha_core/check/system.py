@@ -16,6 +16,7 @@ from alpha_core.data import synthetic
 from alpha_core.diagnostics import Related
 from alpha_core.ir.graph import BATCH, Graph, GraphBuilder, size
 from alpha_core.syntax import ast
+from alpha_core.syntax.shift import node_fields
 from alpha_core.syntax.span import Span
 
 ReadFile = Callable[[str], bytes | None]
@@ -179,28 +180,36 @@ def _missing(ctx: CheckContext, decl: ast.Decl, what: str, example: str) -> None
     )
 
 
+_NAMED = (ast.ParamItem, ast.FnItem, ast.FnParam, ast.Let, ast.DataItem)
+
+
 def _device_words(decl: ast.Decl, ctx: CheckContext) -> None:
     """No device, host, address or rank word anywhere inside a system."""
     seen: list[tuple[str, Span]] = []
 
+    # Preorder, fields in declaration order: the order of the refusals. Only the fields that
+    # may hold nodes are entered (node_fields), never spans, strings or numbers.
     def visit(node: object) -> None:
-        if isinstance(node, ast.Name | ast.Kwarg):
-            word = node.id if isinstance(node, ast.Name) else node.name
-            span = node.span if isinstance(node, ast.Name) else node.name_span
-            if device_word(word):
-                seen.append((word, span))
-        if isinstance(node, ast.Call) and device_word(node.func):
-            seen.append((node.func, node.func_span))
-        if isinstance(
-            node, ast.ParamItem | ast.FnItem | ast.FnParam | ast.Let | ast.DataItem
-        ) and device_word(node.name):
-            seen.append((node.name, node.name_span))
         if isinstance(node, tuple):
             for n in node:
                 visit(n)
-        elif hasattr(node, "__dataclass_fields__"):
-            for f in node.__dataclass_fields__:
-                visit(getattr(node, f))
+            return
+        if isinstance(node, ast.Name):
+            if device_word(node.id):
+                seen.append((node.id, node.span))
+        elif isinstance(node, ast.Kwarg):
+            if device_word(node.name):
+                seen.append((node.name, node.name_span))
+        elif isinstance(node, ast.Call):
+            if device_word(node.func):
+                seen.append((node.func, node.func_span))
+        elif isinstance(node, _NAMED) and device_word(node.name):
+            seen.append((node.name, node.name_span))
+        if hasattr(node, "__dataclass_fields__"):
+            for name in node_fields(type(node))[1]:
+                child = getattr(node, name)
+                if child is not None:
+                    visit(child)
 
     visit(decl.items)
     if device_word(decl.name):
@@ -261,8 +270,6 @@ def _data(
             seed=int(args["seed"]),
             noise=float(args["noise"]),
         )
-        x, y = synthetic.generate(spec)
-        digest = hashlib.sha256(x.tobytes() + y.tobytes()).hexdigest()
         return DataSpec(
             spec.kind,
             spec.features,
@@ -270,7 +277,7 @@ def _data(
             outputs,
             rows,
             holdout,
-            digest,
+            synthetic.digest(spec),  # memoized by the spec: the rows are generated once
             seed=spec.seed,
             noise=spec.noise,
         )

@@ -8,6 +8,7 @@ generator of parameter init and float32 operations in a fixed order are used her
 from __future__ import annotations
 
 import functools
+import hashlib
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,8 +26,11 @@ def _normal(seed: int, stream: int, count: int) -> np.ndarray:
 
 @functools.lru_cache(maxsize=32)
 def _generate(
-    rows: int, features: int, label_kind: str, outputs: int, seed: int, noise: float
+    rows: int, features: int, label_kind: str, outputs: int, seed: int, noise_hex: str
 ) -> tuple[np.ndarray, np.ndarray]:
+    # `noise` arrives as float.hex(): a cache key that tells -0.0 from 0.0, which may draw
+    # different bits (a regression's noise term is multiplied by it)
+    noise = float.fromhex(noise_hex)
     f32 = np.float32
     x: np.ndarray
     y: np.ndarray
@@ -49,6 +53,26 @@ def _generate(
     return x.astype(np.float32), y.astype(np.float32)
 
 
+def _key(spec: DataSpec) -> tuple[int, int, str, int, int, str]:
+    return (spec.rows, spec.features, spec.label_kind, spec.outputs, spec.seed, spec.noise.hex())
+
+
 def generate(spec: DataSpec) -> tuple[np.ndarray, np.ndarray]:
     """(x: rows × features, y: rows × 1 class index or rows × targets), both float32."""
-    return _generate(spec.rows, spec.features, spec.label_kind, spec.outputs, spec.seed, spec.noise)
+    return _generate(*_key(spec))
+
+
+@functools.lru_cache(maxsize=65536)
+def _digest(
+    rows: int, features: int, label_kind: str, outputs: int, seed: int, noise_hex: str
+) -> str:
+    x, y = _generate(rows, features, label_kind, outputs, seed, noise_hex)
+    return hashlib.sha256(x.tobytes() + y.tobytes()).hexdigest()
+
+
+def digest(spec: DataSpec) -> str:
+    """The SHA-256 of the rows as embedded (x's bytes, then y's): what the checker records as
+    the data's identity. Memoized by the spec (a digest is 64 characters; the rows, up to 64 MiB
+    a set, are kept only in `generate`'s small cache), so rechecking a system whose data did
+    not change never generates it again."""
+    return _digest(*_key(spec))

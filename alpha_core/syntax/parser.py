@@ -1,26 +1,35 @@
 """Parse a source text into a Module. Parsing never fails: it returns a tree and diagnostics.
 
-The file is cut into pieces (pieces.py); each piece is parsed by the LALR grammar in
-grammars/alpha.lark with the start rule that fits it, and memoized by its text, so an edit
-re-parses only the pieces it changed. A piece that does not parse becomes an ErrorItem.
+The file is cut into declarations and each declaration's body into items (pieces.py); each
+piece is parsed by the LALR grammar in grammars/alpha.lark with the start rule that fits it.
+Parsing is memoized at two levels in one table (`_parse_piece`), both by text alone: a whole
+declaration, with spans relative to its first character, and within it each item. An edit
+re-parses the one declaration it touched, and in it only the items whose text changed; every
+other declaration is a lookup, wherever it moved. Absolute spans are made when the module is
+asked for (`ParsedFile.module`), one declaration at a time, and kept for the offsets in use.
+A piece that does not parse becomes an ErrorItem.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import lark
 
-from alpha_core.diagnostics import Diagnostic
+from alpha_core.diagnostics import Diagnostic, Related
 from alpha_core.syntax import ast
-from alpha_core.syntax.pieces import DeclPieces, split_decls
+from alpha_core.syntax.pieces import DeclPieces, cut_decls, scan_decl
+from alpha_core.syntax.shift import shift
+from alpha_core.syntax.shift import span as shift_span
 from alpha_core.syntax.span import Span
 
 GRAMMAR_PATH = Path(__file__).resolve().parents[2] / "grammars" / "alpha.lark"
 ITEM_START = {"system": "system_item", "plan": "plan_item", "pairing": "pairing_item"}
+DECLARATION = "declaration"  # the pseudo start rule of a whole declaration in `_parse_piece`
 
 
 @functools.cache
@@ -96,9 +105,27 @@ def _syntax_diagnostic(err: lark.exceptions.LarkError, text: str, offset: int) -
     return Diagnostic("syntax-error", message, span)
 
 
+@dataclass(frozen=True, eq=False)
+class ParsedDecl:
+    """One declaration parsed on its own: its tree and diagnostics with spans relative to its
+    first character. The same text always gives the same object while it is memoized, so it
+    serves as a key for what is computed from it (compared by identity)."""
+
+    text: str
+    decl: ast.Decl
+    diagnostics: tuple[Diagnostic, ...]
+
+
 @functools.lru_cache(maxsize=65536)
 def _parse_piece(text: str, start: str) -> tuple[Any, Diagnostic | None]:
-    """Parse one piece at offset 0. Memoized by text: the unit of incremental reparsing."""
+    """Parse one piece at offset 0. Memoized by text: the unit of incremental reparsing.
+
+    `start` is a grammar start rule, or DECLARATION for a whole declaration (a ParsedDecl,
+    whose items come from this same table), so clearing it forgets every parse."""
+    if start == DECLARATION:
+        diags: list[Diagnostic] = []
+        decl = _parse_decl(scan_decl(text), diags)
+        return ParsedDecl(text, decl, tuple(diags)), None
     try:
         tree = _parser().parse(text, start=start)
         return _Build(text).node(tree), None
@@ -115,27 +142,52 @@ def _parse_piece(text: str, start: str) -> tuple[Any, Diagnostic | None]:
         )
 
 
-def shift(node: Any, by: int) -> Any:
-    """The same tree with every span moved by `by` characters."""
-    if by == 0:
-        return node
-    if isinstance(node, Span):
-        return node.shifted(by)
-    if isinstance(node, tuple):
-        return tuple(shift(n, by) for n in node)
-    if dataclasses.is_dataclass(node) and not isinstance(node, type):
-        changes = {f.name: shift(getattr(node, f.name), by) for f in dataclasses.fields(node)}
-        return dataclasses.replace(node, **changes)
-    return node
+def parse_decl(text: str) -> ParsedDecl:
+    """A declaration's text (from its keyword at column 0 to its end), parsed at offset 0."""
+    parsed, _ = _parse_piece(text, DECLARATION)
+    assert isinstance(parsed, ParsedDecl)
+    return parsed
+
+
+def parse_cache_info() -> Any:
+    """Hits and misses of the parse memo (declarations and items together): a miss is a
+    declaration or an item parsed anew."""
+    return _parse_piece.cache_info()
+
+
+@functools.lru_cache(maxsize=8192)
+def _placed(parsed: ParsedDecl, offset: int) -> ast.Decl:
+    """A declaration's tree at its offset in the file; kept while that offset is in use."""
+    return shift(parsed.decl, offset)
 
 
 def shift_diagnostic(d: Diagnostic, by: int) -> Diagnostic:
-    return dataclasses.replace(d, span=d.span.shifted(by) if d.span else None)
+    """The same diagnostic with its span and related spans moved by `by` characters."""
+    if by == 0:
+        return d
+    return dataclasses.replace(
+        d,
+        span=shift_span(d.span, by) if d.span is not None else None,
+        related=tuple(Related(shift_span(r.span, by), r.message) for r in d.related),
+    )
 
 
-def parse(text: str) -> tuple[ast.Module, list[Diagnostic]]:
-    """Parse a whole file. Never raises on any input text."""
-    decl_pieces, strays = split_decls(text)
+@dataclass(frozen=True)
+class ParsedFile:
+    """A file parsed declaration by declaration: each one at offset 0 and where it starts."""
+
+    decls: tuple[tuple[ParsedDecl, int], ...]
+    diagnostics: tuple[Diagnostic, ...]  # stray text first, then each declaration's, in order
+
+    @functools.cached_property
+    def module(self) -> ast.Module:
+        """The tree with spans into the file, made when first asked for."""
+        return ast.Module(tuple(_placed(parsed, offset) for parsed, offset in self.decls))
+
+
+def parse_file(text: str) -> ParsedFile:
+    """Parse a whole file into its declarations. Never raises on any input text."""
+    bounds, strays = cut_decls(text)
     diags: list[Diagnostic] = []
     for stray in strays:
         diags.append(
@@ -149,8 +201,18 @@ def parse(text: str) -> tuple[ast.Module, list[Diagnostic]]:
                 help="declarations start at column 0 with their keyword",
             )
         )
-    decls = [_parse_decl(dp, diags) for dp in decl_pieces]
-    return ast.Module(tuple(decls)), diags
+    decls: list[tuple[ParsedDecl, int]] = []
+    for start, end in bounds:
+        parsed = parse_decl(text[start:end])
+        decls.append((parsed, start))
+        diags += (shift_diagnostic(d, start) for d in parsed.diagnostics)
+    return ParsedFile(tuple(decls), tuple(diags))
+
+
+def parse(text: str) -> tuple[ast.Module, list[Diagnostic]]:
+    """Parse a whole file. Never raises on any input text."""
+    parsed = parse_file(text)
+    return parsed.module, list(parsed.diagnostics)
 
 
 def _parse_decl(dp: DeclPieces, diags: list[Diagnostic]) -> ast.Decl:
