@@ -78,14 +78,18 @@ async function startClient(): Promise<void> {
     const how = config.get<string>('server.pythonPath')
       ? `alpha.server.pythonPath (${config.get<string>('server.pythonPath')} -m alpha_lsp)`
       : `alpha.server.command (${JSON.stringify(config.get('server.command'))})`;
-    const choice = await vscode.window.showErrorMessage(
-      `Alpha: could not start the language server from ${how}: ${message(err)}. ` +
-        'Install the `alpha` package (which provides alpha-lsp) or set the command.',
-      'Open Settings'
-    );
-    if (choice === 'Open Settings') {
-      await vscode.commands.executeCommand('workbench.action.openSettings', 'alpha.server');
-    }
+    // not awaited: activation must not wait for the user to dismiss the message
+    void vscode.window
+      .showErrorMessage(
+        `Alpha: could not start the language server from ${how}: ${message(err)}. ` +
+          'Install the `alpha` package (which provides alpha-lsp) or set the command.',
+        'Open Settings'
+      )
+      .then((choice) => {
+        if (choice === 'Open Settings') {
+          void vscode.commands.executeCommand('workbench.action.openSettings', 'alpha.server');
+        }
+      });
   }
 }
 
