@@ -270,3 +270,41 @@ def test_the_runtime_names_the_same_refusal(
     runtime = events[-1].get("name") if events[-1]["event"] == "refused" else None
     assert runtime == python, (name, how, events[-1])
     assert run.returncode == (0 if python is None else 3)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_the_runtime_survives_rewritten_manifests(
+    built: tuple[Built, Built], pristine: Path, scratch: Path, data: st.DataObject
+) -> None:
+    """Manifests rewritten with arbitrary JSON, digests made to match: the runtime's reader
+    (json.c, resume.c) resumes or refuses by a checkpoint name, and never crashes."""
+    work = _fresh(pristine, scratch)
+    capture = work / "round-00000040"
+    files = ["manifest.json", *(f"manifests/{n}" for n in _files(capture / "manifests"))]
+    file = data.draw(st.sampled_from(files))
+    manifest = json.loads((capture / file).read_text())
+    path = data.draw(st.sampled_from(_paths(manifest)))
+    value = data.draw(_json_values())
+    if path:
+        holder = manifest
+        for step in path[:-1]:
+            holder = holder[step]
+        holder[path[-1]] = value
+    else:
+        manifest = value
+    _resign(capture, file, json.dumps(manifest).encode())
+    run = subprocess.run(
+        [built[1].roles[0][1], "--resume", str(work), "--evaluate-only"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    last = json.loads(run.stdout.splitlines()[-1])
+    assert run.returncode in (0, 3), (run.returncode, run.stderr[-300:])
+    if run.returncode == 3:
+        assert last["event"] == "refused" and last["name"] in REFUSALS, last
