@@ -31,9 +31,10 @@ from alpha_core.check.module import (
     shift_check,
 )
 from alpha_core.check.program import Program
+from alpha_core.data import synthetic
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.plan.model import Pairing, Plan
-from alpha_core.syntax import ast
+from alpha_core.syntax import ast, parser
 from alpha_core.syntax.parser import ParsedFile, parse_file
 
 K = TypeVar("K")
@@ -267,13 +268,29 @@ class Workspace:
             if all(self._current(p, seen) == d for p, d in reads.items()):
                 return analysis
         parsed = parse_file(text)
-        checker = _Checker(self, os.path.dirname(os.path.abspath(path)), seen)
-        decls = [Placed(p.decl, offset, p.text) for p, offset in parsed.decls]
-        analysis = Analysis(path, text, parsed, assemble(decls, checker))
+        checked, reads = self._check(path, parsed, seen)
+        analysis = Analysis(path, text, parsed, checked)
         if len(self._analyses) >= self._capacity:
             self._analyses.pop(next(iter(self._analyses)))
-        self._analyses[key] = (checker.reads, analysis)
+        self._analyses[key] = (reads, analysis)
         return analysis
+
+    def check(self, path: str, parsed: ParsedFile) -> CheckedModule:
+        """Check a parsed file (the second half of `analyze`, reusing what it kept)."""
+        return self._check(path, parsed, {})[0]
+
+    def _check(self, path: str, parsed: ParsedFile, seen: Reads) -> tuple[CheckedModule, Reads]:
+        checker = _Checker(self, os.path.dirname(os.path.abspath(path)), seen)
+        decls = [Placed(p.decl, offset, p.text) for p, offset in parsed.decls]
+        return assemble(decls, checker), checker.reads
 
     def analyze_file(self, path: str) -> Analysis:
         return self.analyze(path, Path(path).read_text(encoding="utf-8", errors="replace"))
+
+
+def clear_memos() -> None:
+    """Forget what pure phases memoize for the whole process (parsed declarations and items,
+    placed trees, synthetic data and its digests): to measure a cold analysis. A workspace's own
+    memos go with it."""
+    parser.clear_memos()
+    synthetic.clear_memos()

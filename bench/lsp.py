@@ -4,8 +4,9 @@ The real server runs as a subprocess over stdio, driven by pygls's client, with 
 set to 0 (an editor sees this latency plus the debounce, 50 ms by default). For each example
 and for a generated file of about 5,000 lines (many systems, each with a plan) it makes N
 one-line edits in turn, each waiting for its diagnostics, and prints the median and p95. Beside
-them, measured in the same run: a cold full check (a fresh workspace and an empty parse cache),
-the first `didOpen` → diagnostics, and for the edit the split between parsing and checking.
+them, measured in the same run: the same edit made to the file's first system (which moves every
+declaration after it), a cold full check (a fresh workspace and every memo emptied), the first
+`didOpen` → diagnostics, and for the middle edit the split between parsing and checking.
 
     .venv/bin/python bench/lsp.py [--edits N] [--lines L] [--json OUT]
 """
@@ -30,9 +31,8 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from alpha_core.check.module import check_module
 from alpha_core.syntax import parser
-from alpha_core.workspace import Workspace, read_disk
+from alpha_core.workspace import Workspace, clear_memos
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,6 +78,8 @@ class Case:
     open_ms: float
     edit_median_ms: float
     edit_p95_ms: float
+    first_median_ms: float
+    first_p95_ms: float
     parse_ms: float
     check_ms: float
     edits: int
@@ -117,7 +119,7 @@ def p95(samples: list[float]) -> float:
 def cold_check(path: str, text: str) -> float:
     times = []
     for _ in range(3):
-        parser._parse_piece.cache_clear()
+        clear_memos()
         t = time.perf_counter()
         Workspace().analyze(path, text)
         times.append(time.perf_counter() - t)
@@ -125,41 +127,42 @@ def cold_check(path: str, text: str) -> float:
 
 
 def split(path: str, text: str, edited: str) -> tuple[float, float]:
-    """Parse and check times of the edited text, with the parse cache warm from `text`."""
-    parser.parse(text)
+    """Parse and check times of the edited text, in a workspace warm from `text`: what the
+    server does for the edit, in two halves (`Workspace.analyze` is `parse_file` then
+    `Workspace.check`)."""
+    ws = Workspace()
+    ws.analyze(path, text)
     t = time.perf_counter()
-    module, _ = parser.parse(edited)
+    parsed = parser.parse_file(edited)
     t_parse = time.perf_counter() - t
     t = time.perf_counter()
-    check_module(module, read_disk, os.path.dirname(path))
+    ws.check(path, parsed)
     return t_parse * 1000, (time.perf_counter() - t) * 1000
 
 
-def edit_site(text: str) -> tuple[int, int, int]:
-    """The `steps` line of the middle system: (line, first column of the count, its length)."""
+def edit_site(text: str, which: str = "middle") -> tuple[int, int, int]:
+    """The `steps` line of the middle (or first) system: (line, first column of the count, its
+    length)."""
     lines = text.split("\n")
     steps = [i for i, line in enumerate(lines) if line.strip().startswith("steps ")]
-    line = steps[len(steps) // 2]
+    line = steps[len(steps) // 2] if which == "middle" else steps[0]
     m = re.search(r"\d+", lines[line])
     assert m is not None
     return line, m.start(), m.end() - m.start()
 
 
-async def measure(client: Client, name: str, path: Path, text: str, edits: int) -> Case:
-    uri = path.as_uri()
-    t0 = time.perf_counter()
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="alpha", version=1, text=text)
-        )
-    )
-    open_ms = (await wait_for(client, uri, 1) - t0) * 1000
-    line, col, width = edit_site(text)
+async def edits(
+    client: Client, uri: str, text: str, which: str, first_version: int, count: int
+) -> list[float]:
+    """`count` one-line edits at a site, each timed to its diagnostics; the last is undone."""
+    line, col, width = edit_site(text, which)
+    base = 1000 if which == "middle" else 2000  # no item text of the other site's
     samples: list[float] = []
     current = text.split("\n")[line][col : col + width]
-    for k in range(edits):
-        new = str(1000 + k)  # a different count each time: never a memoized text
-        version = k + 2
+    version = first_version
+    for k in range(count + 1):
+        # a different count each time, never a memoized text; then back to the original
+        new = str(base + k) if k < count else text.split("\n")[line][col : col + width]
         t0 = time.perf_counter()
         client.text_document_did_change(
             types.DidChangeTextDocumentParams(
@@ -175,8 +178,26 @@ async def measure(client: Client, name: str, path: Path, text: str, edits: int) 
                 ],
             )
         )
-        samples.append((await wait_for(client, uri, version) - t0) * 1000)
+        arrived = await wait_for(client, uri, version)
+        if k < count:
+            samples.append((arrived - t0) * 1000)
         current = new
+        version += 1
+    return samples
+
+
+async def measure(client: Client, name: str, path: Path, text: str, edits_: int) -> Case:
+    uri = path.as_uri()
+    t0 = time.perf_counter()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="alpha", version=1, text=text)
+        )
+    )
+    open_ms = (await wait_for(client, uri, 1) - t0) * 1000
+    samples = await edits(client, uri, text, "middle", 2, edits_)
+    first = await edits(client, uri, text, "first", 3 + edits_, edits_)
+    line, col, width = edit_site(text)
     lines_ = text.split("\n")
     edited_line = lines_[line][:col] + "999" + lines_[line][col + width :]
     edited = "\n".join(lines_[:line] + [edited_line] + lines_[line + 1 :])
@@ -188,9 +209,11 @@ async def measure(client: Client, name: str, path: Path, text: str, edits: int) 
         open_ms,
         statistics.median(samples),
         p95(samples),
+        statistics.median(first),
+        p95(first),
         parse_ms,
         check_ms,
-        edits,
+        edits_,
     )
 
 
@@ -255,13 +278,14 @@ def main() -> None:
     print(f"machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, load {m['load']}")
     cases = asyncio.run(run(args.edits, args.lines))
     print(
-        "| file | lines | edit → diagnostics, median | p95 | edit: parse | edit: check "
-        "| cold full check | first open |"
+        "| file | lines | edit → diagnostics, median | p95 | first system's edit, median "
+        "| p95 | edit: parse | edit: check | cold full check | first open |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for c in cases:
         print(
             f"| {c.name} | {c.lines:,} | {c.edit_median_ms:.1f} ms | {c.edit_p95_ms:.1f} ms "
+            f"| {c.first_median_ms:.1f} ms | {c.first_p95_ms:.1f} ms "
             f"| {c.parse_ms:.1f} ms | {c.check_ms:.1f} ms | {c.cold_check_ms:.1f} ms "
             f"| {c.open_ms:.1f} ms |"
         )

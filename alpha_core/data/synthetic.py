@@ -76,3 +76,9 @@ def digest(spec: DataSpec) -> str:
     a set, are kept only in `generate`'s small cache), so rechecking a system whose data did
     not change never generates it again."""
     return _digest(*_key(spec))
+
+
+def clear_memos() -> None:
+    """Forget the generated data sets and their digests."""
+    _generate.cache_clear()
+    _digest.cache_clear()

@@ -161,6 +161,12 @@ def _placed(parsed: ParsedDecl, offset: int) -> ast.Decl:
     return shift(parsed.decl, offset)
 
 
+def clear_memos() -> None:
+    """Forget every parsed piece and placed declaration."""
+    _parse_piece.cache_clear()
+    _placed.cache_clear()
+
+
 def shift_diagnostic(d: Diagnostic, by: int) -> Diagnostic:
     """The same diagnostic with its span and related spans moved by `by` characters."""
     if by == 0:
