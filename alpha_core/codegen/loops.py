@@ -20,8 +20,7 @@ def i64(n: int) -> ir.Constant:
     return ir.Constant(I64, n)
 
 
-def for_range(b: ir.IRBuilder, n: int, body: Callable[[ir.Value], None],
-              name: str = "i") -> None:
+def for_range(b: ir.IRBuilder, n: int, body: Callable[[ir.Value], None], name: str = "i") -> None:
     """for (i = 0; i < n; i++) body(i), with i an i64 and n known now."""
     if n > 0:
         for_count(b, i64(n), body, name)
