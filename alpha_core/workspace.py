@@ -221,6 +221,11 @@ class _Checker:
 
 
 class Workspace:
+    """Analyses of files, and the memos they share: up to `capacity` whole analyses (by path
+    and text) and `declarations` entries per declaration-level memo (checks of systems, plans
+    and pairings, and checks moved to an offset). `counts` says how many declarations were
+    checked anew; `parser.parse_cache_info()` how many were parsed anew."""
+
     def __init__(
         self,
         read_file: Callable[[str], bytes | None] = read_disk,

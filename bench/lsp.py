@@ -154,15 +154,17 @@ def edit_site(text: str, which: str = "middle") -> tuple[int, int, int]:
 async def edits(
     client: Client, uri: str, text: str, which: str, first_version: int, count: int
 ) -> list[float]:
-    """`count` one-line edits at a site, each timed to its diagnostics; the last is undone."""
+    """`count` one-line edits at a site, each timed to its diagnostics; then all undone."""
     line, col, width = edit_site(text, which)
     base = 1000 if which == "middle" else 2000  # no item text of the other site's
     samples: list[float] = []
     current = text.split("\n")[line][col : col + width]
     version = first_version
     for k in range(count + 1):
-        # a different count each time, never a memoized text; then back to the original
-        new = str(base + k) if k < count else text.split("\n")[line][col : col + width]
+        # a different count each time, one character longer (a leading zero more), so the text
+        # is never a memoized one and every declaration after it moves to a new offset, as
+        # when typing; then back to the original
+        new = "0" * k + str(base + k) if k < count else text.split("\n")[line][col : col + width]
         t0 = time.perf_counter()
         client.text_document_did_change(
             types.DidChangeTextDocumentParams(
@@ -199,7 +201,7 @@ async def measure(client: Client, name: str, path: Path, text: str, edits_: int)
     first = await edits(client, uri, text, "first", 3 + edits_, edits_)
     line, col, width = edit_site(text)
     lines_ = text.split("\n")
-    edited_line = lines_[line][:col] + "999" + lines_[line][col + width :]
+    edited_line = lines_[line][:col] + "99999" + lines_[line][col + width :]  # longer: moves
     edited = "\n".join(lines_[:line] + [edited_line] + lines_[line + 1 :])
     parse_ms, check_ms = split(str(path), text, edited)
     return Case(

@@ -9,7 +9,6 @@ check's spans to its declaration's offset through the checker (the workspace mem
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -23,6 +22,7 @@ from alpha_core.plan.check import check_pairing, check_plan
 from alpha_core.plan.model import Pairing, Plan
 from alpha_core.syntax import ast
 from alpha_core.syntax.parser import shift_diagnostic
+from alpha_core.syntax.shift import replaced
 from alpha_core.syntax.shift import span as shift_span
 from alpha_core.syntax.span import Span
 
@@ -74,8 +74,8 @@ def shift_program(program: Program, by: int) -> Program:
     """The same program for its system moved by `by` characters (parameters keep spans)."""
     if by == 0:
         return program
-    params = tuple(dataclasses.replace(p, span=shift_span(p.span, by)) for p in program.params)
-    return dataclasses.replace(program, params=params)
+    params = tuple(replaced(p, span=shift_span(p.span, by)) for p in program.params)
+    return replaced(program, params=params)
 
 
 def shift_check(check: DeclCheck, by: int, target: Program | Plan | None = None) -> DeclCheck:
@@ -88,9 +88,9 @@ def shift_check(check: DeclCheck, by: int, target: Program | Plan | None = None)
     if isinstance(value, Program):
         value = shift_program(value, by)
     elif isinstance(value, Plan) and isinstance(target, Program) and value.system is not target:
-        value = dataclasses.replace(value, system=target)
+        value = replaced(value, system=target)
     elif isinstance(value, Pairing) and isinstance(target, Plan) and value.plan is not target:
-        value = dataclasses.replace(value, plan=target)
+        value = replaced(value, plan=target)
     if by == 0:
         if value is check.value:
             return check

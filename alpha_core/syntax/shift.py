@@ -42,8 +42,23 @@ def node_fields(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def span(s: Span, by: int) -> Span:
     moved = _new(Span)
-    moved.__dict__.update(start=s.start + by, end=s.end + by)
+    fields = moved.__dict__
+    fields["start"] = s.start + by
+    fields["end"] = s.end + by
     return moved
+
+
+def replaced(node: T, **changes: Any) -> T:
+    """`dataclasses.replace` for a frozen dataclass, without running `__init__` again (the
+    same object `replace` would give, for a class without `__post_init__`)."""
+    cls = node.__class__
+    if hasattr(cls, "__post_init__") or not hasattr(node, "__dict__"):
+        return dataclasses.replace(node, **changes)  # type: ignore[type-var]
+    new: T = _new(cls)
+    fields = new.__dict__
+    fields.update(node.__dict__)
+    fields.update(changes)
+    return new
 
 
 def _shift(node: Any, by: int) -> Any:
