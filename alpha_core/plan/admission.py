@@ -61,7 +61,8 @@ def _bytes(n: int) -> str:
 
 
 def pieces_held(schedule: RoleSchedule) -> int:
-    """Distinct pieces a role holds by the end of a round (the runtime frees them at its end)."""
+    """Distinct pieces a role holds by the end of a round: an upper bound (the runtime computes
+    a COMPUTE folded into the COMBINE after it leaf by leaf, holding fewer)."""
     held: set[tuple[int, int]] = set()
 
     def evaluate(lo: int, hi: int) -> None:
@@ -101,9 +102,12 @@ def demand(program: Program, schedule: RoleSchedule) -> list[tuple[str, int]]:
     n = program.n_params
     d = program.data
     label_width = 1 if d.label_kind == "class" else d.outputs
+    applies = any(op.kind == "apply" for op in schedule.ops)
+    owned = (schedule.state_count or n) if applies else 0
+    state = program.state_slots * owned + (program.state_scalars if applies else 0)
     items = [
         ("parameters", n * FLOAT),
-        ("learner state", program.n_state * FLOAT),
+        (f"learner state ({owned:,} elements)", state * FLOAT),
         (
             f"gradient pieces ({pieces_held(schedule)} held)",
             pieces_held(schedule) * (n + 1) * FLOAT,
