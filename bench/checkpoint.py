@@ -10,7 +10,8 @@ Two systems, side by side in one run:
   layer, sgd, 1 step, a capture at the end (about 100 MB in 2 shards).
 
 Alpha write: the `write_ms` of the executable's `checkpoint` event: every shard written through
-a temporary name, its SHA-256, fsync, rename and folder fsync, then manifest.json, its digest,
+a temporary name, its SHA-256 and a rename, one syncfs for the whole capture and the folder
+fsyncs, then manifest.json, its digest,
 and LATEST (temporary name, fsync, rename). Alpha restore: the `read_ms` of the `resumed` event
 of `--resume CAPTURE --evaluate-only`: the manifest tree read and checked, every shard read and
 its SHA-256 verified, the values copied into place.

@@ -1,5 +1,5 @@
 /* Writing checkpoint captures (checkpoint.h): shards, sub-manifests, the manifest and LATEST.
- * Every file goes through files_write (temporary name, fsync, rename); a failure refuses with
+ * Every file goes through files_write (temporary name, rename; one syncfs for the capture); a failure refuses with
  * checkpoint-write-failed, and an unpublished capture is never read back by --resume. */
 #define _POSIX_C_SOURCE 200809L
 #include "checkpoint.h"
@@ -59,7 +59,8 @@ static void put_file(struct capture *c, const char *file, const void *bytes, uin
     if (files_mkdirs(path) != 0)
         write_failed("folder", path);
     *slash = '/';
-    if (files_write(path, bytes, n, digest) != 0)
+    /* durable at the capture's one files_sync_all (sync_folders), not file by file */
+    if (files_write_sync(path, bytes, n, digest, 0) != 0)
         write_failed("file", path);
     sha256_hex(digest, hex);
 }
@@ -146,11 +147,14 @@ static void event(const struct capture *c, int published)
     fflush(stdout);
 }
 
-/* Makes the capture's renames durable: each folder a file went into once, then the capture
+/* Makes the capture durable: one syncfs for every file written (data and metadata), then each
+ * folder a file went into once, then the capture
  * folder itself (its subfolders' entries). */
 static void sync_folders(struct capture *c)
 {
     char path[4400];
+    if (files_sync_all(c->path) != 0)
+        write_failed("file system of", c->path);
     for (uint32_t i = 0; i < c->n_shards; i++) {
         uint32_t j = 0;
         while (j < i && strcmp(c->shards[j].kind, c->shards[i].kind) != 0)

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* syncfs */
 /* Durable files (files.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "files.h"
@@ -33,6 +34,16 @@ int files_mkdirs(const char *path)
     if (stat(path, &st) != 0)
         return -1;
     return S_ISDIR(st.st_mode) ? 0 : (errno = ENOTDIR, -1);
+}
+
+int files_sync_all(const char *folder)
+{
+    int fd = open(folder, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int result = syncfs(fd);
+    close(fd);
+    return result;
 }
 
 void files_sync_dir(const char *folder)
@@ -73,6 +84,12 @@ static int write_all(int fd, const uint8_t *bytes, uint64_t n)
 
 int files_write(const char *path, const void *bytes, uint64_t n, uint8_t digest[32])
 {
+    return files_write_sync(path, bytes, n, digest, 1);
+}
+
+int files_write_sync(const char *path, const void *bytes, uint64_t n, uint8_t digest[32],
+                     int sync)
+{
     char tmp[4096];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
         return errno = ENAMETOOLONG, -1;
@@ -85,7 +102,7 @@ int files_write(const char *path, const void *bytes, uint64_t n, uint8_t digest[
         sha256_update(&s, bytes, n);
         sha256_final(&s, digest);
     }
-    if (write_all(fd, bytes, n) != 0 || fsync(fd) != 0) {
+    if (write_all(fd, bytes, n) != 0 || (sync && fsync(fd) != 0)) {
         int error = errno;
         close(fd);
         unlink(tmp);

@@ -14,6 +14,11 @@ int files_mkdirs(const char *path);
  * rename is durable once the caller has synced the folder (files_sync_folder), which it may do
  * once for many files. */
 int files_write(const char *path, const void *bytes, uint64_t n, uint8_t digest[32]);
+/* files_write, with the fsync of the file left to a later files_sync_all when sync is 0. */
+int files_write_sync(const char *path, const void *bytes, uint64_t n, uint8_t digest[32],
+                     int sync);
+/* syncfs on the file system holding folder: every file written there is durable after it. */
+int files_sync_all(const char *folder);
 /* fsync of a folder, or of the folder holding path (best effort: some file systems refuse
  * it). */
 void files_sync_dir(const char *folder);
