@@ -28,6 +28,8 @@ from alpha_core.codegen.loops import (
     store,
 )
 from alpha_core.ir.graph import Graph, Node, concrete, size
+
+ROWS = 4  # rows of a matmul computed together
 from alpha_core.semantics import learners as recipes
 from alpha_core.semantics.llvm_arith import LlvmArith
 from alpha_core.semantics.mathfuncs import emit_math_functions
@@ -158,32 +160,43 @@ class GraphEmitter:
     def _matmul(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value) -> None:
         """out[m, n] = Σ_k a[m, k] * c[k, n], k ascending from +0.0.
 
-        Lanes run over n (independent outputs): each block of LANES outputs keeps its
-        accumulator in a vector register for the whole k loop, then is stored once.
+        Lanes run over n and a block of ROWS rows is computed together (all independent
+        outputs): each output keeps its accumulator in a register for the whole k loop and is
+        stored once, and each row of c loaded serves ROWS rows. No sum changes its order.
         """
         (m, k), (_, n) = self.shape(node.inputs[0]), self.shape(node.inputs[1])
         a, c = self._in(node, 0), self._in(node, 1)
         blocks, rest = divmod(n, LANES)
 
-        def accumulate(mi: ir.Value, col: ir.Value, width: int) -> None:
+        def accumulate(m0: ir.Value, rows: int, col: ir.Value, width: int) -> None:
             ty = ir.VectorType(F32, width) if width > 1 else F32
-            slot = entry_alloca(b, ty)
-            b.store(ir.Constant(ty, None), slot)
+            slots = [entry_alloca(b, ty) for _ in range(rows)]
+            for slot in slots:
+                b.store(ir.Constant(ty, None), slot)
 
             def step(ki: ir.Value) -> None:
-                av = splat(b, load(b, a, b.add(b.mul(mi, i64(k)), ki)), width)
                 cv = load(b, c, b.add(b.mul(ki, i64(n)), col), ty)
-                b.store(A.add(b.load(slot, typ=ty), A.mul(av, cv)), slot)
+                for r, slot in enumerate(slots):
+                    row_k = b.add(b.mul(b.add(m0, i64(r)), i64(k)), ki)
+                    av = splat(b, load(b, a, row_k), width)
+                    b.store(A.add(b.load(slot, typ=ty), A.mul(av, cv)), slot)
 
             for_range(b, k, step, "k")
-            store(b, b.load(slot, typ=ty), out, b.add(b.mul(mi, i64(n)), col))
+            for r, slot in enumerate(slots):
+                at = b.add(b.mul(b.add(m0, i64(r)), i64(n)), col)
+                store(b, b.load(slot, typ=ty), out, at)
 
-        def row(mi: ir.Value) -> None:
-            for_range(b, blocks, lambda blk: accumulate(mi, b.mul(blk, i64(LANES)), LANES), "nb")
+        def rows_from(m0: ir.Value, rows: int) -> None:
+            for_range(
+                b, blocks, lambda blk: accumulate(m0, rows, b.mul(blk, i64(LANES)), LANES), "nb"
+            )
             for r in range(rest):
-                accumulate(mi, i64(blocks * LANES + r), 1)
+                accumulate(m0, rows, i64(blocks * LANES + r), 1)
 
-        for_range(b, m, row, "m")
+        full, tail = divmod(m, ROWS)
+        for_range(b, full, lambda rb: rows_from(b.mul(rb, i64(ROWS)), ROWS), "mb")
+        for r in range(tail):
+            rows_from(i64(full * ROWS + r), 1)
 
     def _reduce(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
         """Add the input into the output in row-major input order, from +0.0."""
