@@ -29,10 +29,11 @@ from alpha_core.codegen.loops import (
 )
 from alpha_core.ir.graph import Graph, Node, concrete, size
 
-ROWS = 4  # rows of a matmul computed together
 from alpha_core.semantics import learners as recipes
 from alpha_core.semantics.llvm_arith import LlvmArith
 from alpha_core.semantics.mathfuncs import emit_math_functions
+
+ROWS = 4  # rows of a matmul computed together
 
 
 def live_nodes(graph: Graph, roots: Sequence[int]) -> list[int]:
