@@ -28,7 +28,6 @@ from alpha_core.codegen.loops import (
     store,
 )
 from alpha_core.ir.graph import Graph, Node, concrete, size
-
 from alpha_core.semantics import learners as recipes
 from alpha_core.semantics.llvm_arith import LlvmArith
 from alpha_core.semantics.mathfuncs import emit_math_functions
