@@ -1,7 +1,39 @@
 /* CRC-32C, slicing by 8: eight 256-entry tables let each step fold 8 bytes, several times
  * faster than one byte at a time (a whole piece is checksummed on every send and receive).
- * The tables are built on first use; the runtime is single-threaded. */
+ * The tables are built on first use; the runtime is single-threaded. On x86-64 with SSE4.2
+ * (checked with cpuid at first use) the crc32 instruction, which computes this same CRC-32C,
+ * folds 8 bytes per instruction instead. */
 #include "crc32c.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <nmmintrin.h>
+
+static int has_sse42(void)
+{
+    static int known = -1;
+    if (known < 0) {
+        unsigned a, b, c, d;
+        known = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 20));
+    }
+    return known;
+}
+
+__attribute__((target("sse4.2,crc32"))) static uint32_t crc32c_hw(uint32_t crc, const uint8_t *p,
+                                                            size_t n)
+{
+    uint64_t c = ~crc;
+    for (; n >= 8; p += 8, n -= 8) {
+        uint64_t word;
+        __builtin_memcpy(&word, p, 8);
+        c = _mm_crc32_u64(c, word);
+    }
+    uint32_t c32 = (uint32_t)c;
+    for (; n > 0; p++, n--)
+        c32 = _mm_crc32_u8(c32, *p);
+    return ~c32;
+}
+#endif
 
 static uint32_t table[8][256];
 static int table_ready;
@@ -28,6 +60,10 @@ static uint32_t le32(const uint8_t *p)
 
 uint32_t crc32c_update(uint32_t crc, const void *bytes, size_t n)
 {
+#if defined(__x86_64__)
+    if (has_sse42())
+        return crc32c_hw(crc, bytes, n);
+#endif
     if (!table_ready)
         build_tables();
     const uint8_t *p = bytes;
