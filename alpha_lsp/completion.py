@@ -12,7 +12,7 @@ from alpha_core import query
 from alpha_core.check.arguments import Arg
 from alpha_core.check.expressions import REDUCE, UNARY
 from alpha_core.check.system import INITS, LEARNERS, LOSSES
-from alpha_core.plan.check import GPU_PROFILES, HOSTS
+from alpha_core.plan.pairing_check import GPU_PROFILES, HOSTS
 from alpha_core.syntax import ast
 from alpha_lsp.server import AlphaServer, Snapshot, guarded
 

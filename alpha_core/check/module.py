@@ -18,8 +18,9 @@ from alpha_core.check.program import Program
 from alpha_core.check.system import ReadFile, check_system
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.ir.graph import Shape
-from alpha_core.plan.check import check_pairing, check_plan
+from alpha_core.plan.check import check_plan
 from alpha_core.plan.model import Pairing, Plan
+from alpha_core.plan.pairing_check import check_pairing
 from alpha_core.syntax import ast
 from alpha_core.syntax.parser import shift_diagnostic
 from alpha_core.syntax.shift import replaced
@@ -57,7 +58,17 @@ def _finish(value: Program | Plan | Pairing | None, ctx: CheckContext) -> DeclCh
 
 def check_system_decl(decl: ast.Decl, read_file: ReadFile, base_dir: str) -> DeclCheck:
     ctx = CheckContext()
-    return _finish(check_system(decl, ctx, read_file, base_dir), ctx)
+    try:
+        return _finish(check_system(decl, ctx, read_file, base_dir), ctx)
+    except RecursionError:  # an expression the parser took but too deep to check
+        ctx = CheckContext()
+        ctx.refuse(
+            "syntax-error",
+            f"system `{decl.name}` nests an expression too deeply",
+            decl.name_span,
+            help="split the expression with `let`",
+        )
+        return _finish(None, ctx)
 
 
 def check_plan_decl(decl: ast.Decl, system: Program) -> DeclCheck:

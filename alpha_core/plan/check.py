@@ -7,24 +7,18 @@ from typing import TypeVar
 from alpha_core.check.context import CheckContext
 from alpha_core.check.program import Program
 from alpha_core.diagnostics import Related
-from alpha_core.plan.admission import admit, positions
 from alpha_core.plan.model import (
     MAX_FANOUT,
     Family,
     LeafAssignment,
     Membership,
-    Pairing,
-    PairingEntry,
     Plan,
-    StateLayout,
 )
-from alpha_core.plan.profiles import MEMORY_UNITS
+from alpha_core.plan.state_check import check_state
 from alpha_core.syntax import ast
 from alpha_core.syntax.span import Span
 
 T = TypeVar("T")
-HOSTS = ("x86_64", "aarch64")
-GPU_PROFILES = ("rtx3070", "rtx3090", "a100-40gb", "a100-80gb", "h100-80gb", "h200")
 ORDERS = {"canonical tree": True, "sequence": False, "arrival": False, "ring": False}
 
 
@@ -93,7 +87,7 @@ def check_plan(decl: ast.Decl, system: Program, ctx: CheckContext) -> Plan | Non
             "not-built-yet", "approximate contracts are checked but not yet compiled", contract.span
         )
         return None
-    state = _state(state_item, membership, workers, system.n_params, ctx)
+    state = check_state(state_item, membership, workers, system.n_params, ctx)
     every = None
     if checkpoint is not None:
         if checkpoint.every < 1:
@@ -117,89 +111,6 @@ def check_plan(decl: ast.Decl, system: Program, ctx: CheckContext) -> Plan | Non
         state,
         every,
     )
-
-
-STATE_KINDS = ("params", "grads", "optimizer")
-
-
-def _state(
-    item: ast.StateItem | None,
-    membership: Membership,
-    workers: Family,
-    n_params: int,
-    ctx: CheckContext,
-) -> StateLayout | None:
-    """Who owns each kind of state; refused when an element would have no owner or two."""
-    if item is None:
-        return StateLayout()
-    modes: dict[str, tuple[str, ast.StateStmt]] = {}
-    for stmt in item.stmts:
-        if stmt.what not in STATE_KINDS:
-            ctx.unknown("kind of state", stmt.what, stmt.what_span, STATE_KINDS)
-            return None
-        if stmt.what in modes:
-            ctx.refuse(
-                "second-authority",
-                f"`{stmt.what}` is given two owners",
-                stmt.span,
-                related=(Related(modes[stmt.what][1].span, "first here"),),
-            )
-            return None
-        if stmt.mode not in ("replicated", "partitioned"):
-            ctx.unknown("state layout", stmt.mode, stmt.mode_span, ["replicated", "partitioned"])
-            return None
-        if stmt.mode == "partitioned":
-            if stmt.over is None or stmt.over_span is None:
-                ctx.refuse(
-                    "unowned-state",
-                    f"`{stmt.what}` is partitioned over no role",
-                    stmt.span,
-                    help=f"say `partitioned over {workers.name}`",
-                )
-                return None
-            fam = membership.family(stmt.over)
-            if fam is None:
-                ctx.unknown(
-                    "role", stmt.over, stmt.over_span, [f.name for f in membership.families]
-                )
-                return None
-            if fam is not workers:
-                ctx.refuse(
-                    "unowned-state",
-                    f"`{stmt.over}` does not apply the learner, so the slices of "
-                    f"`{stmt.what}` partitioned over it would have no owner",
-                    stmt.over_span,
-                    help=f"partition over `{workers.name}`",
-                )
-                return None
-            if workers.count > n_params:
-                ctx.refuse(
-                    "partition-coverage",
-                    f"{n_params} elements cannot be cut into {workers.count} non-empty slices",
-                    stmt.span,
-                )
-                return None
-        elif stmt.over is not None and stmt.over_span is not None:
-            ctx.refuse("bad-argument", "replicated state is not `over` a role", stmt.over_span)
-            return None
-        modes[stmt.what] = (stmt.mode, stmt)
-    layout = StateLayout(*(modes.get(k, ("replicated", None))[0] for k in STATE_KINDS))
-    optimizer = modes.get("optimizer")
-    for kind in ("params", "grads"):
-        if getattr(layout, kind) == "partitioned" and layout.optimizer == "replicated":
-            stmt = modes[kind][1]
-            ctx.refuse(
-                "second-authority",
-                f"with `{kind}` partitioned, every replica of the optimizer state would be "
-                "updated by a worker that does not own its slice",
-                stmt.span,
-                related=(Related(optimizer[1].span, "optimizer replicated here"),)
-                if optimizer
-                else (),
-                help="partition the optimizer over the same workers",
-            )
-            return None
-    return layout
 
 
 def _membership(item: ast.RolesItem, ctx: CheckContext) -> Membership | None:
@@ -448,121 +359,3 @@ def _assignment(
         )
         return None
     return LeafAssignment(workers.count, leaves, tuple(b[:4] for b in blocks))
-
-
-def check_pairing(decl: ast.Decl, plan: Plan, ctx: CheckContext) -> Pairing | None:
-    before = len(ctx.diagnostics)
-    entries: list[tuple[PairingEntry, Span]] = []
-    names = [f.name for f in plan.membership.families]
-    for item in decl.items:
-        if not isinstance(item, ast.PairingItem):
-            continue
-        ref = item.role
-        fam = plan.membership.family(ref.name)
-        if fam is None:
-            ctx.unknown("role", ref.name, ref.name_span, names)
-            continue
-        if fam.singleton:
-            lo, hi = 0, 1
-        elif ref.index is not None:
-            lo, hi = ref.index, ref.index + 1
-        elif ref.every or ref.lo is None:
-            lo, hi = 0, fam.count
-        else:
-            lo, hi = ref.lo, ref.hi or 0
-        if not (0 <= lo < hi <= fam.count):
-            ctx.refuse("unknown-name", f"`{fam.name}` has members 0..{fam.count}", ref.span)
-            continue
-        host = None
-        memory: int | None = None
-        for prop in item.props:
-            if prop.key == "memory" and prop.amount is not None:
-                scale = MEMORY_UNITS.get(prop.value)
-                if scale is None:
-                    ctx.unknown("memory unit", prop.value, prop.value_span, MEMORY_UNITS)
-                else:
-                    memory = prop.amount * scale
-            elif prop.amount is not None:
-                ctx.refuse(
-                    "bad-argument", f"`{prop.key}` takes a name, not an amount", prop.value_span
-                )
-            elif prop.key == "host":
-                if prop.value not in HOSTS:
-                    ctx.unknown("host", prop.value, prop.value_span, HOSTS)
-                host = prop.value
-            elif prop.key == "gpu":
-                if prop.value.replace("_", "-") not in GPU_PROFILES:
-                    ctx.unknown(
-                        "device profile",
-                        prop.value,
-                        prop.value_span,
-                        [p.replace("-", "_") for p in GPU_PROFILES],
-                    )
-                else:
-                    ctx.refuse(
-                        "unsupported-on-target",
-                        f"{fam.member(lo)} asks for a {prop.value}; GPU roles are not built yet",
-                        prop.value_span,
-                        help="pair it with a host only for now",
-                    )
-            else:
-                ctx.unknown("pairing property", prop.key, prop.key_span, ["host", "gpu", "memory"])
-        if host is None:
-            ctx.refuse(
-                "pairing-incomplete",
-                f"{fam.member(lo)} is paired without a host",
-                item.span,
-                help="add `host x86_64` or `host aarch64`",
-            )
-            continue
-        entries.append((PairingEntry(fam.name, lo, hi, host, memory), item.span))
-    if len(ctx.diagnostics) > before:
-        return None
-    missing: list[str] = []
-    for fam in plan.membership.families:
-        spans = sorted((e.lo, e.hi, span) for e, span in entries if e.family == fam.name)
-        at = 0
-        for lo, hi, span in spans:
-            if lo < at:
-                ctx.refuse("pairing-overlap", f"{fam.member(lo)} is paired twice", span)
-                return None
-            if lo > at:
-                missing.append(_range_name(fam, at, lo))
-            at = hi
-        if at < fam.count:
-            missing.append(_range_name(fam, at, fam.count))
-    if missing:
-        ctx.refuse(
-            "pairing-incomplete",
-            f"pairing `{decl.name}` misses {', '.join(missing)}",
-            decl.name_span,
-            help="every role of the plan needs a host",
-        )
-        return None
-    pairing = Pairing(decl.name, plan, tuple(e for e, _ in entries))
-    for entry, span in entries:
-        fam = plan.membership.family(entry.family)
-        assert fam is not None
-        for index in positions(plan, fam.first + entry.lo, fam.first + entry.hi):
-            a = admit(plan, pairing, index)
-            if not a.admitted:
-                ctx.refuse(
-                    "memory-admission",
-                    f"{a.role} needs {_size(a.total)} but {a.profile.name} has "
-                    f"{_size(a.profile.memory)}",
-                    span,
-                    notes=tuple(f"{what}: {n:,} bytes" for what, n in a.items),
-                    help="pair the role with more memory, or partition its state over more workers",
-                )
-                return None
-    return pairing
-
-
-def _size(n: int) -> str:
-    return f"{n:,} bytes"
-
-
-def _range_name(fam: Family, lo: int, hi: int) -> str:
-    if fam.singleton:
-        return fam.name
-    return fam.member(lo) if hi == lo + 1 else f"{fam.name}[{lo}..{hi}]"

@@ -1,0 +1,131 @@
+"""Check a `pairing` against its plan: one host per role, memory admission per role."""
+
+from __future__ import annotations
+
+from alpha_core.check.context import CheckContext
+from alpha_core.plan.admission import admit, positions
+from alpha_core.plan.model import Family, Pairing, PairingEntry, Plan
+from alpha_core.plan.profiles import MEMORY_UNITS
+from alpha_core.syntax import ast
+from alpha_core.syntax.span import Span
+
+HOSTS = ("x86_64", "aarch64")
+GPU_PROFILES = ("rtx3070", "rtx3090", "a100-40gb", "a100-80gb", "h100-80gb", "h200")
+
+
+def check_pairing(decl: ast.Decl, plan: Plan, ctx: CheckContext) -> Pairing | None:
+    before = len(ctx.diagnostics)
+    entries: list[tuple[PairingEntry, Span]] = []
+    names = [f.name for f in plan.membership.families]
+    for item in decl.items:
+        if not isinstance(item, ast.PairingItem):
+            continue
+        ref = item.role
+        fam = plan.membership.family(ref.name)
+        if fam is None:
+            ctx.unknown("role", ref.name, ref.name_span, names)
+            continue
+        if fam.singleton:
+            lo, hi = 0, 1
+        elif ref.index is not None:
+            lo, hi = ref.index, ref.index + 1
+        elif ref.every or ref.lo is None:
+            lo, hi = 0, fam.count
+        else:
+            lo, hi = ref.lo, ref.hi or 0
+        if not (0 <= lo < hi <= fam.count):
+            ctx.refuse("unknown-name", f"`{fam.name}` has members 0..{fam.count}", ref.span)
+            continue
+        host = None
+        memory: int | None = None
+        for prop in item.props:
+            if prop.key == "memory" and prop.amount is not None:
+                scale = MEMORY_UNITS.get(prop.value)
+                if scale is None:
+                    ctx.unknown("memory unit", prop.value, prop.value_span, MEMORY_UNITS)
+                else:
+                    memory = prop.amount * scale
+            elif prop.amount is not None:
+                ctx.refuse(
+                    "bad-argument", f"`{prop.key}` takes a name, not an amount", prop.value_span
+                )
+            elif prop.key == "host":
+                if prop.value not in HOSTS:
+                    ctx.unknown("host", prop.value, prop.value_span, HOSTS)
+                host = prop.value
+            elif prop.key == "gpu":
+                if prop.value.replace("_", "-") not in GPU_PROFILES:
+                    ctx.unknown(
+                        "device profile",
+                        prop.value,
+                        prop.value_span,
+                        [p.replace("-", "_") for p in GPU_PROFILES],
+                    )
+                else:
+                    ctx.refuse(
+                        "unsupported-on-target",
+                        f"{fam.member(lo)} asks for a {prop.value}; GPU roles are not built yet",
+                        prop.value_span,
+                        help="pair it with a host only for now",
+                    )
+            else:
+                ctx.unknown("pairing property", prop.key, prop.key_span, ["host", "gpu", "memory"])
+        if host is None:
+            ctx.refuse(
+                "pairing-incomplete",
+                f"{fam.member(lo)} is paired without a host",
+                item.span,
+                help="add `host x86_64` or `host aarch64`",
+            )
+            continue
+        entries.append((PairingEntry(fam.name, lo, hi, host, memory), item.span))
+    if len(ctx.diagnostics) > before:
+        return None
+    missing: list[str] = []
+    for fam in plan.membership.families:
+        spans = sorted((e.lo, e.hi, span) for e, span in entries if e.family == fam.name)
+        at = 0
+        for lo, hi, span in spans:
+            if lo < at:
+                ctx.refuse("pairing-overlap", f"{fam.member(lo)} is paired twice", span)
+                return None
+            if lo > at:
+                missing.append(_range_name(fam, at, lo))
+            at = hi
+        if at < fam.count:
+            missing.append(_range_name(fam, at, fam.count))
+    if missing:
+        ctx.refuse(
+            "pairing-incomplete",
+            f"pairing `{decl.name}` misses {', '.join(missing)}",
+            decl.name_span,
+            help="every role of the plan needs a host",
+        )
+        return None
+    pairing = Pairing(decl.name, plan, tuple(e for e, _ in entries))
+    for entry, span in entries:
+        fam = plan.membership.family(entry.family)
+        assert fam is not None
+        for index in positions(plan, fam.first + entry.lo, fam.first + entry.hi):
+            a = admit(plan, pairing, index)
+            if not a.admitted:
+                ctx.refuse(
+                    "memory-admission",
+                    f"{a.role} needs {_size(a.total)} but {a.profile.name} has "
+                    f"{_size(a.profile.memory)}",
+                    span,
+                    notes=tuple(f"{what}: {n:,} bytes" for what, n in a.items),
+                    help="pair the role with more memory, or partition its state over more workers",
+                )
+                return None
+    return pairing
+
+
+def _size(n: int) -> str:
+    return f"{n:,} bytes"
+
+
+def _range_name(fam: Family, lo: int, hi: int) -> str:
+    if fam.singleton:
+        return fam.name
+    return fam.member(lo) if hi == lo + 1 else f"{fam.name}[{lo}..{hi}]"
