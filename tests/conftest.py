@@ -36,6 +36,20 @@ def run_exe(path: str, *args: str) -> tuple[int, list[dict[str, object]], str]:
     return proc.returncode, events, proc.stderr
 
 
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The real `alpha` command in a subprocess, wide enough that rich does not wrap."""
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "alpha_cli.main", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     return tmp_path

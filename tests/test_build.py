@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, ROOT, run_exe
+from conftest import EXAMPLES, ROOT, cli, run_exe
 
 from alpha_core.build import build_program
 from alpha_core.workspace import Workspace
@@ -102,19 +100,8 @@ def test_other_data_is_refused_and_nothing_written(
     assert not out.exists() and list(tmp_path.iterdir()) == [bad]
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "alpha_cli.main", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-        env={**os.environ, "COLUMNS": "200"},
-    )
-
-
 def test_cli_build_json(tmp_path: Path) -> None:
-    proc = _cli("build", str(DIGITS), "-o", str(tmp_path), "--json")
+    proc = cli("build", str(DIGITS), "-o", str(tmp_path), "--json")
     assert proc.returncode == 0, proc.stderr
     body = json.loads(proc.stdout)
     [exe] = body["executables"]
@@ -124,7 +111,7 @@ def test_cli_build_json(tmp_path: Path) -> None:
 
 
 def test_cli_run_json_reports_accuracy_and_digest() -> None:
-    proc = _cli("run", str(EXAMPLES / "blobs.alpha"), "--json")
+    proc = cli("run", str(EXAMPLES / "blobs.alpha"), "--json")
     assert proc.returncode == 0, proc.stderr
     [role] = json.loads(proc.stdout)["roles"]
     assert role["exit_code"] == 0 and role["refusal"] is None
@@ -132,7 +119,7 @@ def test_cli_run_json_reports_accuracy_and_digest() -> None:
 
 
 def test_cli_run_shows_progress_and_result() -> None:
-    proc = _cli("run", str(EXAMPLES / "blobs.alpha"))
+    proc = cli("run", str(EXAMPLES / "blobs.alpha"))
     assert proc.returncode == 0, proc.stderr
     assert "held-out accuracy" in proc.stdout and "parameters sha256" in proc.stdout
     assert "200/200" in proc.stderr

@@ -3,30 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, ROOT, run_exe
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "alpha_cli.main", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+from conftest import EXAMPLES, cli, run_exe
 
 
 @pytest.fixture(scope="module")
 def capture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     tmp = tmp_path_factory.mktemp("capture")
-    built = _cli(
+    built = cli(
         "build",
         str(EXAMPLES / "blobs.alpha"),
         "-o",
@@ -46,11 +32,11 @@ def capture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 def test_inspect_verifies_and_describes(capture: tuple[Path, str]) -> None:
     ckpt, _ = capture
-    proc = _cli("inspect", str(ckpt), "--json")
+    proc = cli("inspect", str(ckpt), "--json")
     assert proc.returncode == 0, proc.stderr
     body = json.loads(proc.stdout)
     assert body["ok"] and body["round"] == 200
-    text = _cli("inspect", str(ckpt)).stdout
+    text = cli("inspect", str(ckpt)).stdout
     assert "every SHA-256 verified" in text and "round 200" in text
 
 
@@ -64,7 +50,7 @@ def test_inspect_refuses_a_flipped_byte(capture: tuple[Path, str], tmp_path: Pat
     data = bytearray(shard.read_bytes())
     data[0] ^= 1
     shard.write_bytes(bytes(data))
-    proc = _cli("inspect", str(copy))
+    proc = cli("inspect", str(copy))
     assert proc.returncode == 1
     assert "error[checkpoint-digest-mismatch]" in proc.stderr
 
@@ -73,10 +59,10 @@ def test_eval_gives_the_trained_accuracy_and_refuses_another_system(
     capture: tuple[Path, str],
 ) -> None:
     ckpt, sha = capture
-    proc = _cli("eval", str(EXAMPLES / "blobs.alpha"), "--checkpoint", str(ckpt), "--json")
+    proc = cli("eval", str(EXAMPLES / "blobs.alpha"), "--checkpoint", str(ckpt), "--json")
     assert proc.returncode == 0, proc.stderr
     body = json.loads(proc.stdout)
     assert body["params_sha256"] == sha and 0.0 <= body["holdout_accuracy"] <= 1.0
-    other = _cli("eval", str(EXAMPLES / "digits.alpha"), "--checkpoint", str(ckpt))
+    other = cli("eval", str(EXAMPLES / "digits.alpha"), "--checkpoint", str(ckpt))
     assert other.returncode == 1
     assert "checkpoint-identity-mismatch" in other.stderr
