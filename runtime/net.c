@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "crc32c.h"
@@ -49,23 +50,28 @@ static _Noreturn void lost(const struct net *n, const struct net_link *k, const 
            error ? ": " : "", error ? strerror(error) : "");
 }
 
-/* Sends what the socket takes of the link's queue; returns 1 if anything went. */
+/* Sends what the socket takes of the link's queue; returns 1 if anything went. A frame's
+ * header, payload and tail leave in one sendmsg, so they share segments. */
 static int progress(struct net *n, struct net_link *k)
 {
     int moved = 0;
     while (k->count > 0) {
         struct net_send *s = &k->queue[k->head];
-        const uint8_t *from = s->header + s->done;
-        uint64_t left = 64 - s->done;
-        if (s->done >= 64 + s->bytes) {
-            from = s->tail + (s->done - 64 - s->bytes);
-            left = 64 + s->bytes + s->tail_bytes - s->done;
-        } else if (s->done >= 64) {
-            from = s->payload + (s->done - 64);
-            left = 64 + s->bytes - s->done;
+        struct iovec parts[3] = {
+            {s->header, 64},
+            {(void *)s->payload, (size_t)s->bytes},
+            {(void *)s->tail, (size_t)s->tail_bytes},
+        };
+        uint64_t skip = s->done;
+        int first = 0;
+        while (first < 3 && skip >= parts[first].iov_len) {
+            skip -= parts[first].iov_len;
+            first++;
         }
-        ssize_t sent = send(k->fd, from, left > (1u << 30) ? (1u << 30) : (size_t)left,
-                            MSG_NOSIGNAL | MSG_DONTWAIT);
+        parts[first].iov_base = (uint8_t *)parts[first].iov_base + skip;
+        parts[first].iov_len -= (size_t)skip;
+        struct msghdr msg = {.msg_iov = parts + first, .msg_iovlen = (size_t)(3 - first)};
+        ssize_t sent = sendmsg(k->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             return moved;
         if (sent <= 0)
