@@ -26,6 +26,7 @@ This is a benchmark, never a test: nothing here asserts a timing.
 
 from __future__ import annotations
 
+import abc
 import argparse
 import json
 import os
@@ -101,7 +102,7 @@ def machine() -> dict[str, Any]:
 # systems so that a change in the machine's load falls on all of them alike.
 
 
-class System:
+class System(abc.ABC):
     name = ""
 
     def __init__(self) -> None:
@@ -111,8 +112,9 @@ class System:
     def prepare(self, work: Path) -> None:
         self.ready = True
 
+    @abc.abstractmethod
     def sample(self) -> None:
-        raise NotImplementedError
+        """Time the system once and keep its best result."""
 
     def fail(self, note: str) -> None:
         self.ready = False
