@@ -70,7 +70,8 @@ static int progress(struct net *n, struct net_link *k)
         }
         parts[first].iov_base = (uint8_t *)parts[first].iov_base + skip;
         parts[first].iov_len -= (size_t)skip;
-        struct msghdr msg = {.msg_iov = parts + first, .msg_iovlen = (size_t)(3 - first)};
+        struct msghdr msg = {.msg_iov = parts + first};
+        msg.msg_iovlen = (__typeof__(msg.msg_iovlen))(3 - first); /* int in musl, size_t in glibc */
         ssize_t sent = sendmsg(k->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             return moved;

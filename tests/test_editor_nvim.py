@@ -204,7 +204,7 @@ def test_nvim_diagnostics_and_projection(which: str, setup: str, tmp_path: Path)
     assert lines[0] == "role worker[1] (index 1 of 2), plan pair"
     assert "  link: connects to worker[0]" in lines
     assert "    1. compute leaves [4, 8)" in lines
-    assert "    4. send piece [4, 8) to worker[0]" in lines
+    assert "    3. send piece [4, 8) to worker[0]" in lines
     assert "memory admission:" in lines
     assert lines[lines.index("memory admission:") + 1].startswith("worker[1] on x86_64 host")
     assert r["projection_buftype"] == "nofile" and r["projection_modifiable"] is False
