@@ -9,11 +9,11 @@ Two systems, side by side in one run:
 - big: one N x N parameter (default N = 5000: 25,000,000 floats, 100 MB) and a small output
   layer, sgd, 1 step, a capture at the end (about 100 MB in 2 shards).
 
-Alpha write: the `write_ms` of the executable's `checkpoint` event: every shard written through
-a temporary name, its SHA-256 and a rename, one syncfs for the whole capture and the folder
-fsyncs, then manifest.json, its digest,
-and LATEST (temporary name, fsync, rename). Alpha restore: the `read_ms` of the `resumed` event
-of `--resume CAPTURE --evaluate-only`: the manifest tree read and checked, every shard read and
+Alpha write: the `write_ms` of the executable's `checkpoint` event: every shard's SHA-256 and
+its bytes appended to the role's one pack file (written in place, one fsync), then manifest.json
+and its digest (temporary name, fsync, rename), one fsync per folder, and LATEST (temporary
+name, fsync, rename). Alpha restore: the `read_ms` of the `resumed` event of `--resume CAPTURE
+--evaluate-only`: the manifest tree read and checked, every shard read from its pack file and
 its SHA-256 verified, the values copied into place.
 
 torch: the same tensors (read back from the capture, one tensor per kind and parameter) saved

@@ -1,13 +1,16 @@
 /* Writing checkpoint captures (checkpoint.h): shards, sub-manifests, the manifest and LATEST.
- * Every file goes through files_write (temporary name, rename; one syncfs for the capture); a failure refuses with
+ * A role's shards go into its one pack file, written in place and fsynced once; manifests go
+ * through files_write (temporary name, fsync, rename); a failure refuses with
  * checkpoint-write-failed, and an unpublished capture is never read back by --resume. */
 #define _POSIX_C_SOURCE 200809L
 #include "checkpoint.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "events.h"
@@ -23,7 +26,7 @@
 void capture_init(struct capture *c, const struct alpha_program *p, const struct alpha_role *r,
                   const char *dir)
 {
-    *c = (struct capture){.p = p, .r = r, .dir = dir};
+    *c = (struct capture){.p = p, .r = r, .dir = dir, .fd = -1};
 }
 
 static _Noreturn void write_failed(const char *what, const char *path)
@@ -37,32 +40,59 @@ static void begin(struct capture *c, uint32_t round)
 {
     if (c->open && c->round == round)
         return;
-    c->open = 1, c->round = round;
+    if (c->fd >= 0)
+        close(c->fd); /* a capture of an earlier round never sealed */
+    c->open = 1, c->round = round, c->fd = -1;
     c->n_shards = c->n_children = 0;
     c->bytes = 0;
     c->started = files_now();
+    char path[4400], name[128];
     if (snprintf(c->path, sizeof c->path, "%s/round-%08u", c->dir, (unsigned)round) >=
         (int)sizeof c->path)
         refuse(REFUSAL_CHECKPOINT_WRITE_FAILED, "the checkpoint folder name is too long");
+    checkpoint_role_file(c->r->name, name);
+    snprintf(c->pack, sizeof c->pack, "shards/%s.f32", name);
     if (files_mkdirs(c->path) != 0)
         write_failed("capture folder", c->path);
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", c->path, i ? "manifests" : "shards");
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            write_failed("folder", path);
+    }
 }
 
-/* Writes one file of the capture (relative name `file`); its digest in digest and in hex. */
+/* Writes one manifest of the capture (relative name `file`, temporary name, fsync, rename); its
+ * digest in digest and in hex. */
 static void put_file(struct capture *c, const char *file, const void *bytes, uint64_t n,
                      uint8_t digest[32], char hex[65])
 {
     char path[4400];
     snprintf(path, sizeof path, "%s/%s", c->path, file);
-    char *slash = strrchr(path, '/');
-    *slash = '\0';
-    if (files_mkdirs(path) != 0)
-        write_failed("folder", path);
-    *slash = '/';
-    /* durable at the capture's one files_sync_all (sync_folders), not file by file */
-    if (files_write_sync(path, bytes, n, digest, 0) != 0)
+    if (files_write(path, bytes, n, digest) != 0)
         write_failed("file", path);
     sha256_hex(digest, hex);
+}
+
+/* Appends n bytes to the role's pack file (opened, in place, at the first shard). */
+static void pack_append(struct capture *c, const void *bytes, uint64_t n)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", c->path, c->pack);
+    if (c->fd < 0 && (c->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+        write_failed("file", path);
+    if (files_write_all(c->fd, bytes, n) != 0)
+        write_failed("file", path);
+}
+
+/* The pack file made durable (one fsync) and closed. */
+static void pack_close(struct capture *c)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", c->path, c->pack);
+    int fd = c->fd;
+    c->fd = -1;
+    if (fd >= 0 && (fsync(fd) != 0 || close(fd) != 0))
+        write_failed("file", path);
 }
 
 static void shard(struct capture *c, const char *kind, const char *tensor, uint64_t start,
@@ -76,15 +106,11 @@ static void shard(struct capture *c, const char *kind, const char *tensor, uint6
         c->shards = grown;
     }
     struct shard_entry *s = &c->shards[c->n_shards++];
-    *s = (struct shard_entry){.tensor = tensor, .start = start, .count = count};
+    *s = (struct shard_entry){.tensor = tensor, .start = start, .count = count,
+                              .offset = c->bytes};
     snprintf(s->kind, sizeof s->kind, "%s", kind);
-    if (*tensor)
-        snprintf(s->file, sizeof s->file, "%s/%.160s.%llu-%llu.f32", kind, tensor,
-                 (unsigned long long)start, (unsigned long long)(start + count));
-    else
-        snprintf(s->file, sizeof s->file, "%s.f32", kind);
-    uint8_t digest[32];
-    put_file(c, s->file, values, 4 * count, digest, s->sha256);
+    sha256_text(values, 4 * count, s->sha256);
+    pack_append(c, values, 4 * count);
     c->bytes += 4 * count;
 }
 
@@ -147,23 +173,13 @@ static void event(const struct capture *c, int published)
     fflush(stdout);
 }
 
-/* Makes the capture durable: one syncfs for every file written (data and metadata), then each
- * folder a file went into once, then the capture
- * folder itself (its subfolders' entries). */
+/* Makes the capture's names durable: each of its folders fsynced once (the files themselves
+ * were fsynced as written). */
 static void sync_folders(struct capture *c)
 {
     char path[4400];
-    if (files_sync_all(c->path) != 0)
-        write_failed("file system of", c->path);
-    for (uint32_t i = 0; i < c->n_shards; i++) {
-        uint32_t j = 0;
-        while (j < i && strcmp(c->shards[j].kind, c->shards[i].kind) != 0)
-            j++;
-        if (j == i && strchr(c->shards[i].file, '/')) {
-            snprintf(path, sizeof path, "%s/%s", c->path, c->shards[i].file);
-            files_sync_folder(path);
-        }
-    }
+    snprintf(path, sizeof path, "%s/shards", c->path);
+    files_sync_dir(path);
     snprintf(path, sizeof path, "%s/manifests", c->path);
     files_sync_dir(path);
     files_sync_dir(c->path);
@@ -172,6 +188,7 @@ static void sync_folders(struct capture *c)
 const uint8_t *capture_seal(struct capture *c, uint32_t round)
 {
     begin(c, round);
+    pack_close(c);
     size_t size;
     char *text = manifest_text(c, 0, 0.0f, &size);
     char name[128], file[160], hex[65];
@@ -202,6 +219,7 @@ static void failpoint(uint32_t round)
 void capture_publish(struct capture *c, uint32_t round, float loss)
 {
     begin(c, round);
+    pack_close(c);
     size_t size;
     char *text = manifest_text(c, 1, loss, &size);
     char hex[66];

@@ -1,10 +1,12 @@
 /* Checkpoint captures: what a role writes on checkpoint rounds (docs/runtime.md, "Checkpoints").
  *
  * A capture lives in <checkpoint_dir>/round-<R>/ (R = rounds completed, 8 digits at least).
- * CHECKPOINT writes the role's shards: one file per kind of state and tensor slice, named by
- * logical identity and element range within the tensor (`params/w1.0-1024.f32`,
- * `adam.m/w1.0-1024.f32`, `adam.scalars.f32`), little-endian float32, each through a temporary
- * name, fsynced and renamed, with its SHA-256. A role with a parent then writes its sub-manifest
+ * CHECKPOINT writes the role's shards: one per kind of state and tensor slice, named in the
+ * manifest by logical identity and element range within the tensor (kind `adam.m`, tensor `w1`,
+ * start, count), little-endian float32, appended to the role's one pack file
+ * `shards/<role>.f32` (written in place: the capture is unpublished until LATEST names it) at a
+ * byte offset, with its SHA-256; the pack is fsynced once. A role with a parent then writes its
+ * sub-manifest
  * `manifests/<role>.json` (its shards and its children's sub-manifests, each with its digest) and
  * acknowledges it to the parent with that digest; the root writes `manifest.json` and publishes
  * the capture by renaming `<checkpoint_dir>/LATEST` (the capture's folder name) into place. */
@@ -15,14 +17,14 @@
 
 #include "alpha_program.h"
 
-#define CHECKPOINT_FORMAT "alpha-checkpoint/1"
-#define CHECKPOINT_PART_FORMAT "alpha-checkpoint-part/1"
+#define CHECKPOINT_FORMAT "alpha-checkpoint/2"
+#define CHECKPOINT_PART_FORMAT "alpha-checkpoint-part/2"
 
 struct shard_entry {
     char kind[48];          /* "params", "adam.m", "adam.scalars", ... */
     const char *tensor;     /* the tensor's name; "" for the learner's scalars */
     uint64_t start, count;  /* elements within the tensor (within the scalars) */
-    char file[256];         /* relative to the capture */
+    uint64_t offset;        /* bytes into the role's pack file (4 x count of them) */
     char sha256[65];
 };
 
@@ -44,7 +46,9 @@ struct capture {
     struct child_entry *children;
     uint32_t n_children, cap_children;
     uint8_t digest[32];     /* of this role's sub-manifest, once sealed */
-    uint64_t bytes;         /* shard bytes written this capture */
+    uint64_t bytes;         /* shard bytes written this capture (the pack's size) */
+    int fd;                 /* the pack file, open from the first shard to the seal; else -1 */
+    char pack[160];         /* "shards/<role>.f32", relative to the capture */
     double started;
 };
 

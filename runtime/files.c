@@ -1,4 +1,3 @@
-#define _GNU_SOURCE /* syncfs */
 /* Durable files (files.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "files.h"
@@ -36,16 +35,6 @@ int files_mkdirs(const char *path)
     return S_ISDIR(st.st_mode) ? 0 : (errno = ENOTDIR, -1);
 }
 
-int files_sync_all(const char *folder)
-{
-    int fd = open(folder, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int result = syncfs(fd);
-    close(fd);
-    return result;
-}
-
 void files_sync_dir(const char *folder)
 {
     int fd = open(folder, O_RDONLY | O_CLOEXEC);
@@ -55,21 +44,9 @@ void files_sync_dir(const char *folder)
     }
 }
 
-void files_sync_folder(const char *path)
+int files_write_all(int fd, const void *data, uint64_t n)
 {
-    const char *slash = strrchr(path, '/');
-    char folder[4096];
-    if (!slash)
-        snprintf(folder, sizeof folder, ".");
-    else if (slash == path)
-        snprintf(folder, sizeof folder, "/");
-    else
-        snprintf(folder, sizeof folder, "%.*s", (int)(slash - path), path);
-    files_sync_dir(folder);
-}
-
-static int write_all(int fd, const uint8_t *bytes, uint64_t n)
-{
+    const uint8_t *bytes = data;
     while (n > 0) {
         ssize_t done = write(fd, bytes, n > (1u << 30) ? (1u << 30) : (size_t)n);
         if (done < 0 && errno == EINTR)
@@ -82,13 +59,23 @@ static int write_all(int fd, const uint8_t *bytes, uint64_t n)
     return 0;
 }
 
-int files_write(const char *path, const void *bytes, uint64_t n, uint8_t digest[32])
+int files_read_at(int fd, void *data, uint64_t n, uint64_t offset)
 {
-    return files_write_sync(path, bytes, n, digest, 1);
+    uint8_t *bytes = data;
+    while (n > 0) {
+        ssize_t got = pread(fd, bytes, n > (1u << 30) ? (1u << 30) : (size_t)n, (off_t)offset);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return got == 0 ? (errno = EIO, -1) : -1;
+        bytes += got;
+        n -= (uint64_t)got;
+        offset += (uint64_t)got;
+    }
+    return 0;
 }
 
-int files_write_sync(const char *path, const void *bytes, uint64_t n, uint8_t digest[32],
-                     int sync)
+int files_write(const char *path, const void *bytes, uint64_t n, uint8_t digest[32])
 {
     char tmp[4096];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
@@ -102,7 +89,7 @@ int files_write_sync(const char *path, const void *bytes, uint64_t n, uint8_t di
         sha256_update(&s, bytes, n);
         sha256_final(&s, digest);
     }
-    if (write_all(fd, bytes, n) != 0 || (sync && fsync(fd) != 0)) {
+    if (files_write_all(fd, bytes, n) != 0 || fsync(fd) != 0) {
         int error = errno;
         close(fd);
         unlink(tmp);

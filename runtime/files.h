@@ -1,6 +1,6 @@
 /* Durable files for checkpoints: folders made as needed, files written whole under a temporary
- * name, fsynced and renamed (so a reader sees the old file or the whole new one), and files
- * read back in chunks. Nothing here refuses: callers name the refusal. */
+ * name, fsynced and renamed (so a reader sees the old file or the whole new one) or written in
+ * place, and files read back in chunks. Nothing here refuses: callers name the refusal. */
 #ifndef ALPHA_FILES_H
 #define ALPHA_FILES_H
 
@@ -11,18 +11,15 @@
 int files_mkdirs(const char *path);
 /* Writes n bytes to path through path.tmp (written, fsynced, closed, renamed), with their
  * SHA-256 in digest (may be NULL): 0, or -1 with errno (the temporary file removed). The
- * rename is durable once the caller has synced the folder (files_sync_folder), which it may do
+ * rename is durable once the caller has synced the folder (files_sync_dir), which it may do
  * once for many files. */
 int files_write(const char *path, const void *bytes, uint64_t n, uint8_t digest[32]);
-/* files_write, with the fsync of the file left to a later files_sync_all when sync is 0. */
-int files_write_sync(const char *path, const void *bytes, uint64_t n, uint8_t digest[32],
-                     int sync);
-/* syncfs on the file system holding folder: every file written there is durable after it. */
-int files_sync_all(const char *folder);
-/* fsync of a folder, or of the folder holding path (best effort: some file systems refuse
- * it). */
+/* All n bytes written to fd at its position (EINTR retried): 0, or -1 with errno. */
+int files_write_all(int fd, const void *bytes, uint64_t n);
+/* Exactly n bytes of fd from offset (pread): 0, or -1 with errno (EIO: the file ended). */
+int files_read_at(int fd, void *bytes, uint64_t n, uint64_t offset);
+/* fsync of a folder (best effort: some file systems refuse it). */
 void files_sync_dir(const char *folder);
-void files_sync_folder(const char *path);
 /* A whole small file, NUL-terminated, of at most `limit` bytes: NULL with errno (EFBIG when it
  * is larger). Free it with free(). */
 char *files_read_text(const char *path, uint64_t limit, uint64_t *size);

@@ -25,6 +25,29 @@ void checkpoint_kind(const struct alpha_program *p, uint32_t slot, char out[48])
         snprintf(out, 48, "%.32s.s%u", p->learner, (unsigned)slot);
 }
 
+int checkpoint_kind_of(const struct alpha_program *p, const char *name, uint32_t *kind)
+{
+    char k[48];
+    if (strcmp(name, "params") == 0)
+        return *kind = 0, 1;
+    for (uint32_t slot = 0; slot <= p->state_slots; slot++) {
+        checkpoint_kind(p, slot, k);
+        if (strcmp(name, k) == 0 && (slot < p->state_slots || p->state_scalars))
+            return *kind = 1 + slot, 1;
+    }
+    return 0;
+}
+
+void checkpoint_shard_name(const char *kind, const char *tensor, uint64_t start, uint64_t count,
+                           char out[240])
+{
+    if (*tensor)
+        snprintf(out, 240, "%.47s/%.160s.%llu-%llu", kind, tensor, (unsigned long long)start,
+                 (unsigned long long)(start + count));
+    else
+        snprintf(out, 240, "%.47s", kind);
+}
+
 void checkpoint_role_file(const char *role, char out[128])
 {
     size_t n = 0;
@@ -75,8 +98,9 @@ char *manifest_text(const struct capture *c, int top, float loss, size_t *size)
         json_string(f, s->tensor);
         fprintf(f, ", \"start\": %llu, \"count\": %llu, \"file\": ",
                 (unsigned long long)s->start, (unsigned long long)s->count);
-        json_string(f, s->file);
-        fprintf(f, ", \"sha256\": \"%s\"}", s->sha256);
+        json_string(f, c->pack);
+        fprintf(f, ", \"offset\": %llu, \"length\": %llu, \"sha256\": \"%s\"}",
+                (unsigned long long)s->offset, (unsigned long long)(4 * s->count), s->sha256);
     }
     fprintf(f, "%s],\n  \"children\": [", c->n_shards ? "\n  " : "");
     for (uint32_t i = 0; i < c->n_children; i++) {

@@ -12,6 +12,13 @@
 /* The kind name of learner state slot k (k == state_slots: the scalars) into out:
  * "adam.m", "adam.v", "momentum.v", "<learner>.s<k>", "<learner>.scalars". */
 void checkpoint_kind(const struct alpha_program *p, uint32_t slot, char out[48]);
+/* The slot of kind `name` (0 params, 1 + k slot k, 1 + state_slots the scalars): 1, or 0 when
+ * this learner has no such kind. */
+int checkpoint_kind_of(const struct alpha_program *p, const char *name, uint32_t *kind);
+/* A shard's name in messages: "adam.m/w1.0-603" (kind, tensor, element range), or the kind
+ * alone for the scalars. */
+void checkpoint_shard_name(const char *kind, const char *tensor, uint64_t start, uint64_t count,
+                           char out[240]);
 /* "worker[3]" -> "worker-3": role names as file names. */
 void checkpoint_role_file(const char *role, char out[128]);
 /* The JSON text of a role's sub-manifest, or (top) of the capture's manifest.json. */

@@ -1,4 +1,5 @@
-/* Reading a capture back (resume.h): the manifest tree, its checks, then the shards. */
+/* Reading a capture back (resume.h): the manifest tree, its checks, then the shards from the
+ * roles' pack files. */
 #define _POSIX_C_SOURCE 200809L
 #include "resume.h"
 
@@ -22,9 +23,16 @@
 
 struct shard {
     uint32_t kind;          /* 0 params, 1 + k slot k, 1 + state_slots the scalars */
-    uint64_t at, count;     /* flat elements (the scalars: from 0) */
-    char file[256];
+    uint64_t at, count, offset; /* flat elements (scalars: from 0); bytes into its pack */
+    uint32_t pack;          /* the pack file holding it (reader.packs) */
+    char name[240];         /* "adam.m/w1.0-603": kind, tensor, element range */
     char sha256[65];
+};
+
+struct pack {
+    char file[256];         /* relative to the capture */
+    uint64_t size;          /* the end of its last shard: the file's size */
+    int fd;                 /* open from its first shard read; else -1 */
 };
 
 struct reader {
@@ -32,7 +40,8 @@ struct reader {
     struct resumed *out;
     const char *capture;
     struct shard *shards;
-    uint32_t n_shards, cap_shards, files;
+    struct pack *packs;     /* n_packs <= n_shards; cap_shards of each allocated */
+    uint32_t n_shards, cap_shards, files, n_packs;
 };
 
 static _Noreturn void incomplete(const char *format, const char *a, const char *b)
@@ -45,38 +54,28 @@ static _Noreturn void malformed(const char *file, const char *why)
     refuse(REFUSAL_CHECKPOINT_MALFORMED, "checkpoint manifest %s: %s", file, why);
 }
 
-static int kind_of(const struct alpha_program *p, const char *name, uint32_t *kind)
-{
-    char k[48];
-    if (strcmp(name, "params") == 0)
-        return *kind = 0, 1;
-    for (uint32_t slot = 0; slot <= p->state_slots; slot++) {
-        checkpoint_kind(p, slot, k);
-        if (strcmp(name, k) == 0 && (slot < p->state_slots || p->state_scalars))
-            return *kind = 1 + slot, 1;
-    }
-    return 0;
-}
-
 static void add_shard(struct reader *r, const char *file, const struct json *e)
 {
     const struct alpha_program *p = r->p;
     const char *kind = json_get_string(e, "kind"), *tensor = json_get_string(e, "tensor");
     const char *name = json_get_string(e, "file"), *sha = json_get_string(e, "sha256");
-    uint64_t start, count;
+    uint64_t start, count, offset, length;
     if (!kind || !tensor || !name || !sha || json_get_u64(e, "start", &start) ||
-        json_get_u64(e, "count", &count))
-        malformed(file, "a shard needs kind, tensor, start, count, file and sha256");
-    if (strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64 || !manifest_safe_name(name))
-        malformed(file, "a shard's sha256 or file name is not valid");
+        json_get_u64(e, "count", &count) || json_get_u64(e, "offset", &offset) ||
+        json_get_u64(e, "length", &length))
+        malformed(file, "a shard needs kind, tensor, start, count, file, offset, length, sha256");
+    if (strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64 || !manifest_safe_name(name) ||
+        length % 4 || length / 4 != count || offset > (1ull << 62))
+        malformed(file, "a shard's sha256, file name, offset or length is not valid");
     if (r->n_shards == r->cap_shards) {
         r->cap_shards = r->cap_shards ? 2 * r->cap_shards : 16;
         r->shards = realloc(r->shards, r->cap_shards * sizeof *r->shards);
-        if (!r->shards)
+        r->packs = realloc(r->packs, r->cap_shards * sizeof *r->packs);
+        if (!r->shards || !r->packs)
             refuse(REFUSAL_OUT_OF_MEMORY, "cannot grow the shard list");
     }
     struct shard *s = &r->shards[r->n_shards];
-    if (!kind_of(p, kind, &s->kind))
+    if (!checkpoint_kind_of(p, kind, &s->kind))
         malformed(file, "a shard of a kind this learner does not have");
     s->count = count;
     if (s->kind == 1 + p->state_slots) {
@@ -92,7 +91,16 @@ static void add_shard(struct reader *r, const char *file, const struct json *e)
             malformed(file, "a shard of an unknown tensor, or outside its tensor");
         s->at = p->tensors[i].offset + start;
     }
-    snprintf(s->file, sizeof s->file, "%s", name);
+    checkpoint_shard_name(kind, tensor, start, count, s->name);
+    uint32_t k = 0;
+    while (k < r->n_packs && strcmp(r->packs[k].file, name) != 0)
+        k++;
+    if (k == r->n_packs)
+        r->packs[r->n_packs++] = (struct pack){.size = 0, .fd = -1};
+    snprintf(r->packs[k].file, sizeof r->packs[k].file, "%s", name);
+    if (offset + length > r->packs[k].size)
+        r->packs[k].size = offset + length;
+    s->pack = k, s->offset = offset;
     memcpy(s->sha256, sha, 65);
     r->n_shards++;
 }
@@ -217,34 +225,27 @@ static void check_coverage(struct reader *r)
     }
 }
 
-/* Streams one shard: its size and digest checked, the part in [lo, hi) copied to dst + (x - lo). */
+/* Streams one shard from its pack file (opened, and its size checked, at its first shard): its
+ * digest checked, the part in [lo, hi) copied to dst + (x - lo). */
 static uint64_t load(struct reader *r, const struct shard *s, float *dst, uint64_t lo,
                      uint64_t hi)
 {
     char path[4400], hex[65];
-    snprintf(path, sizeof path, "%s/%s", r->capture, s->file);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct pack *k = &r->packs[s->pack];
+    snprintf(path, sizeof path, "%s/%s", r->capture, k->file);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0)
-        incomplete("checkpoint shard %s cannot be read: %s", path, strerror(errno));
-    if ((uint64_t)st.st_size != 4 * s->count)
-        refuse(REFUSAL_CHECKPOINT_DIGEST_MISMATCH, "checkpoint shard %s has %llu bytes, but its "
-               "manifest says %llu", path, (unsigned long long)st.st_size,
-               (unsigned long long)(4 * s->count));
+    if (k->fd < 0 && ((k->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(k->fd, &st) != 0 ||
+                      (uint64_t)st.st_size != k->size))
+        refuse(k->fd < 0 ? REFUSAL_CHECKPOINT_INCOMPLETE : REFUSAL_CHECKPOINT_DIGEST_MISMATCH,
+               "checkpoint shard file %s: %s (its manifests say %llu bytes)", path,
+               k->fd < 0 ? strerror(errno) : "not the size", (unsigned long long)k->size);
     static float chunk[1 << 18];
     struct sha256 h;
     sha256_init(&h);
     for (uint64_t done = 0; done < s->count;) {
-        uint64_t want = s->count - done < (1u << 18) ? s->count - done : (1u << 18), got = 0;
-        while (got < 4 * want) {
-            ssize_t n = read(fd, (char *)chunk + got, 4 * want - got);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                incomplete("checkpoint shard %s cannot be read: %s", path,
-                           n < 0 ? strerror(errno) : "it is shorter than it was");
-            got += (uint64_t)n;
-        }
+        uint64_t want = s->count - done < (1u << 18) ? s->count - done : (1u << 18);
+        if (files_read_at(k->fd, chunk, 4 * want, s->offset + 4 * done) != 0)
+            incomplete("checkpoint shard file %s cannot be read: %s", path, strerror(errno));
         sha256_update(&h, chunk, 4 * want);
         uint64_t a = s->at + done, b = a + want;
         uint64_t from = a > lo ? a : lo, to = b < hi ? b : hi;
@@ -252,13 +253,13 @@ static uint64_t load(struct reader *r, const struct shard *s, float *dst, uint64
             memcpy(dst + (from - lo), chunk + (from - a), 4 * (to - from));
         done += want;
     }
-    close(fd);
     uint8_t digest[32];
     sha256_final(&h, digest);
     sha256_hex(digest, hex);
     if (strcmp(hex, s->sha256) != 0)
-        refuse(REFUSAL_CHECKPOINT_DIGEST_MISMATCH, "checkpoint shard %s has sha256 %s, but its "
-               "manifest says %s", path, hex, s->sha256);
+        refuse(REFUSAL_CHECKPOINT_DIGEST_MISMATCH, "checkpoint shard %s (bytes %llu-%llu of %s) "
+               "has sha256 %s, but its manifest says %s", s->name, (unsigned long long)s->offset,
+               (unsigned long long)(s->offset + 4 * s->count), path, hex, s->sha256);
     return 4 * s->count;
 }
 
@@ -285,11 +286,14 @@ void resume_load(const struct alpha_program *p, const char *path, float *params,
             out->bytes += load(&r, s, new_state ? new_state + p->state_slots * state_count : NULL,
                                0, p->state_scalars);
     }
-    out->files = r.files + r.n_shards;
+    out->files = r.files + r.n_packs;
+    for (uint32_t i = 0; i < r.n_packs; i++)
+        close(r.packs[i].fd);
     memcpy(params, new_params, p->n_params * sizeof(float));
     if (state)
         memcpy(state, new_state, block * sizeof(float));
     free(new_params);
     free(new_state);
     free(r.shards);
+    free(r.packs);
 }

@@ -219,15 +219,16 @@ def test_a_flipped_byte_in_any_shard_is_refused(pair: Built, single: Built, tmp_
     capture = pristine / "round-00000040"
     shards = read_checkpoint(capture).shards()
     assert len(shards) >= 12
+    assert len({s.file for s in shards}) == 2  # one pack file per writing role
     for shard in shards:
-        work = tmp_path / shard.file.replace("/", "_")
+        work = tmp_path / shard.name.replace("/", "_")
         shutil.copytree(capture, work / "c", copy_function=shutil.copyfile)
         target = work / "c" / shard.file
         data = bytearray(target.read_bytes())
-        data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        data[shard.offset + rng.randrange(shard.bytes)] ^= 1 << rng.randrange(8)
         target.write_bytes(bytes(data))
         [o] = _refused(single, work / "c", work, "checkpoint-digest-mismatch")
-        assert shard.file in (o.message or "")
+        assert f"checkpoint shard {shard.name} (" in (o.message or ""), o.message
 
 
 def test_every_role_refuses_a_corrupt_capture(pair: Built, tmp_path: Path) -> None:

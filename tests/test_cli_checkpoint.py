@@ -46,10 +46,10 @@ def test_inspect_refuses_a_flipped_byte(capture: tuple[Path, str], tmp_path: Pat
 
     copy = tmp_path / "c"
     shutil.copytree(ckpt, copy)
-    shard = next(p for p in copy.rglob("*.f32"))
-    data = bytearray(shard.read_bytes())
+    pack = next(p for p in copy.rglob("shards/*.f32"))
+    data = bytearray(pack.read_bytes())
     data[0] ^= 1
-    shard.write_bytes(bytes(data))
+    pack.write_bytes(bytes(data))
     proc = cli("inspect", str(copy))
     assert proc.returncode == 1
     assert "error[checkpoint-digest-mismatch]" in proc.stderr

@@ -1,10 +1,12 @@
 """Reading a checkpoint capture written by the runtime (runtime/checkpoint.c, docs/runtime.md).
 
-A capture is a folder `round-<R>` holding shards (little-endian float32 files named by kind,
-tensor and element range), one sub-manifest per role that acknowledged it, and `manifest.json`,
-written last by the root. A checkpoint folder holds captures and `LATEST`, the name of the last
-published one. This reader makes the runtime's checks, in the same order, with the same refusal
-names, and raises nothing but CheckpointError, whatever the bytes on disk.
+A capture is a folder `round-<R>` holding one pack file per writing role (`shards/<role>.f32`:
+its shards' little-endian float32 values, one after another; each shard named in the manifest by
+kind, tensor and element range, with its byte offset, length and SHA-256), one sub-manifest per
+role that acknowledged it, and `manifest.json`, written last by the root. A checkpoint folder
+holds captures and `LATEST`, the name of the last published one. This reader makes the
+runtime's checks, in the same order, with the same refusal names, and raises nothing but
+CheckpointError, whatever the bytes on disk.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-FORMAT = "alpha-checkpoint/1"
-PART_FORMAT = "alpha-checkpoint-part/1"
+FORMAT = "alpha-checkpoint/2"
+PART_FORMAT = "alpha-checkpoint-part/2"
 MANIFEST_LIMIT = 64 << 20
 TREE_DEPTH = 64
 REFUSALS = (
@@ -58,14 +60,22 @@ class Shard:
     tensor: str  # "" for the learner's scalars
     start: int  # elements within the tensor
     count: int
-    file: str  # relative to the capture
+    file: str  # the pack file holding it, relative to the capture
     sha256: str
     role: str  # the role whose manifest lists it
     at: int = 0  # first flat element (the scalars: 0)
+    offset: int = 0  # bytes into the pack file
 
     @property
     def bytes(self) -> int:
         return 4 * self.count
+
+    @property
+    def name(self) -> str:
+        """The shard in messages: kind, tensor and element range ("adam.m/w1.0-603")."""
+        if not self.tensor:
+            return self.kind
+        return f"{self.kind}/{self.tensor}.{self.start}-{self.start + self.count}"
 
 
 @dataclass(frozen=True)
@@ -115,9 +125,10 @@ class Checkpoint:
             raise CheckpointError("checkpoint-malformed", f"this checkpoint has no kind {kind!r}")
         size = self.state_scalars if kind.endswith(".scalars") else self.n_params
         out = np.zeros(size, dtype="<f4")
+        packs = _read_packs(self.path, self.shards())
         for s in self.shards():
             if s.kind == kind:
-                out[s.at : s.at + s.count] = np.frombuffer(_read(self.path, s), "<f4")
+                out[s.at : s.at + s.count] = np.frombuffer(_read(self.path, s, packs), "<f4")
         return out
 
     def summary(self) -> str:
@@ -175,8 +186,11 @@ class Checkpoint:
                 for depth, m in self.root.walk()
             ],
             "shards": [
-                {k: getattr(s, k) for k in ("kind", "tensor", "start", "count", "file", "sha256")}
-                | {"role": s.role}
+                {
+                    k: getattr(s, k)
+                    for k in ("kind", "tensor", "start", "count", "file", "offset", "sha256")
+                }
+                | {"length": s.bytes, "role": s.role}
                 for s in self.shards()
             ],
             "bytes": sum(s.bytes for s in self.shards()),
@@ -189,7 +203,7 @@ def _merged(parts: list[Shard]) -> list[Shard]:
     for s in parts:
         if out and out[-1].role == s.role and out[-1].at + out[-1].count == s.at:
             last = out[-1]
-            out[-1] = Shard(last.kind, "", 0, last.count + s.count, "", "", last.role, last.at)
+            out[-1] = Shard(last.kind, "", 0, last.count + s.count, "", "", last.role, last.at, 0)
         else:
             out.append(s)
     return out
@@ -394,22 +408,31 @@ class _Reader:
         kind, tensor = _string(e.get("kind")), _string(e.get("tensor"))
         name, sha = _string(e.get("file")), _string(e.get("sha256"))
         start, count = _count(e.get("start")), _count(e.get("count"))
-        if None in (kind, tensor, name, sha, start, count):
-            raise _malformed(path, "a shard needs kind, tensor, start, count, file and sha256")
+        offset, length = _count(e.get("offset")), _count(e.get("length"))
+        if None in (kind, tensor, name, sha, start, count, offset, length):
+            raise _malformed(
+                path, "a shard needs kind, tensor, start, count, file, offset, length, sha256"
+            )
         assert kind is not None and tensor is not None and name is not None and sha is not None
         assert start is not None and count is not None
-        if not _HEX64.fullmatch(sha) or not _safe_name(name):
-            raise _malformed(path, "a shard's sha256 or file name is not valid")
+        assert offset is not None and length is not None
+        if (
+            not _HEX64.fullmatch(sha)
+            or not _safe_name(name)
+            or length != 4 * count
+            or offset > 1 << 62
+        ):
+            raise _malformed(path, "a shard's sha256, file name, offset or length is not valid")
         if kind not in self.kinds:
             raise _malformed(path, "a shard of a kind this learner does not have")
         if kind.endswith(".scalars"):
             if tensor or start != 0 or count != self.top["state_scalars"]:
                 raise _malformed(path, "the scalars shard must hold all of the learner's scalars")
-            return Shard(kind, tensor, start, count, name, sha, role, 0)
+            return Shard(kind, tensor, start, count, name, sha, role, 0, offset)
         t = self.tensors.get(tensor)
         if t is None or count == 0 or start > t.count or count > t.count - start:
             raise _malformed(path, "a shard of an unknown tensor, or outside its tensor")
-        return Shard(kind, tensor, start, count, name, sha, role, t.offset + start)
+        return Shard(kind, tensor, start, count, name, sha, role, t.offset + start, offset)
 
     def coverage(self, shards: list[Shard]) -> None:
         for kind in self.kinds:
@@ -431,24 +454,43 @@ class _Reader:
             )
 
 
-def _read(capture: Path, s: Shard) -> bytes:
-    path = capture / s.file
-    try:
-        with path.open("rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            data = f.read(s.bytes) if size == s.bytes else b""
-    except OSError as error:
-        raise _incomplete(f"checkpoint shard {path} cannot be read: {error}") from None
-    if size != s.bytes or len(data) != s.bytes:
-        raise CheckpointError(
-            "checkpoint-digest-mismatch",
-            f"checkpoint shard {path} has {size} bytes, but its manifest says {s.bytes}",
-        )
+def _pack_sizes(shards: list[Shard]) -> dict[str, int]:
+    """Each pack file's size: the end of its last shard."""
+    sizes: dict[str, int] = {}
+    for s in shards:
+        sizes[s.file] = max(sizes.get(s.file, 0), s.offset + s.bytes)
+    return sizes
+
+
+def _read_packs(capture: Path, shards: list[Shard]) -> dict[str, bytes]:
+    """The pack files the shards name, each read whole, its size checked."""
+    out: dict[str, bytes] = {}
+    for file, size in _pack_sizes(shards).items():
+        path = capture / file
+        try:
+            with path.open("rb") as f:
+                actual = os.fstat(f.fileno()).st_size
+                data = f.read(size) if actual == size else b""
+        except OSError as error:
+            raise _incomplete(f"checkpoint shard file {path} cannot be read: {error}") from None
+        if actual != size or len(data) != size:
+            raise CheckpointError(
+                "checkpoint-digest-mismatch",
+                f"checkpoint shard file {path} has {actual} bytes, but its manifests say {size}",
+            )
+        out[file] = data
+    return out
+
+
+def _read(capture: Path, s: Shard, packs: dict[str, bytes]) -> bytes:
+    """One shard's bytes from its pack file, its SHA-256 checked."""
+    data = packs[s.file][s.offset : s.offset + s.bytes]
     digest = hashlib.sha256(data).hexdigest()
     if digest != s.sha256:
         raise CheckpointError(
             "checkpoint-digest-mismatch",
-            f"checkpoint shard {path} has sha256 {digest}, but its manifest says {s.sha256}",
+            f"checkpoint shard {s.name} (bytes {s.offset}-{s.offset + s.bytes} of "
+            f"{capture / s.file}) has sha256 {digest}, but its manifest says {s.sha256}",
         )
     return data
 
@@ -481,8 +523,9 @@ def read_checkpoint(path: str | Path, identity: str | None = None) -> Checkpoint
         root = r.manifest("manifest.json", None, "?", 0)
         shards = [s for _, m in root.walk() for s in m.shards]
         r.coverage(shards)
+        packs = _read_packs(capture, shards)
         for s in shards:
-            _read(capture, s)
+            _read(capture, s, packs)
     except CheckpointError:
         raise
     except (OSError, ValueError, RecursionError) as error:  # anything the checks above missed
