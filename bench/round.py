@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from machine import machine, single_thread_env
+
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 PINGPONG = BENCH / "tcp_pingpong" / "pingpong.c"
@@ -81,37 +83,6 @@ class Result:
     @property
     def per_s(self) -> float | None:
         return None if not self.us else 1e6 / self.us
-
-
-def single_thread_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["OPENBLAS_NUM_THREADS"] = "1"
-    env["OMP_NUM_THREADS"] = "1"
-    env["MKL_NUM_THREADS"] = "1"
-    env["GLOO_SOCKET_IFNAME"] = "lo"
-    return env
-
-
-def machine() -> dict[str, Any]:
-    info: dict[str, Any] = {
-        "cpu": platform.processor() or platform.machine(),
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "os": platform.platform(),
-    }
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return info
-    fields = {}
-    for line in out.splitlines():
-        key, _, value = line.partition(":")
-        fields[key.strip()] = value.strip()
-    info["cpu"] = fields.get("Model name", info["cpu"])
-    for key in ("CPU(s)", "Thread(s) per core", "Core(s) per socket"):
-        if key in fields:
-            info[key] = fields[key]
-    return info
 
 
 # --------------------------------------------------------------------------------------------

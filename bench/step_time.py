@@ -30,7 +30,6 @@ import abc
 import argparse
 import json
 import os
-import platform
 import re
 import shutil
 import subprocess
@@ -40,6 +39,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from machine import machine, single_thread_env
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -60,41 +61,6 @@ class Result:
     @property
     def steps_per_s(self) -> float | None:
         return None if not self.us_per_step else 1e6 / self.us_per_step
-
-
-def single_thread_env(unset_openblas_tuning: bool = False) -> dict[str, str]:
-    env = dict(os.environ)
-    env["OPENBLAS_NUM_THREADS"] = "1"
-    env["OMP_NUM_THREADS"] = "1"
-    env["MKL_NUM_THREADS"] = "1"
-    if unset_openblas_tuning:
-        env.pop("OPENBLAS_CORETYPE", None)
-        env.pop("OPENBLAS_L2_SIZE", None)
-    return env
-
-
-def machine() -> dict[str, Any]:
-    info: dict[str, Any] = {
-        "cpu": platform.processor() or platform.machine(),
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "os": platform.platform(),
-    }
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return info
-    fields = {}
-    for line in out.splitlines():
-        key, _, value = line.partition(":")
-        fields[key.strip()] = value.strip()
-    info["cpu"] = fields.get("Model name", info["cpu"])
-    for key in ("CPU(s)", "Thread(s) per core", "L1d cache", "L2 cache", "L3 cache"):
-        if key in fields:
-            info[key] = fields[key]
-    flags = fields.get("Flags", "").split()
-    info["simd"] = " ".join(f for f in ("sse4_2", "avx", "avx2", "fma", "avx512f") if f in flags)
-    return info
 
 
 # --------------------------------------------------------------------------------------------

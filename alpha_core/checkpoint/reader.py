@@ -12,16 +12,25 @@ CheckpointError, whatever the bytes on disk.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from alpha_core.checkpoint.strict import (
+    CheckpointError,
+    as_count,
+    as_string,
+    incomplete,
+    malformed,
+    read_sized,
+    safe_name,
+)
+from alpha_core.checkpoint.strict import json_object as strict_json
 
 FORMAT = "alpha-checkpoint/2"
 PART_FORMAT = "alpha-checkpoint-part/2"
@@ -36,15 +45,6 @@ REFUSALS = (
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _HEX8 = re.compile(r"[0-9a-f]{8}")
 _CAPTURE = re.compile(r"round-[0-9]+")
-
-
-class CheckpointError(Exception):
-    """A refusal: `name` is one of REFUSALS, `message` says what and where."""
-
-    def __init__(self, name: str, message: str) -> None:
-        super().__init__(f"{name}: {message}")
-        self.name = name
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -227,67 +227,6 @@ def kind_names(learner: str, slots: int, scalars: int) -> tuple[str, ...]:
 # ---- reading ----------------------------------------------------------------------------------
 
 
-def _incomplete(message: str) -> CheckpointError:
-    return CheckpointError("checkpoint-incomplete", message)
-
-
-def _malformed(file: Path | str, why: str) -> CheckpointError:
-    return CheckpointError("checkpoint-malformed", f"checkpoint manifest {file}: {why}")
-
-
-def _safe_name(name: str) -> bool:
-    return (
-        0 < len(name.encode("utf-8", "surrogatepass")) <= 200
-        and not name.startswith("/")
-        and "\0" not in name
-        and ".." not in name.split("/")
-    )
-
-
-def _read_sized(path: Path, limit: int) -> bytes:
-    """A regular file's bytes, refused (OSError) above `limit` before anything is read."""
-    with path.open("rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise IsADirectoryError(f"{path} is not a regular file")
-        if size > limit:
-            raise OSError(f"{path} has {size} bytes, more than {limit}")
-        return f.read(limit)
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def _no_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _json(path: Path, data: bytes) -> dict[str, Any]:
-    try:
-        value = json.loads(
-            data.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant
-        )
-    except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
-        raise _malformed(path, f"not JSON: {str(error)[:120]}") from None
-    if not isinstance(value, dict):
-        raise _malformed(path, "not a JSON object")
-    return value
-
-
-def _count(value: object) -> int | None:
-    return value if type(value) is int and 0 <= value < 1 << 64 else None
-
-
-def _string(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 class _Reader:
     def __init__(self, capture: Path, identity: str | None) -> None:
         self.capture = capture
@@ -299,21 +238,21 @@ class _Reader:
     def manifest(self, file: str, sha: str | None, role: str, depth: int) -> Manifest:
         path = self.capture / file
         try:
-            data = _read_sized(path, MANIFEST_LIMIT)
+            data = read_sized(path, MANIFEST_LIMIT)
         except OSError as error:
             if sha is None:
-                raise _incomplete(
+                raise incomplete(
                     f"capture {self.capture} is not published (no manifest.json): {error}"
                 ) from None
-            raise _incomplete(f"checkpoint manifest {path} cannot be read: {error}") from None
+            raise incomplete(f"checkpoint manifest {path} cannot be read: {error}") from None
         digest = hashlib.sha256(data).hexdigest()
         top = sha is None
         if top:  # the top manifest's digest sits beside it
             beside = path.with_name(path.name + ".sha256")
             try:
-                own = _read_sized(beside, 256)
+                own = read_sized(beside, 256)
             except OSError as error:
-                raise _incomplete(
+                raise incomplete(
                     f"capture {self.capture} is not published (no manifest.json.sha256): {error}"
                 ) from None
             if (
@@ -321,7 +260,7 @@ class _Reader:
                 or own[64:] != b"\n"
                 or not _HEX64.fullmatch(own[:64].decode("latin-1"))
             ):
-                raise _malformed(beside, "not the SHA-256 of manifest.json in hex and a newline")
+                raise malformed(beside, "not the SHA-256 of manifest.json in hex and a newline")
             sha = own[:64].decode()
         if digest != sha:
             says = "manifest.json.sha256" if top else "its parent manifest"
@@ -329,10 +268,10 @@ class _Reader:
                 "checkpoint-digest-mismatch",
                 f"checkpoint file {path} has sha256 {digest}, but {says} says {sha}",
             )
-        m = _json(path, data)
+        m = strict_json(path, data)
         if m.get("format") != (FORMAT if top else PART_FORMAT):
-            raise _malformed(path, "not an Alpha checkpoint manifest of a format this reads")
-        identity = _string(m.get("identity"))
+            raise malformed(path, "not an Alpha checkpoint manifest of a format this reads")
+        identity = as_string(m.get("identity"))
         if top:
             self.check_top(path, m, identity)
         elif identity != self.top["identity"]:
@@ -342,21 +281,21 @@ class _Reader:
                 f"{self.top['identity']}",
             )
         elif m.get("round") != self.top["round"] or type(m.get("round")) is not int:
-            raise _malformed(path, "a sub-manifest of another round")
+            raise malformed(path, "a sub-manifest of another round")
         shards, children = m.get("shards"), m.get("children")
         if not isinstance(shards, list) or not isinstance(children, list):
-            raise _malformed(path, "shards and children must be lists")
-        who = _string(m.get("role")) or role
+            raise malformed(path, "shards and children must be lists")
+        who = as_string(m.get("role")) or role
         parsed = tuple(self.shard(path, e, who) for e in shards)
         kids = []
         for e in children:
-            name = _string(e.get("file")) if isinstance(e, dict) else None
-            digest_ = _string(e.get("sha256")) if isinstance(e, dict) else None
-            if name is None or digest_ is None or not _safe_name(name) or len(digest_) != 64:
-                raise _malformed(path, "a child needs a file inside the capture and a sha256")
+            name = as_string(e.get("file")) if isinstance(e, dict) else None
+            digest_ = as_string(e.get("sha256")) if isinstance(e, dict) else None
+            if name is None or digest_ is None or not safe_name(name) or len(digest_) != 64:
+                raise malformed(path, "a child needs a file inside the capture and a sha256")
             if depth >= TREE_DEPTH:
-                raise _malformed(path, "the manifest tree is deeper than 64 levels")
-            kids.append(self.manifest(name, digest_, _string(e.get("role")) or "?", depth + 1))
+                raise malformed(path, "the manifest tree is deeper than 64 levels")
+            kids.append(self.manifest(name, digest_, as_string(e.get("role")) or "?", depth + 1))
         return Manifest(who, file, digest, parsed, tuple(kids))
 
     def check_top(self, path: Path, m: dict[str, Any], identity: str | None) -> None:
@@ -366,10 +305,10 @@ class _Reader:
                 f"checkpoint {path} is of system identity {identity}, but the system has "
                 f"identity {self.identity}",
             )
-        fields = {k: _count(m.get(k)) for k in ("round", "n_params", "state_slots")}
-        fields["state_scalars"] = _count(m.get("state_scalars"))
-        learner, bits = _string(m.get("learner")), _string(m.get("loss_bits"))
-        system = _string(m.get("system"))
+        fields = {k: as_count(m.get(k)) for k in ("round", "n_params", "state_slots")}
+        fields["state_scalars"] = as_count(m.get("state_scalars"))
+        learner, bits = as_string(m.get("learner")), as_string(m.get("loss_bits"))
+        system = as_string(m.get("system"))
         tensors = m.get("tensors")
         if (
             None in fields.values()
@@ -380,37 +319,37 @@ class _Reader:
             or system is None
             or not isinstance(tensors, list)
         ):
-            raise _malformed(
+            raise malformed(
                 path,
                 "it needs system, identity, round, n_params, learner, state_slots, "
                 "state_scalars, loss_bits and tensors",
             )
         if fields["round"] == 0 or fields["state_slots"] > 64:  # type: ignore[operator]
-            raise _malformed(path, "its round or learner state contradict each other")
+            raise malformed(path, "its round or learner state contradict each other")
         at = 0
         for t in tensors:
-            name = _string(t.get("name")) if isinstance(t, dict) else None
-            offset = _count(t.get("offset")) if isinstance(t, dict) else None
-            count = _count(t.get("count")) if isinstance(t, dict) else None
+            name = as_string(t.get("name")) if isinstance(t, dict) else None
+            offset = as_count(t.get("offset")) if isinstance(t, dict) else None
+            count = as_count(t.get("count")) if isinstance(t, dict) else None
             if name is None or offset != at or count is None or name in self.tensors:
-                raise _malformed(path, "tensors must follow each other in the flat parameters")
+                raise malformed(path, "tensors must follow each other in the flat parameters")
             self.tensors[name] = Tensor(name, offset, count)
             at += count
         if at != fields["n_params"]:
-            raise _malformed(path, "its tensors do not add up to n_params")
+            raise malformed(path, "its tensors do not add up to n_params")
         self.top = {**fields, "learner": learner, "loss_bits": bits, "identity": identity}
         self.top["system"] = system
         self.kinds = kind_names(learner, fields["state_slots"], fields["state_scalars"])  # type: ignore[arg-type]
 
     def shard(self, path: Path, e: object, role: str) -> Shard:
         if not isinstance(e, dict):
-            raise _malformed(path, "a shard entry is not an object")
-        kind, tensor = _string(e.get("kind")), _string(e.get("tensor"))
-        name, sha = _string(e.get("file")), _string(e.get("sha256"))
-        start, count = _count(e.get("start")), _count(e.get("count"))
-        offset, length = _count(e.get("offset")), _count(e.get("length"))
+            raise malformed(path, "a shard entry is not an object")
+        kind, tensor = as_string(e.get("kind")), as_string(e.get("tensor"))
+        name, sha = as_string(e.get("file")), as_string(e.get("sha256"))
+        start, count = as_count(e.get("start")), as_count(e.get("count"))
+        offset, length = as_count(e.get("offset")), as_count(e.get("length"))
         if None in (kind, tensor, name, sha, start, count, offset, length):
-            raise _malformed(
+            raise malformed(
                 path, "a shard needs kind, tensor, start, count, file, offset, length, sha256"
             )
         assert kind is not None and tensor is not None and name is not None and sha is not None
@@ -418,20 +357,20 @@ class _Reader:
         assert offset is not None and length is not None
         if (
             not _HEX64.fullmatch(sha)
-            or not _safe_name(name)
+            or not safe_name(name)
             or length != 4 * count
             or offset > 1 << 62
         ):
-            raise _malformed(path, "a shard's sha256, file name, offset or length is not valid")
+            raise malformed(path, "a shard's sha256, file name, offset or length is not valid")
         if kind not in self.kinds:
-            raise _malformed(path, "a shard of a kind this learner does not have")
+            raise malformed(path, "a shard of a kind this learner does not have")
         if kind.endswith(".scalars"):
             if tensor or start != 0 or count != self.top["state_scalars"]:
-                raise _malformed(path, "the scalars shard must hold all of the learner's scalars")
+                raise malformed(path, "the scalars shard must hold all of the learner's scalars")
             return Shard(kind, tensor, start, count, name, sha, role, 0, offset)
         t = self.tensors.get(tensor)
         if t is None or count == 0 or start > t.count or count > t.count - start:
-            raise _malformed(path, "a shard of an unknown tensor, or outside its tensor")
+            raise malformed(path, "a shard of an unknown tensor, or outside its tensor")
         return Shard(kind, tensor, start, count, name, sha, role, t.offset + start, offset)
 
     def coverage(self, shards: list[Shard]) -> None:
@@ -440,7 +379,7 @@ class _Reader:
             at = 0
             for s in sorted((s for s in shards if s.kind == kind), key=lambda s: s.at):
                 if s.at < at:
-                    raise _malformed(
+                    raise malformed(
                         self.capture, f"two shards of {kind} hold element {s.at}"
                     ) from None
                 if s.at != at:
@@ -449,7 +388,7 @@ class _Reader:
             else:
                 if at == end:
                     continue
-            raise _incomplete(
+            raise incomplete(
                 f"checkpoint {self.capture}: no shard of {kind} holds elements from {at} (of {end})"
             )
 
@@ -472,7 +411,7 @@ def _read_packs(capture: Path, shards: list[Shard]) -> dict[str, bytes]:
                 actual = os.fstat(f.fileno()).st_size
                 data = f.read(size) if actual == size else b""
         except OSError as error:
-            raise _incomplete(f"checkpoint shard file {path} cannot be read: {error}") from None
+            raise incomplete(f"checkpoint shard file {path} cannot be read: {error}") from None
         if actual != size or len(data) != size:
             raise CheckpointError(
                 "checkpoint-digest-mismatch",
@@ -499,14 +438,14 @@ def locate(path: Path) -> tuple[Path, bool]:
     """The capture folder `path` names: itself, or the one its LATEST names."""
     latest = path / "LATEST"
     try:
-        name = _read_sized(latest, 256).decode("utf-8")
+        name = read_sized(latest, 256).decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         if isinstance(error, UnicodeDecodeError):
             raise CheckpointError(
                 "checkpoint-malformed", f"{latest} does not name a capture (round-<R>)"
             ) from None
         if not path.exists():
-            raise _incomplete(f"no checkpoint at {path}") from None
+            raise incomplete(f"no checkpoint at {path}") from None
         return path, False
     name = name[:-1] if name.endswith("\n") else name
     if not _CAPTURE.fullmatch(name):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from alpha_core.check.arguments import Arg
+from alpha_core.check.data_source import SYNTHETIC, TABLE
 from alpha_core.check.expressions import REDUCE, UNARY
-from alpha_core.check.system import INITS, LEARNERS, LOSSES, SYNTHETIC, TABLE
+from alpha_core.check.system import INITS, LEARNERS, LOSSES
 
 SUMMARIES = {
     "sgd": "gradient descent: p = p - lr·g",

@@ -22,6 +22,7 @@ import lark
 
 from alpha_core.diagnostics import Diagnostic, Related
 from alpha_core.syntax import ast
+from alpha_core.syntax.build import Build, SyntaxFailure
 from alpha_core.syntax.pieces import DeclPieces, cut_decls, scan_decl
 from alpha_core.syntax.shift import shift
 from alpha_core.syntax.shift import span as shift_span
@@ -41,12 +42,6 @@ def _parser() -> lark.Lark:
         propagate_positions=True,
         maybe_placeholders=True,
     )
-
-
-class _SyntaxFailure(Exception):
-    def __init__(self, diagnostic: Diagnostic) -> None:
-        super().__init__(diagnostic.message)
-        self.diagnostic = diagnostic
 
 
 _TOKEN_WORDS = {
@@ -128,10 +123,10 @@ def _parse_piece(text: str, start: str) -> tuple[Any, Diagnostic | None]:
         return ParsedDecl(text, decl, tuple(diags)), None
     try:
         tree = _parser().parse(text, start=start)
-        return _Build(text).node(tree), None
+        return Build(text).node(tree), None
     except lark.exceptions.UnexpectedInput as err:  # a grammar error must not hide as input's
         return None, _syntax_diagnostic(err, text, 0)
-    except _SyntaxFailure as failure:
+    except SyntaxFailure as failure:
         return None, failure.diagnostic
     except RecursionError:
         return None, Diagnostic(
@@ -258,252 +253,3 @@ def _parse_decl(dp: DeclPieces, diags: list[Diagnostic]) -> ast.Decl:
         else:
             items.append(shift(item, piece.span.start))
     return ast.Decl(kind, name, name_span, target, target_span, tuple(items), dp.span, dp.body)
-
-
-def _int(tok: lark.Token) -> int:
-    """An integer literal's value; one beyond Python's digit limit for int() is refused here."""
-    try:
-        return int(tok)
-    except ValueError:
-        raise _SyntaxFailure(
-            Diagnostic("syntax-error", f"an integer of {len(tok)} digits is too long", _span(tok))
-        ) from None
-
-
-def _span(meta_or_tok: Any) -> Span:
-    if isinstance(meta_or_tok, lark.Token):
-        return Span(meta_or_tok.start_pos or 0, meta_or_tok.end_pos or 0)
-    meta = meta_or_tok.meta
-    if getattr(meta, "empty", True):
-        return Span(0, 0)
-    return Span(meta.start_pos, meta.end_pos)
-
-
-class _Build:
-    """lark tree → ast nodes, spans relative to the piece."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def node(self, t: Any) -> Any:
-        if isinstance(t, lark.Token):
-            raise _SyntaxFailure(Diagnostic("syntax-error", f"unexpected `{t}`", _span(t)))
-        method = getattr(self, "_" + t.data, None)
-        if method is None:
-            raise _SyntaxFailure(Diagnostic("syntax-error", "this does not parse", _span(t)))
-        return method(t, *t.children)
-
-    # headers: (kind, name, name_span, target, target_span)
-    def _system_header(self, t: Any, name: lark.Token) -> tuple[Any, ...]:
-        return ("system", str(name), _span(name), None, None)
-
-    def _plan_header(self, t: Any, name: lark.Token, target: lark.Token) -> tuple[Any, ...]:
-        return ("plan", str(name), _span(name), str(target), _span(target))
-
-    def _pairing_header(self, t: Any, name: lark.Token, target: lark.Token) -> tuple[Any, ...]:
-        return ("pairing", str(name), _span(name), str(target), _span(target))
-
-    # system items
-    def _data_item(self, t: Any, name: lark.Token, source: Any) -> ast.DataItem:
-        return ast.DataItem(str(name), _span(name), self.node(source), _span(t))
-
-    def _batch_item(self, t: Any, size: lark.Token, leaves: lark.Token, shuffle: Any) -> Any:
-        sh = None
-        if shuffle is not None:
-            args, kwargs = self._args(shuffle.children[0])
-            at = _span(shuffle).start  # the keyword starts the clause
-            sh = ast.Call("shuffle", Span(at, at + len("shuffle")), args, kwargs, _span(shuffle))
-        return ast.BatchItem(_int(size), _span(size), _int(leaves), _span(leaves), sh, _span(t))
-
-    def _param_item(self, t: Any, name: lark.Token, ty: Any, init: Any) -> ast.ParamItem:
-        return ast.ParamItem(str(name), _span(name), self.node(ty), self.node(init), _span(t))
-
-    def _fn_item(self, t: Any, name: lark.Token, params: Any, result: Any, *body: Any) -> Any:
-        ps = tuple(self._fn_param(p) for p in params.children) if params is not None else ()
-        return ast.FnItem(
-            str(name),
-            _span(name),
-            ps,
-            self.node(result),
-            tuple(self.node(s) for s in body),
-            _span(t),
-        )
-
-    def _fn_param(self, p: Any) -> ast.FnParam:
-        name, ty = p.children
-        return ast.FnParam(str(name), _span(name), self.node(ty), _span(p))
-
-    def _let_stmt(self, t: Any, name: lark.Token, value: Any) -> ast.Let:
-        return ast.Let(str(name), _span(name), self.node(value), _span(t))
-
-    def _return_stmt(self, t: Any, value: Any) -> ast.Return:
-        return ast.Return(self.node(value), _span(t))
-
-    def _loss_item(self, t: Any, call: Any) -> ast.LossItem:
-        return ast.LossItem(self.node(call), _span(t))
-
-    def _learner_item(self, t: Any, call: Any) -> ast.LearnerItem:
-        return ast.LearnerItem(self.node(call), _span(t))
-
-    def _steps_item(self, t: Any, count: lark.Token) -> ast.StepsItem:
-        return ast.StepsItem(_int(count), _span(count), _span(t))
-
-    def _tensor_type(self, t: Any, dtype: lark.Token, dims: Any) -> ast.TensorType:
-        ds = tuple(self.node(d) for d in dims.children) if dims is not None else ()
-        return ast.TensorType(str(dtype), _span(dtype), ds, _span(t))
-
-    def _dim_int(self, t: Any, tok: lark.Token) -> ast.Dim:
-        return ast.Dim(_int(tok), _span(tok))
-
-    def _dim_name(self, t: Any, tok: lark.Token) -> ast.Dim:
-        return ast.Dim(str(tok), _span(tok))
-
-    # plan items
-    def _roles_item(self, t: Any, *decls: Any) -> ast.RolesItem:
-        return ast.RolesItem(tuple(self.node(d) for d in decls), _span(t))
-
-    def _role_decl(self, t: Any, name: lark.Token, count: lark.Token | None) -> ast.RoleDecl:
-        return ast.RoleDecl(str(name), _span(name), int(count) if count else None, _span(t))
-
-    def _topology_item(self, t: Any, shape: Any) -> ast.TopologyItem:
-        return ast.TopologyItem(self.node(shape), _span(t))
-
-    def _round_item(self, t: Any, *stmts: Any) -> ast.RoundItem:
-        return ast.RoundItem(tuple(self.node(s) for s in stmts), _span(t))
-
-    def _compute_stmt(self, t: Any, family: lark.Token, what: lark.Token) -> ast.ComputeStmt:
-        return ast.ComputeStmt(str(family), _span(family), str(what), _span(what), _span(t))
-
-    def _combine_stmt(self, t: Any, what: lark.Token, *rest: lark.Token) -> ast.CombineStmt:
-        *order, deliver = rest
-        order_span = Span(_span(order[0]).start, _span(order[-1]).end)
-        return ast.CombineStmt(
-            str(what),
-            _span(what),
-            " ".join(str(o) for o in order),
-            order_span,
-            str(deliver),
-            _span(deliver),
-            _span(t),
-        )
-
-    def _apply_stmt(self, t: Any, family: lark.Token) -> ast.ApplyStmt:
-        return ast.ApplyStmt(str(family), _span(family), _span(t))
-
-    def _contract_item(self, t: Any, kind: Any) -> ast.ContractItem:
-        return ast.ContractItem(self.node(kind), _span(t))
-
-    def _state_item(self, t: Any, *stmts: Any) -> ast.StateItem:
-        return ast.StateItem(tuple(self.node(x) for x in stmts if x is not None), _span(t))
-
-    def _state_stmt(self, t: Any, what: lark.Token, mode: lark.Token, over: Any) -> Any:
-        return ast.StateStmt(
-            str(what),
-            _span(what),
-            str(mode),
-            _span(mode),
-            str(over) if over is not None else None,
-            _span(over) if over is not None else None,
-            _span(t),
-        )
-
-    def _checkpoint_item(self, t: Any, every: lark.Token) -> ast.CheckpointItem:
-        return ast.CheckpointItem(int(every), _span(every), _span(t))
-
-    def _leaves_item(self, t: Any, *ranges: Any) -> ast.LeavesItem:
-        return ast.LeavesItem(tuple(self.node(r) for r in ranges), _span(t))
-
-    def _leaf_range(self, t: Any, role: Any, lo: lark.Token, hi: lark.Token) -> ast.LeafRange:
-        return ast.LeafRange(self.node(role), int(lo), int(hi), _span(t))
-
-    def _role_single(self, t: Any, name: lark.Token) -> ast.RoleRef:
-        return ast.RoleRef(str(name), _span(name), None, None, None, False, _span(t))
-
-    def _role_index(self, t: Any, name: lark.Token, index: lark.Token) -> ast.RoleRef:
-        return ast.RoleRef(str(name), _span(name), int(index), None, None, False, _span(t))
-
-    def _role_range(self, t: Any, name: lark.Token, lo: lark.Token, hi: lark.Token) -> Any:
-        return ast.RoleRef(str(name), _span(name), None, int(lo), int(hi), False, _span(t))
-
-    def _role_all(self, t: Any, name: lark.Token) -> ast.RoleRef:
-        return ast.RoleRef(str(name), _span(name), None, None, None, True, _span(t))
-
-    # pairing items
-    def _pairing_item(self, t: Any, role: Any, *props: Any) -> ast.PairingItem:
-        out = []
-        for p in props:
-            if p.data == "pairing_amount":
-                key, amount, unit = p.children
-                out.append(
-                    ast.PairingProp(
-                        str(key),
-                        _span(key),
-                        str(unit),
-                        Span(_span(amount).start, _span(unit).end),
-                        int(amount),
-                    )
-                )
-            else:
-                key, value = p.children
-                out.append(ast.PairingProp(str(key), _span(key), str(value), _span(value)))
-        return ast.PairingItem(self.node(role), tuple(out), _span(t))
-
-    # expressions
-    def _args(self, args: Any) -> tuple[tuple[ast.Expr, ...], tuple[ast.Kwarg, ...]]:
-        pos: list[ast.Expr] = []
-        kws: list[ast.Kwarg] = []
-        if args is None:
-            return (), ()
-        for a in args.children:
-            if isinstance(a, lark.Tree) and a.data == "kwarg":
-                name, value = a.children
-                kws.append(ast.Kwarg(str(name), _span(name), self.node(value), _span(a)))
-            else:
-                if kws:
-                    raise _SyntaxFailure(
-                        Diagnostic(
-                            "syntax-error", "positional argument after a keyword argument", _span(a)
-                        )
-                    )
-                pos.append(self.node(a))
-        return tuple(pos), tuple(kws)
-
-    def _call(self, t: Any, func: lark.Token, args: Any) -> ast.Call:
-        pos, kws = self._args(args)
-        return ast.Call(str(func), _span(func), pos, kws, _span(t))
-
-    def _name(self, t: Any, tok: lark.Token) -> ast.Name:
-        return ast.Name(str(tok), _span(tok))
-
-    def _number(self, t: Any, tok: lark.Token) -> ast.Number:
-        text = str(tok)
-        if tok.type == "INT":
-            _int(tok)  # arguments read an integer's value exactly, from its text
-        return ast.Number(float(text), text, tok.type == "INT", _span(tok))
-
-    def _string(self, t: Any, tok: lark.Token) -> ast.String:
-        return ast.String(str(tok)[1:-1], _span(tok))
-
-    def _neg(self, t: Any, operand: Any) -> ast.Neg:
-        return ast.Neg(self.node(operand), _span(t))
-
-    def _binop(self, t: Any, op: str, left: Any, right: Any) -> ast.BinOp:
-        lnode, rnode = self.node(left), self.node(right)
-        between = self.text[lnode.span.end : rnode.span.start]
-        at = lnode.span.end + max(0, between.find(op))
-        return ast.BinOp(op, lnode, rnode, _span(t), Span(at, at + 1))
-
-    def _add(self, t: Any, a: Any, b: Any) -> ast.BinOp:
-        return self._binop(t, "+", a, b)
-
-    def _sub(self, t: Any, a: Any, b: Any) -> ast.BinOp:
-        return self._binop(t, "-", a, b)
-
-    def _mul(self, t: Any, a: Any, b: Any) -> ast.BinOp:
-        return self._binop(t, "*", a, b)
-
-    def _div(self, t: Any, a: Any, b: Any) -> ast.BinOp:
-        return self._binop(t, "/", a, b)
-
-    def _matmul(self, t: Any, a: Any, b: Any) -> ast.BinOp:
-        return self._binop(t, "@", a, b)
