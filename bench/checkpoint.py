@@ -10,17 +10,20 @@ Two systems, side by side in one run:
   layer, sgd, 1 step, a capture at the end (about 100 MB in 2 shards).
 
 Alpha write: the `write_ms` of the executable's `checkpoint` event: every shard's SHA-256 and
-its bytes appended to the role's one pack file (written in place, one fsync), then manifest.json
-and its digest (temporary name, fsync, rename), one fsync per folder, and LATEST (temporary
-name, fsync, rename). Alpha restore: the `read_ms` of the `resumed` event of `--resume CAPTURE
---evaluate-only`: the manifest tree read and checked, every shard read from its pack file and
-its SHA-256 verified, the values copied into place.
+its bytes appended to the role's pack (in a partial capture folder), then the manifest and the
+pack's trailer, one fsync of the pack, one of the capture folder, the rename that publishes the
+capture and one fsync of the checkpoint folder. Alpha restore: the `read_ms` of the `resumed`
+event of `--resume CAPTURE --evaluate-only`: the newest capture found, the manifest tree read
+and checked, every shard read from its pack and its SHA-256 verified, the values copied into
+place.
 
 torch: the same tensors (read back from the capture, one tensor per kind and parameter) saved
 as one dict with torch.save and loaded with torch.load(weights_only=True); "+ fsync + sha256"
 adds what Alpha's figures include: an fsync of the file and a SHA-256 of its bytes (hashlib),
-on write, and a SHA-256 on read. Reads come from the page cache on both sides (the file was
-just written). Best of R for every figure. This is a benchmark, never a test.
+on write, and a SHA-256 on read. "atomic" also gives torch what Alpha's publication gives: the
+file written under a temporary name, fsynced, renamed into place and the folder fsynced, so a
+crash leaves the previous file whole. Reads come from the page cache on both sides (the file
+was just written). Best of R for every figure. This is a benchmark, never a test.
 """
 
 from __future__ import annotations
@@ -152,6 +155,19 @@ def torch_figures(capture: Path, folder: Path, repeats: int) -> dict[str, float]
             os.fsync(f.fileno())
         hashlib.sha256(path.read_bytes()).hexdigest()
         keep("torch.save + fsync + sha256", start)
+        start = time.perf_counter()
+        temporary = path.with_name(path.name + ".tmp")
+        torch.save(tensors, temporary)
+        with temporary.open("rb+") as f:
+            os.fsync(f.fileno())
+        hashlib.sha256(temporary.read_bytes()).hexdigest()
+        os.replace(temporary, path)
+        folder_fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(folder_fd)
+        finally:
+            os.close(folder_fd)
+        keep("torch atomic save + sha256", start)
         start = time.perf_counter()
         torch.load(path, weights_only=True)
         keep("torch.load", start)

@@ -1,7 +1,8 @@
-/* Writing checkpoint captures (checkpoint.h): shards, sub-manifests, the manifest and LATEST.
- * A role's shards go into its one pack file, written in place and fsynced once; manifests go
- * through files_write (temporary name, fsync, rename); a failure refuses with
- * checkpoint-write-failed, and an unpublished capture is never read back by --resume. */
+/* Writing checkpoint captures (checkpoint.h): each role's pack (its shards, its manifest, the
+ * trailer) and the root's publication. A pack is written in place inside the capture's partial
+ * folder and fsynced once; the capture appears under its published name only by the root's
+ * rename, after every pack is durable. A failure refuses with checkpoint-write-failed; a
+ * partial folder is never read by --resume. */
 #define _POSIX_C_SOURCE 200809L
 #include "checkpoint.h"
 
@@ -27,6 +28,8 @@ void capture_init(struct capture *c, const struct alpha_program *p, const struct
                   const char *dir)
 {
     *c = (struct capture){.p = p, .r = r, .dir = dir, .fd = -1};
+    for (uint32_t i = 0; i < r->n_ops; i++)
+        c->root |= r->ops[i].kind == ALPHA_OP_PUBLISH;
 }
 
 static _Noreturn void write_failed(const char *what, const char *path)
@@ -35,7 +38,7 @@ static _Noreturn void write_failed(const char *what, const char *path)
            strerror(errno));
 }
 
-/* Starts this round's capture on its first checkpoint op. */
+/* Starts this round's capture on its first checkpoint op: the partial folder and the pack. */
 static void begin(struct capture *c, uint32_t round)
 {
     if (c->open && c->round == round)
@@ -46,52 +49,62 @@ static void begin(struct capture *c, uint32_t round)
     c->n_shards = c->n_children = 0;
     c->bytes = 0;
     c->started = files_now();
-    char path[4400], name[128];
     if (snprintf(c->path, sizeof c->path, "%s/round-%08u", c->dir, (unsigned)round) >=
-        (int)sizeof c->path)
+        (int)sizeof c->path - 64)
         refuse(REFUSAL_CHECKPOINT_WRITE_FAILED, "the checkpoint folder name is too long");
+    snprintf(c->partial, sizeof c->partial, "%s.partial-%.12s", c->path, c->r->plan_identity);
+    char name[128], path[4400];
     checkpoint_role_file(c->r->name, name);
-    snprintf(c->pack, sizeof c->pack, "shards/%s.f32", name);
-    if (files_mkdirs(c->path) != 0)
-        write_failed("capture folder", c->path);
-    for (int i = 0; i < 2; i++) {
-        snprintf(path, sizeof path, "%s/%s", c->path, i ? "manifests" : "shards");
-        if (mkdir(path, 0755) != 0 && errno != EEXIST)
-            write_failed("folder", path);
+    if (c->root)
+        snprintf(c->pack, sizeof c->pack, "%s", CHECKPOINT_TOP);
+    else
+        snprintf(c->pack, sizeof c->pack, "parts/%s.pack", name);
+    if (files_mkdirs(c->dir) != 0)
+        write_failed("checkpoint folder", c->dir);
+    if (mkdir(c->partial, 0755) != 0 && errno != EEXIST)
+        write_failed("capture folder", c->partial);
+    snprintf(path, sizeof path, "%s/parts", c->partial);
+    if (!c->root && mkdir(path, 0755) != 0 && errno != EEXIST)
+        write_failed("folder", path);
+    snprintf(path, sizeof path, "%s/%s", c->partial, c->pack);
+    if ((c->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+        write_failed("file", path);
+}
+
+/* Appends n bytes to the role's pack. */
+static void pack_append(struct capture *c, const void *bytes, uint64_t n)
+{
+    if (files_write_all(c->fd, bytes, n) != 0) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", c->partial, c->pack);
+        write_failed("file", path);
     }
 }
 
-/* Writes one manifest of the capture (relative name `file`, temporary name, fsync, rename); its
- * digest in digest and in hex. */
-static void put_file(struct capture *c, const char *file, const void *bytes, uint64_t n,
-                     uint8_t digest[32], char hex[65])
+/* Ends the pack with the role's manifest and the trailer, fsyncs and closes it; the manifest's
+ * digest in c->digest. */
+static void pack_seal(struct capture *c, int top, float loss)
 {
+    size_t size;
+    char *text = manifest_text(c, top, loss, &size);
+    uint8_t trailer[CHECKPOINT_TRAILER];
+    uint64_t n = size;
+    for (int i = 0; i < 8; i++)
+        trailer[i] = (uint8_t)(n >> (8 * i));
+    struct sha256 h;
+    sha256_init(&h);
+    sha256_update(&h, text, size);
+    sha256_final(&h, c->digest);
+    memcpy(trailer + 8, c->digest, 32);
+    memcpy(trailer + 40, CHECKPOINT_MAGIC, 8);
+    pack_append(c, text, size);
+    pack_append(c, trailer, sizeof trailer);
+    free(text);
     char path[4400];
-    snprintf(path, sizeof path, "%s/%s", c->path, file);
-    if (files_write(path, bytes, n, digest) != 0)
-        write_failed("file", path);
-    sha256_hex(digest, hex);
-}
-
-/* Appends n bytes to the role's pack file (opened, in place, at the first shard). */
-static void pack_append(struct capture *c, const void *bytes, uint64_t n)
-{
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s", c->path, c->pack);
-    if (c->fd < 0 && (c->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
-        write_failed("file", path);
-    if (files_write_all(c->fd, bytes, n) != 0)
-        write_failed("file", path);
-}
-
-/* The pack file made durable (one fsync) and closed. */
-static void pack_close(struct capture *c)
-{
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s", c->path, c->pack);
+    snprintf(path, sizeof path, "%s/%s", c->partial, c->pack);
     int fd = c->fd;
     c->fd = -1;
-    if (fd >= 0 && (fsync(fd) != 0 || close(fd) != 0))
+    if (fsync(fd) != 0 || close(fd) != 0)
         write_failed("file", path);
 }
 
@@ -113,7 +126,6 @@ static void shard(struct capture *c, const char *kind, const char *tensor, uint6
     pack_append(c, values, 4 * count);
     c->bytes += 4 * count;
 }
-
 void capture_write(struct capture *c, uint32_t round, const struct alpha_op *op,
                    const float *params, const float *state, uint64_t state_start,
                    uint64_t state_count)
@@ -157,7 +169,7 @@ void capture_child(struct capture *c, uint32_t round, const char *role,
     char name[128];
     checkpoint_role_file(role, name);
     e->role = role;
-    snprintf(e->file, sizeof e->file, "manifests/%s.json", name);
+    snprintf(e->file, sizeof e->file, "parts/%s.pack", name);
     sha256_hex(digest, e->sha256);
 }
 
@@ -173,36 +185,20 @@ static void event(const struct capture *c, int published)
     fflush(stdout);
 }
 
-/* Makes the capture's names durable: each of its folders fsynced once (the files themselves
- * were fsynced as written). */
-static void sync_folders(struct capture *c)
-{
-    char path[4400];
-    snprintf(path, sizeof path, "%s/shards", c->path);
-    files_sync_dir(path);
-    snprintf(path, sizeof path, "%s/manifests", c->path);
-    files_sync_dir(path);
-    files_sync_dir(c->path);
-}
-
 const uint8_t *capture_seal(struct capture *c, uint32_t round)
 {
     begin(c, round);
-    pack_close(c);
-    size_t size;
-    char *text = manifest_text(c, 0, 0.0f, &size);
-    char name[128], file[160], hex[65];
-    checkpoint_role_file(c->r->name, name);
-    snprintf(file, sizeof file, "manifests/%s.json", name);
-    put_file(c, file, text, size, c->digest, hex);
-    free(text);
-    sync_folders(c);
+    pack_seal(c, 0, 0.0f);
+    char parts[4400];
+    snprintf(parts, sizeof parts, "%s/parts", c->partial);
+    files_sync_dir(parts); /* the pack's name; the root syncs the capture folder itself */
     c->open = 0;
     event(c, 0);
     return c->digest;
 }
 
-/* ALPHA_FAILPOINT=before-publish[:R]: exit 9 right before LATEST is renamed (tests only). */
+/* ALPHA_FAILPOINT=before-publish[:R]: exit 9 right before the capture is renamed into place
+ * (tests only). */
 static void failpoint(uint32_t round)
 {
     const char *f = getenv("ALPHA_FAILPOINT");
@@ -219,28 +215,13 @@ static void failpoint(uint32_t round)
 void capture_publish(struct capture *c, uint32_t round, float loss)
 {
     begin(c, round);
-    pack_close(c);
-    size_t size;
-    char *text = manifest_text(c, 1, loss, &size);
-    char hex[66];
-    put_file(c, "manifest.json", text, size, c->digest, hex);
-    free(text);
-    /* The top manifest has no parent to hold its digest: it sits beside it. */
-    hex[64] = '\n', hex[65] = '\0';
-    uint8_t unused[32];
-    char ignored[65];
-    put_file(c, "manifest.json.sha256", hex, 65, unused, ignored);
-    sync_folders(c);
-    files_sync_dir(c->dir); /* the capture's own entry */
-    char next[4200], latest[4200], name[32];
-    snprintf(next, sizeof next, "%s/LATEST.next", c->dir);
-    snprintf(latest, sizeof latest, "%s/LATEST", c->dir);
-    int n = snprintf(name, sizeof name, "round-%08u\n", (unsigned)round);
-    if (files_write(next, name, (uint64_t)n, NULL) != 0)
-        write_failed("file", next);
+    pack_seal(c, 1, loss);
+    /* Every child's pack is durable (it acknowledged after its fsync); top.pack now is too.
+     * The folder's names, then the rename that publishes them, then the rename made durable. */
+    files_sync_dir(c->partial);
     failpoint(round);
-    if (rename(next, latest) != 0)
-        write_failed("file", latest);
+    if (files_replace_dir(c->partial, c->path) != 0)
+        write_failed("capture folder", c->path);
     files_sync_dir(c->dir);
     c->open = 0;
     event(c, 1);

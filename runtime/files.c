@@ -1,13 +1,16 @@
 /* Durable files (files.h). */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* syscall(): renameat2 */
 #include "files.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +45,46 @@ void files_sync_dir(const char *folder)
         fsync(fd);
         close(fd);
     }
+}
+
+int files_remove_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return errno == ENOENT ? 0 : -1;
+    char inner[4400];
+    int failed = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(inner, sizeof inner, "%s/%s", path, e->d_name);
+        struct stat st;
+        if (lstat(inner, &st) != 0)
+            failed = 1;
+        else if (S_ISDIR(st.st_mode) ? files_remove_tree(inner) != 0 : unlink(inner) != 0)
+            failed = 1;
+    }
+    closedir(d);
+    return failed || rmdir(path) != 0 ? -1 : 0;
+}
+
+#define RENAME_SWAP (1u << 1) /* renameat2's RENAME_EXCHANGE (Linux 3.15) */
+
+int files_replace_dir(const char *from, const char *to)
+{
+    if (rename(from, to) == 0)
+        return 0;
+    if (errno != EEXIST && errno != ENOTEMPTY)
+        return -1;
+    /* Swapped atomically: `to` is the new folder at every instant; the old one ends at `from`. */
+    if (syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_SWAP) == 0)
+        return files_remove_tree(from);
+    /* No swap here: the old folder moves aside first, for a moment there is none. */
+    char aside[4400];
+    snprintf(aside, sizeof aside, "%s.replaced", from);
+    if (files_remove_tree(aside) != 0 || rename(to, aside) != 0 || rename(from, to) != 0)
+        return -1;
+    return files_remove_tree(aside);
 }
 
 int files_write_all(int fd, const void *data, uint64_t n)

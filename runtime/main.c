@@ -36,8 +36,8 @@ static const char USAGE[] =
     "  --data PATH            read the data set from PATH instead of %s\n"
     "  --params-out PATH      where to write the parameters (default: %s.params)\n"
     "  --checkpoint-dir PATH  where captures go (default: %s)\n"
-    "  --resume PATH          continue from the capture LATEST names in PATH, or from the\n"
-    "                         capture folder PATH\n"
+    "  --resume PATH          continue from the newest published capture in PATH, or from\n"
+    "                         the capture folder PATH\n"
     "  --evaluate-only        with --resume: evaluate the capture's parameters, train nothing\n"
     "  --quiet                no step events\n"
     "Events are JSON lines on stdout; exit 0 done, 2 bad usage, 3 refused.\n";

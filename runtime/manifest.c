@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "manifest.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,10 +97,8 @@ char *manifest_text(const struct capture *c, int top, float loss, size_t *size)
         json_string(f, s->kind);
         fprintf(f, ", \"tensor\": ");
         json_string(f, s->tensor);
-        fprintf(f, ", \"start\": %llu, \"count\": %llu, \"file\": ",
-                (unsigned long long)s->start, (unsigned long long)s->count);
-        json_string(f, c->pack);
-        fprintf(f, ", \"offset\": %llu, \"length\": %llu, \"sha256\": \"%s\"}",
+        fprintf(f, ", \"start\": %llu, \"count\": %llu, \"offset\": %llu, \"length\": %llu, "
+                "\"sha256\": \"%s\"}", (unsigned long long)s->start, (unsigned long long)s->count,
                 (unsigned long long)s->offset, (unsigned long long)(4 * s->count), s->sha256);
     }
     fprintf(f, "%s],\n  \"children\": [", c->n_shards ? "\n  " : "");
@@ -127,24 +126,45 @@ int manifest_safe_name(const char *name)
     return 1;
 }
 
-/* The capture folder path names: path itself, or path/<LATEST>. */
+/* Whether name is a published capture's folder name (round-<digits>); its round in *round. */
+static int published_name(const char *name, uint64_t *round)
+{
+    size_t n = strlen(name);
+    if (n < 7 || n > 26 || strncmp(name, "round-", 6) != 0 || strspn(name + 6, "0123456789") != n - 6)
+        return 0;
+    *round = strtoull(name + 6, NULL, 10);
+    return 1;
+}
+
 void manifest_locate(const char *path, char out[4096])
 {
-    char latest[4200];
-    uint64_t size;
-    snprintf(latest, sizeof latest, "%s/LATEST", path);
-    char *name = files_read_text(latest, 256, &size);
-    if (!name) {
-        if (!files_exist(path))
-            refuse(REFUSAL_CHECKPOINT_INCOMPLETE, "no checkpoint at %s", path);
-        if (snprintf(out, 4096, "%s", path) >= 4096)
-            refuse(REFUSAL_CHECKPOINT_INCOMPLETE, "checkpoint path %s is too long", path);
+    char top[4400];
+    snprintf(top, sizeof top, "%s/%s", path, CHECKPOINT_TOP);
+    if (strlen(path) >= 4000)
+        refuse(REFUSAL_CHECKPOINT_INCOMPLETE, "checkpoint path %.64s... is too long", path);
+    if (files_exist(top)) {
+        const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        if (strstr(base, ".partial-"))
+            refuse(REFUSAL_CHECKPOINT_INCOMPLETE, "capture %s is not published: its writing "
+                   "never finished, or has not yet", path);
+        snprintf(out, 4096, "%s", path);
         return;
     }
-    if (size > 0 && name[size - 1] == '\n')
-        name[--size] = '\0';
-    if (size < 7 || strncmp(name, "round-", 6) != 0 || strspn(name + 6, "0123456789") != size - 6)
-        refuse(REFUSAL_CHECKPOINT_MALFORMED, "%s does not name a capture (round-<R>)", latest);
+    DIR *d = opendir(path);
+    if (!d)
+        refuse(REFUSAL_CHECKPOINT_INCOMPLETE, "no checkpoint at %s: %s", path, strerror(errno));
+    uint64_t best = 0, round;
+    char name[32] = "";
+    int partial = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (published_name(e->d_name, &round) &&
+            (!*name || round > best || (round == best && strcmp(e->d_name, name) > 0)))
+            best = round, snprintf(name, sizeof name, "%s", e->d_name);
+        partial |= strncmp(e->d_name, "round-", 6) == 0 && strstr(e->d_name, ".partial-");
+    }
+    closedir(d);
+    if (!*name)
+        refuse(REFUSAL_CHECKPOINT_INCOMPLETE, "no published capture at %s (no %s, no round-<R> "
+               "folder%s)", path, CHECKPOINT_TOP, partial ? "; only unpublished ones" : "");
     snprintf(out, 4096, "%s/%s", path, name);
-    free(name);
 }

@@ -21,12 +21,13 @@ void checkpoint_shard_name(const char *kind, const char *tensor, uint64_t start,
                            char out[240]);
 /* "worker[3]" -> "worker-3": role names as file names. */
 void checkpoint_role_file(const char *role, char out[128]);
-/* The JSON text of a role's sub-manifest, or (top) of the capture's manifest.json. */
+/* The JSON text of a role's manifest: a part's, or (top) the capture's. */
 char *manifest_text(const struct capture *c, int top, float loss, size_t *size);
 /* A relative file name inside the capture: not absolute, no ".." component. */
 int manifest_safe_name(const char *name);
-/* The capture folder `path` names: path/<LATEST> when LATEST exists, else path itself. Refuses
- * checkpoint-incomplete (nothing there) or checkpoint-malformed (LATEST names no capture). */
+/* The capture folder `path` names: path itself when it holds top.pack (refused when it is a
+ * partial folder), else its published capture of the highest round. Refuses
+ * checkpoint-incomplete when there is none. */
 void manifest_locate(const char *path, char out[4096]);
 
 #endif

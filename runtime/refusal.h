@@ -31,7 +31,7 @@
 #define REFUSAL_ROLE_IDENTITY_MISMATCH "role-identity-mismatch"
 #define REFUSAL_MEMBERSHIP_EPOCH_MISMATCH "membership-epoch-mismatch"
 /* Checkpoints (checkpoint.c, resume.c). */
-#define REFUSAL_CHECKPOINT_WRITE_FAILED "checkpoint-write-failed" /* a shard, manifest or LATEST */
+#define REFUSAL_CHECKPOINT_WRITE_FAILED "checkpoint-write-failed" /* a pack, folder or publication */
 #define REFUSAL_CHECKPOINT_INCOMPLETE "checkpoint-incomplete" /* missing, unpublished, gaps */
 #define REFUSAL_CHECKPOINT_MALFORMED "checkpoint-malformed"   /* not a manifest this reads */
 #define REFUSAL_CHECKPOINT_IDENTITY_MISMATCH "checkpoint-identity-mismatch"

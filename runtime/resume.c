@@ -1,5 +1,5 @@
-/* Reading a capture back (resume.h): the manifest tree, its checks, then the shards from the
- * roles' pack files. */
+/* Reading a capture back (resume.h): the manifest tree from top.pack down (each manifest at the
+ * end of its role's pack, found by the pack's trailer), its checks, then the shards. */
 #define _POSIX_C_SOURCE 200809L
 #include "resume.h"
 
@@ -31,8 +31,9 @@ struct shard {
 
 struct pack {
     char file[256];         /* relative to the capture */
-    uint64_t size;          /* the end of its last shard: the file's size */
-    int fd;                 /* open from its first shard read; else -1 */
+    uint64_t manifest;      /* where its manifest starts: the end of its shards */
+    uint64_t end;           /* the end of its last shard, as its manifest says */
+    int fd;                 /* open from its manifest's read to the end */
 };
 
 struct reader {
@@ -40,8 +41,8 @@ struct reader {
     struct resumed *out;
     const char *capture;
     struct shard *shards;
-    struct pack *packs;     /* n_packs <= n_shards; cap_shards of each allocated */
-    uint32_t n_shards, cap_shards, files, n_packs;
+    struct pack *packs;
+    uint32_t n_shards, cap_shards, n_packs, cap_packs;
 };
 
 static _Noreturn void incomplete(const char *format, const char *a, const char *b)
@@ -54,24 +55,23 @@ static _Noreturn void malformed(const char *file, const char *why)
     refuse(REFUSAL_CHECKPOINT_MALFORMED, "checkpoint manifest %s: %s", file, why);
 }
 
-static void add_shard(struct reader *r, const char *file, const struct json *e)
+static void add_shard(struct reader *r, const char *file, uint32_t pack, const struct json *e)
 {
     const struct alpha_program *p = r->p;
     const char *kind = json_get_string(e, "kind"), *tensor = json_get_string(e, "tensor");
-    const char *name = json_get_string(e, "file"), *sha = json_get_string(e, "sha256");
+    const char *sha = json_get_string(e, "sha256");
     uint64_t start, count, offset, length;
-    if (!kind || !tensor || !name || !sha || json_get_u64(e, "start", &start) ||
+    if (!kind || !tensor || !sha || json_get_u64(e, "start", &start) ||
         json_get_u64(e, "count", &count) || json_get_u64(e, "offset", &offset) ||
         json_get_u64(e, "length", &length))
-        malformed(file, "a shard needs kind, tensor, start, count, file, offset, length, sha256");
-    if (strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64 || !manifest_safe_name(name) ||
-        length % 4 || length / 4 != count || offset > (1ull << 62))
-        malformed(file, "a shard's sha256, file name, offset or length is not valid");
+        malformed(file, "a shard needs kind, tensor, start, count, offset, length, sha256");
+    if (strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64 || length % 4 ||
+        length / 4 != count || offset > (1ull << 62))
+        malformed(file, "a shard's sha256, offset or length is not valid");
     if (r->n_shards == r->cap_shards) {
         r->cap_shards = r->cap_shards ? 2 * r->cap_shards : 16;
         r->shards = realloc(r->shards, r->cap_shards * sizeof *r->shards);
-        r->packs = realloc(r->packs, r->cap_shards * sizeof *r->packs);
-        if (!r->shards || !r->packs)
+        if (!r->shards)
             refuse(REFUSAL_OUT_OF_MEMORY, "cannot grow the shard list");
     }
     struct shard *s = &r->shards[r->n_shards];
@@ -92,15 +92,9 @@ static void add_shard(struct reader *r, const char *file, const struct json *e)
         s->at = p->tensors[i].offset + start;
     }
     checkpoint_shard_name(kind, tensor, start, count, s->name);
-    uint32_t k = 0;
-    while (k < r->n_packs && strcmp(r->packs[k].file, name) != 0)
-        k++;
-    if (k == r->n_packs)
-        r->packs[r->n_packs++] = (struct pack){.size = 0, .fd = -1};
-    snprintf(r->packs[k].file, sizeof r->packs[k].file, "%s", name);
-    if (offset + length > r->packs[k].size)
-        r->packs[k].size = offset + length;
-    s->pack = k, s->offset = offset;
+    if (offset + length > r->packs[pack].end)
+        r->packs[pack].end = offset + length;
+    s->pack = pack, s->offset = offset;
     memcpy(s->sha256, sha, 65);
     r->n_shards++;
 }
@@ -124,50 +118,78 @@ static void check_top(struct reader *r, const char *path, const struct json *m)
     r->out->round = (uint32_t)round;
 }
 
-/* Reads manifest `file` of the capture (its digest checked against `sha`, unless it is the top),
- * then its children. */
+/* Opens pack `file` of the capture and reads its manifest (checked against its trailer, and
+ * against `sha`, its parent's record, unless it is the top); returns the pack's index. */
+static uint32_t open_pack(struct reader *r, const char *file, const char *sha, char **text,
+                          uint64_t *size)
+{
+    char path[4400], hex[65], said[65];
+    snprintf(path, sizeof path, "%s/%s", r->capture, file);
+    if (r->n_packs == r->cap_packs) {
+        r->cap_packs = r->cap_packs ? 2 * r->cap_packs : 8;
+        r->packs = realloc(r->packs, r->cap_packs * sizeof *r->packs);
+        if (!r->packs)
+            refuse(REFUSAL_OUT_OF_MEMORY, "cannot grow the pack list");
+    }
+    uint32_t k = r->n_packs;
+    struct pack *pk = &r->packs[k];
+    *pk = (struct pack){.fd = open(path, O_RDONLY | O_CLOEXEC)};
+    snprintf(pk->file, sizeof pk->file, "%s", file);
+    struct stat st;
+    if (pk->fd < 0 || fstat(pk->fd, &st) != 0)
+        incomplete("checkpoint pack %s cannot be read: %s", path, strerror(errno));
+    r->n_packs++;
+    if (!S_ISREG(st.st_mode))
+        incomplete("checkpoint pack %s cannot be read: %s", path, "not a regular file");
+    uint8_t trailer[CHECKPOINT_TRAILER];
+    uint64_t length = 0, bytes = (uint64_t)st.st_size;
+    if (bytes < CHECKPOINT_TRAILER ||
+        files_read_at(pk->fd, trailer, CHECKPOINT_TRAILER, bytes - CHECKPOINT_TRAILER) != 0 ||
+        memcmp(trailer + 40, CHECKPOINT_MAGIC, 8) != 0)
+        refuse(REFUSAL_CHECKPOINT_MALFORMED, "checkpoint pack %s: it does not end with a pack "
+               "trailer (a manifest length, its SHA-256 and \"%s\")", path, CHECKPOINT_MAGIC);
+    for (int i = 7; i >= 0; i--)
+        length = length << 8 | trailer[i];
+    if (length > MANIFEST_LIMIT || length > bytes - CHECKPOINT_TRAILER)
+        refuse(REFUSAL_CHECKPOINT_MALFORMED, "checkpoint pack %s: its trailer gives a manifest "
+               "of %llu bytes, more than the pack holds or %u", path,
+               (unsigned long long)length, MANIFEST_LIMIT);
+    pk->manifest = bytes - CHECKPOINT_TRAILER - length;
+    *text = checked_calloc(length + 1, 1, "a checkpoint manifest");
+    if (files_read_at(pk->fd, *text, length, pk->manifest) != 0)
+        incomplete("checkpoint pack %s cannot be read: %s", path, strerror(errno));
+    *size = length;
+    sha256_text(*text, length, hex);
+    sha256_hex(trailer + 8, said);
+    if (strcmp(hex, said) != 0)
+        refuse(REFUSAL_CHECKPOINT_DIGEST_MISMATCH, "checkpoint pack %s: its manifest has sha256 "
+               "%s, but its trailer says %s", path, hex, said);
+    if (sha && strcmp(hex, sha) != 0)
+        refuse(REFUSAL_CHECKPOINT_DIGEST_MISMATCH, "checkpoint pack %s: its manifest has sha256 "
+               "%s, but its parent manifest says %s", path, hex, sha);
+    return k;
+}
+
+/* Reads the manifest of pack `file` (the top when sha is NULL), then its children's. */
 static void read_manifest(struct reader *r, const char *file, const char *sha, int depth)
 {
     const struct alpha_program *p = r->p;
-    char path[4400], hex[65], error[160];
-    snprintf(path, sizeof path, "%s/%s", r->capture, file);
+    char *text, error[160], path[4400];
     uint64_t size;
-    char *text = files_read_text(path, MANIFEST_LIMIT, &size);
-    if (!text)
-        incomplete(sha ? "checkpoint manifest %s cannot be read: %s"
-                       : "capture %s is not published (no manifest.json): %s",
-                   sha ? path : r->capture, strerror(errno));
-    r->files++;
-    sha256_text(text, size, hex);
-    char *own = NULL; /* the top manifest's digest, beside it */
-    if (!sha) {
-        uint64_t n;
-        char beside[4400];
-        snprintf(beside, sizeof beside, "%s.sha256", path);
-        if (!(own = files_read_text(beside, 256, &n)))
-            incomplete("capture %s is not published (no manifest.json.sha256): %s",
-                       r->capture, strerror(errno));
-        if (n != 65 || own[64] != '\n' || strspn(own, "0123456789abcdef") != 64)
-            malformed(beside, "not the SHA-256 of manifest.json in hex and a newline");
-        own[64] = '\0';
-        sha = own;
-        r->files++;
-    }
-    if (strcmp(hex, sha) != 0)
-        refuse(REFUSAL_CHECKPOINT_DIGEST_MISMATCH, "checkpoint file %s has sha256 %s, but %s "
-               "says %s", path, hex, own ? "manifest.json.sha256" : "its parent manifest", sha);
+    uint32_t k = open_pack(r, file, sha, &text, &size);
+    snprintf(path, sizeof path, "%s/%s", r->capture, file);
     struct json *m = json_parse(text, error);
     if (!m || m->type != JSON_OBJECT)
         malformed(path, m ? "not a JSON object" : error);
     const char *format = json_get_string(m, "format"), *id = json_get_string(m, "identity");
-    if (!format || strcmp(format, own ? CHECKPOINT_FORMAT : CHECKPOINT_PART_FORMAT) != 0)
+    if (!format || strcmp(format, sha ? CHECKPOINT_PART_FORMAT : CHECKPOINT_FORMAT) != 0)
         malformed(path, "not an Alpha checkpoint manifest of a format this runtime reads");
     if (!id || strcmp(id, p->identity) != 0)
         refuse(REFUSAL_CHECKPOINT_IDENTITY_MISMATCH, "checkpoint %s is of system identity %.64s, "
                "but this executable runs system %s, identity %s", path, id ? id : "(none)",
                p->system, p->identity);
     uint64_t round;
-    if (own)
+    if (!sha)
         check_top(r, path, m);
     else if (json_get_u64(m, "round", &round) || round != r->out->round)
         malformed(path, "a sub-manifest of another round");
@@ -175,7 +197,11 @@ static void read_manifest(struct reader *r, const char *file, const char *sha, i
     if (!shards || shards->type != JSON_ARRAY || !children || children->type != JSON_ARRAY)
         malformed(path, "shards and children must be lists");
     for (const struct json *e = shards->child; e; e = e->next)
-        add_shard(r, path, e);
+        add_shard(r, path, k, e);
+    if (r->packs[k].end != r->packs[k].manifest)
+        refuse(REFUSAL_CHECKPOINT_DIGEST_MISMATCH, "checkpoint pack %s holds %llu bytes of "
+               "shards, but its manifest's shards end at byte %llu", path,
+               (unsigned long long)r->packs[k].manifest, (unsigned long long)r->packs[k].end);
     for (const struct json *e = children->child; e; e = e->next) {
         const char *name = json_get_string(e, "file"), *digest = json_get_string(e, "sha256");
         if (!name || !digest || !manifest_safe_name(name) || strlen(digest) != 64)
@@ -186,7 +212,6 @@ static void read_manifest(struct reader *r, const char *file, const char *sha, i
     }
     json_free(m);
     free(text);
-    free(own);
 }
 
 static int by_position(const void *a, const void *b)
@@ -225,20 +250,14 @@ static void check_coverage(struct reader *r)
     }
 }
 
-/* Streams one shard from its pack file (opened, and its size checked, at its first shard): its
- * digest checked, the part in [lo, hi) copied to dst + (x - lo). */
+/* Streams one shard from its (open) pack: its digest checked, the part in [lo, hi) copied to
+ * dst + (x - lo). */
 static uint64_t load(struct reader *r, const struct shard *s, float *dst, uint64_t lo,
                      uint64_t hi)
 {
     char path[4400], hex[65];
     struct pack *k = &r->packs[s->pack];
     snprintf(path, sizeof path, "%s/%s", r->capture, k->file);
-    struct stat st;
-    if (k->fd < 0 && ((k->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(k->fd, &st) != 0 ||
-                      (uint64_t)st.st_size != k->size))
-        refuse(k->fd < 0 ? REFUSAL_CHECKPOINT_INCOMPLETE : REFUSAL_CHECKPOINT_DIGEST_MISMATCH,
-               "checkpoint shard file %s: %s (its manifests say %llu bytes)", path,
-               k->fd < 0 ? strerror(errno) : "not the size", (unsigned long long)k->size);
     static float chunk[1 << 18];
     struct sha256 h;
     sha256_init(&h);
@@ -269,7 +288,7 @@ void resume_load(const struct alpha_program *p, const char *path, float *params,
     memset(out, 0, sizeof *out);
     manifest_locate(path, out->capture);
     struct reader r = {.p = p, .out = out, .capture = out->capture};
-    read_manifest(&r, "manifest.json", NULL, 0);
+    read_manifest(&r, CHECKPOINT_TOP, NULL, 0);
     check_coverage(&r);
     /* Everything goes to fresh buffers first: a refusal part way loads nothing. */
     uint64_t block = p->state_slots * state_count + p->state_scalars;
@@ -286,7 +305,7 @@ void resume_load(const struct alpha_program *p, const char *path, float *params,
             out->bytes += load(&r, s, new_state ? new_state + p->state_slots * state_count : NULL,
                                0, p->state_scalars);
     }
-    out->files = r.files + r.n_packs;
+    out->files = r.n_packs;
     for (uint32_t i = 0; i < r.n_packs; i++)
         close(r.packs[i].fd);
     memcpy(params, new_params, p->n_params * sizeof(float));

@@ -1,5 +1,5 @@
 /* Resuming from a published checkpoint capture (docs/runtime.md, "Resume"). Every role reads the
- * manifest tree from manifest.json down, checks the system identity and the SHA-256 of every
+ * manifest tree from top.pack down, checks the system identity and the SHA-256 of every
  * manifest and shard, checks that the shards cover every element of every kind once, and then
  * loads the full parameters and the learner state of its own element range, re-cut by logical
  * range from whatever partition wrote them. Any refusal comes before anything is loaded:
@@ -15,12 +15,12 @@
 struct resumed {
     uint32_t round;         /* rounds completed in the capture */
     float loss;             /* that round's loss (0 with round 0) */
-    uint32_t files;         /* manifests and shards read */
+    uint32_t files;         /* packs read */
     uint64_t bytes;         /* bytes read */
     char capture[4096];     /* the capture's folder */
 };
 
-/* path: a checkpoint folder (LATEST names the capture) or a capture folder. Fills params
+/* path: a checkpoint folder (its newest published capture) or a capture folder. Fills params
  * (n_params floats) and, when state is not NULL, the state block of
  * [state_start, state_start + state_count): state_slots arrays of state_count floats, then the
  * learner's scalars. */

@@ -29,6 +29,7 @@ from test_partitioned import (  # noqa: F401  (_kernels_once: the autouse fixtur
 )
 
 from alpha_core.checkpoint import REFUSALS, CheckpointError, kind_names, read_checkpoint
+from alpha_core.checkpoint.pack import split, with_manifest
 
 
 @pytest.fixture(scope="module")
@@ -149,8 +150,8 @@ def test_damaged_files_raise_only_checkpoint_errors(
     name = data.draw(st.sampled_from(_files(work)))
     _damage(work / name, how, data)
     verdict = _verdict(work, None)
-    # damage to what LATEST leads to is always refused; the older capture is never read
-    read = name.startswith("round-00000040/") or name == "LATEST"
+    # damage to the newest capture is always refused; the older one is never read
+    read = name.startswith("round-00000040/")
     assert (verdict is not None) == read, (name, how, verdict)
 
 
@@ -180,20 +181,27 @@ def _paths(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return out
 
 
+def _packs(capture: Path) -> list[str]:
+    """The capture's packs: top.pack, then every parts/<role>.pack."""
+    return ["top.pack", *(f"parts/{n}" for n in _files(capture / "parts"))]
+
+
+def _manifest(capture: Path, pack: str) -> Any:
+    return json.loads(split((capture / pack).read_bytes(), 1 << 30).manifest)
+
+
 def _resign(capture: Path, file: str, text: bytes) -> None:
-    """Writes a manifest and makes every digest above it match again, up to the top."""
-    (capture / file).write_bytes(text)
+    """Puts a manifest into pack `file` (its trailer remade) and makes every digest above it
+    match again, up to the top."""
+    (capture / file).write_bytes(with_manifest((capture / file).read_bytes(), text))
     digest = hashlib.sha256(text).hexdigest()
-    if file == "manifest.json":
-        (capture / "manifest.json.sha256").write_text(digest + "\n")
-        return
-    for parent in ["manifest.json", *_files(capture / "manifests")]:
-        parent_file = parent if parent == "manifest.json" else f"manifests/{parent}"
-        m = json.loads((capture / parent_file).read_text())
-        for child in m.get("children", []):
-            if child.get("file") == file:
+    for parent in (p for p in _packs(capture) if p != file):
+        m = _manifest(capture, parent)
+        children = m.get("children") if isinstance(m, dict) else None
+        for child in children if isinstance(children, list) else []:
+            if isinstance(child, dict) and child.get("file") == file:
                 child["sha256"] = digest
-                _resign(capture, parent_file, json.dumps(m, indent=1).encode())
+                _resign(capture, parent, json.dumps(m, indent=1).encode())
                 return
 
 
@@ -204,12 +212,8 @@ def test_rewritten_manifests_raise_only_checkpoint_errors(
 ) -> None:
     work = _fresh(pristine, scratch)
     capture = work / "round-00000040"
-    file = data.draw(
-        st.sampled_from(
-            ["manifest.json", *(f"manifests/{n}" for n in _files(capture / "manifests"))]
-        )
-    )
-    manifest = json.loads((capture / file).read_text())
+    file = data.draw(st.sampled_from(_packs(capture)))
+    manifest = _manifest(capture, file)
     for _ in range(data.draw(st.integers(1, 3))):
         path = data.draw(st.sampled_from(_paths(manifest)))
         value = data.draw(_json_values())
@@ -231,14 +235,14 @@ def test_rewritten_manifests_raise_only_checkpoint_errors(
 @given(text=st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
 def test_garbage_manifests_are_malformed(pristine: Path, scratch: Path, text: bytes) -> None:
     work = _fresh(pristine, scratch)
-    _resign(work / "round-00000040", "manifest.json", text)
+    _resign(work / "round-00000040", "top.pack", text)
     assert _verdict(work, None) == "checkpoint-malformed"
 
 
 def test_deep_and_huge_manifests_are_malformed(pristine: Path, scratch: Path) -> None:
     for text in (b"[" * 100_000, b'{"a":' * 50_000, b"1" * 5000, b'{"round": 1e999}'):
         work = _fresh(pristine, scratch)
-        _resign(work / "round-00000040", "manifest.json", text)
+        _resign(work / "round-00000040", "top.pack", text)
         assert _verdict(work, None) == "checkpoint-malformed"
 
 
@@ -285,9 +289,8 @@ def test_the_runtime_survives_rewritten_manifests(
     (json.c, resume.c) resumes or refuses by a checkpoint name, and never crashes."""
     work = _fresh(pristine, scratch)
     capture = work / "round-00000040"
-    files = ["manifest.json", *(f"manifests/{n}" for n in _files(capture / "manifests"))]
-    file = data.draw(st.sampled_from(files))
-    manifest = json.loads((capture / file).read_text())
+    file = data.draw(st.sampled_from(_packs(capture)))
+    manifest = _manifest(capture, file)
     path = data.draw(st.sampled_from(_paths(manifest)))
     value = data.draw(_json_values())
     if path:

@@ -168,15 +168,50 @@ def test_a_failed_publication_leaves_the_previous_capture(
         for role, cmd in pair.commands(params=tmp_path / "out.params")
     }
     codes = {role: p.wait(timeout=30) for role, p in procs.items()}
-    assert codes["worker[0]"] == 9, codes  # the root, right before renaming LATEST
+    assert codes["worker[0]"] == 9, codes  # the root, right before renaming the capture
     assert codes["worker[1]"] != 0, codes
-    assert (into / "LATEST").read_text() == "round-00000010\n"
-    assert (into / "round-00000020" / "manifest.json").exists()  # written, never published
+    assert not (into / "round-00000020").exists()
+    [partial] = into.glob("round-00000020.partial-*")  # written, never published
+    assert (partial / "top.pack").exists() and (partial / "parts" / "worker-1.pack").exists()
     assert read_checkpoint(into).round == 10
+    with pytest.raises(CheckpointError) as unpublished:
+        read_checkpoint(partial)
+    assert unpublished.value.name == "checkpoint-incomplete"
     assert not (tmp_path / "out.params").exists()
-    outcomes = pair.run("--resume", str(into), params=tmp_path / "out.params")
+    # resumed into the same folder: the abandoned partial capture is written over and published
+    outcomes = pair.run(
+        "--resume", str(into), "--checkpoint-dir", str(into), params=tmp_path / "out.params"
+    )
     assert written_sha(outcomes) == reference
     assert resumed_rounds(outcomes) == {10}
+    assert sorted(p.name for p in into.iterdir()) == [f"round-{r:08d}" for r in (10, 20, 30, 40)]
+
+
+def test_a_round_published_again_replaces_its_capture(
+    pair: Built, reference: str, tmp_path: Path
+) -> None:
+    """Resumed from round 10 into the folder that already holds rounds 20, 30 and 40: each is
+    published again by swapping the new folder in (the name always holds a whole capture); no
+    partial or old folder is left behind."""
+    into = tmp_path / "checkpoints"
+    shutil.copytree(pair.folder / "checkpoints", into, copy_function=shutil.copyfile)
+    before = {
+        n: (into / n / "top.pack").stat().st_ino for n in ("round-00000020", "round-00000040")
+    }
+    outcomes = pair.run(
+        "--resume",
+        str(into / "round-00000010"),
+        "--checkpoint-dir",
+        str(into),
+        params=tmp_path / "out.params",
+    )
+    assert written_sha(outcomes) == reference
+    assert sorted(p.name for p in into.iterdir()) == [f"round-{r:08d}" for r in (10, 20, 30, 40)]
+    for name, inode in before.items():
+        assert (into / name / "top.pack").stat().st_ino != inode, name  # written anew
+        assert read_checkpoint(into / name).round == int(name[6:])
+    published = [e for o in outcomes for e in o.events if e.get("published") is True]
+    assert [e["round"] for e in published] == [20, 30, 40]
 
 
 # ---- refusals ---------------------------------------------------------------------------------
@@ -233,38 +268,40 @@ def test_a_flipped_byte_in_any_shard_is_refused(pair: Built, single: Built, tmp_
 
 def test_every_role_refuses_a_corrupt_capture(pair: Built, tmp_path: Path) -> None:
     capture = _copy(pair, tmp_path) / "round-00000020"
-    sub = capture / "manifests" / "worker-1.json"
+    sub = capture / "parts" / "worker-1.pack"
     sub.write_bytes(sub.read_bytes().replace(b'"round": 20', b'"round": 21'))
     for o in _refused(pair, capture, tmp_path, "checkpoint-digest-mismatch"):
-        assert "worker-1.json" in (o.message or "")
+        assert "worker-1.pack" in (o.message or "")
 
 
-@pytest.mark.parametrize("missing", ["shard", "sub-manifest", "entry", "manifest", "latest"])
+@pytest.mark.parametrize("missing", ["part", "top", "entry", "unpublished", "nothing published"])
 def test_a_missing_piece_is_refused(
     missing: str, pair: Built, single: Built, tmp_path: Path
 ) -> None:
     root = _copy(pair, tmp_path)
     capture = root / "round-00000030"
     path = capture
-    if missing == "shard":
+    if missing == "part":  # a child's pack: its shards and its manifest
         victim = read_checkpoint(capture).shards()[-1]
+        assert victim.file == "parts/worker-1.pack"
         (capture / victim.file).unlink()
-    elif missing == "sub-manifest":
-        (capture / "manifests" / "worker-1.json").unlink()
-    elif missing == "entry":  # a shard dropped from the top manifest, its digest made to match
-        import hashlib
+    elif missing == "top":
+        (capture / "top.pack").unlink()
+    elif missing == "entry":  # a shard dropped from the top manifest, the trailer remade
         import json
 
-        top = json.loads((capture / "manifest.json").read_text())
+        from alpha_core.checkpoint.pack import split, with_manifest
+
+        pack = (capture / "top.pack").read_bytes()
+        top = json.loads(split(pack, 1 << 30).manifest)
         top["shards"] = top["shards"][1:]
-        text = json.dumps(top).encode()
-        (capture / "manifest.json").write_bytes(text)
-        digest = hashlib.sha256(text).hexdigest()
-        (capture / "manifest.json.sha256").write_text(digest + "\n")
-    elif missing == "manifest":  # written, never published
-        (capture / "manifest.json").unlink()
+        (capture / "top.pack").write_bytes(with_manifest(pack, json.dumps(top).encode()))
+    elif missing == "unpublished":  # written whole, never renamed into place
+        path = root / "round-00000030.partial-0123456789ab"
+        capture.rename(path)
     else:
-        (root / "LATEST").write_text("round-00000050\n")
+        for published in root.glob("round-*"):
+            published.rename(published.with_name(published.name + ".partial-0123456789ab"))
         path = root
     _refused(single, path, tmp_path, "checkpoint-incomplete")
 

@@ -46,7 +46,7 @@ def test_inspect_refuses_a_flipped_byte(capture: tuple[Path, str], tmp_path: Pat
 
     copy = tmp_path / "c"
     shutil.copytree(ckpt, copy)
-    pack = next(p for p in copy.rglob("shards/*.f32"))
+    pack = next(p for p in copy.rglob("*.pack"))
     data = bytearray(pack.read_bytes())
     data[0] ^= 1
     pack.write_bytes(bytes(data))

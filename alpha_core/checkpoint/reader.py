@@ -1,12 +1,13 @@
 """Reading a checkpoint capture written by the runtime (runtime/checkpoint.c, docs/runtime.md).
 
-A capture is a folder `round-<R>` holding one pack file per writing role (`shards/<role>.f32`:
-its shards' little-endian float32 values, one after another; each shard named in the manifest by
-kind, tensor and element range, with its byte offset, length and SHA-256), one sub-manifest per
-role that acknowledged it, and `manifest.json`, written last by the root. A checkpoint folder
-holds captures and `LATEST`, the name of the last published one. This reader makes the
-runtime's checks, in the same order, with the same refusal names, and raises nothing but
-CheckpointError, whatever the bytes on disk.
+A capture is a folder `round-<R>` holding one pack file per writing role: the root's `top.pack`,
+every other role's `parts/<role>.pack`. A pack holds the role's shards (little-endian float32
+values, one after another; each named in the manifest by kind, tensor and element range, with
+its byte offset, length and SHA-256), then the role's manifest (JSON: its shards, and its
+children's packs with the SHA-256 of their manifests), then a trailer (alpha_core.checkpoint.pack).
+A checkpoint folder holds captures; the published ones are named `round-<R>`, and the one with
+the highest R is the newest. This reader makes the runtime's checks, in the same order, with
+the same refusal names, and raises nothing but CheckpointError, whatever the bytes on disk.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from alpha_core.checkpoint.pack import TOP, PackError, split
 from alpha_core.checkpoint.strict import (
     CheckpointError,
     as_count,
@@ -32,9 +34,10 @@ from alpha_core.checkpoint.strict import (
 )
 from alpha_core.checkpoint.strict import json_object as strict_json
 
-FORMAT = "alpha-checkpoint/2"
-PART_FORMAT = "alpha-checkpoint-part/2"
+FORMAT = "alpha-checkpoint/3"
+PART_FORMAT = "alpha-checkpoint-part/3"
 MANIFEST_LIMIT = 64 << 20
+PACK_LIMIT = 1 << 62
 TREE_DEPTH = 64
 REFUSALS = (
     "checkpoint-incomplete",
@@ -44,7 +47,7 @@ REFUSALS = (
 )
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _HEX8 = re.compile(r"[0-9a-f]{8}")
-_CAPTURE = re.compile(r"round-[0-9]+")
+_CAPTURE = re.compile(r"round-[0-9]{1,20}")
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ class Shard:
     tensor: str  # "" for the learner's scalars
     start: int  # elements within the tensor
     count: int
-    file: str  # the pack file holding it, relative to the capture
+    file: str  # the pack holding it, relative to the capture
     sha256: str
     role: str  # the role whose manifest lists it
     at: int = 0  # first flat element (the scalars: 0)
@@ -81,8 +84,8 @@ class Shard:
 @dataclass(frozen=True)
 class Manifest:
     role: str
-    file: str  # relative to the capture
-    sha256: str  # of the file's bytes
+    file: str  # its pack, relative to the capture
+    sha256: str  # of the manifest's bytes
     shards: tuple[Shard, ...]
     children: tuple[Manifest, ...] = ()
 
@@ -96,7 +99,7 @@ class Manifest:
 @dataclass(frozen=True)
 class Checkpoint:
     path: Path  # the capture folder
-    latest: bool  # reached through the checkpoint folder's LATEST
+    latest: bool  # reached through its checkpoint folder (the newest published capture)
     system: str
     identity: str
     round: int
@@ -125,9 +128,11 @@ class Checkpoint:
             raise CheckpointError("checkpoint-malformed", f"this checkpoint has no kind {kind!r}")
         size = self.state_scalars if kind.endswith(".scalars") else self.n_params
         out = np.zeros(size, dtype="<f4")
-        packs = _read_packs(self.path, self.shards())
+        packs: dict[str, bytes] = {}
         for s in self.shards():
             if s.kind == kind:
+                if s.file not in packs:
+                    packs[s.file] = _read_pack(self.path / s.file)
                 out[s.at : s.at + s.count] = np.frombuffer(_read(self.path, s, packs), "<f4")
         return out
 
@@ -135,7 +140,7 @@ class Checkpoint:
         shards = self.shards()
         total = sum(s.bytes for s in shards)
         lines = [
-            f"checkpoint {self.path}" + (" (published: LATEST names it)" if self.latest else ""),
+            f"checkpoint {self.path}" + (" (the newest published capture)" if self.latest else ""),
             f"  system {self.system}, identity {self.identity}",
             f"  round {self.round}, loss {self.loss:.9g} (bits {self.loss_bits})",
             f"  {self.n_params:,} parameters in {len(self.tensors)} tensors: "
@@ -234,40 +239,30 @@ class _Reader:
         self.top: dict[str, Any] = {}
         self.tensors: dict[str, Tensor] = {}
         self.kinds: tuple[str, ...] = ()
+        self.packs: dict[str, bytes] = {}  # each pack's bytes, by file
 
     def manifest(self, file: str, sha: str | None, role: str, depth: int) -> Manifest:
+        """The manifest at the end of pack `file` (the top when sha is None), then its
+        children's."""
         path = self.capture / file
+        data = _read_pack(path)
+        self.packs[file] = data
         try:
-            data = read_sized(path, MANIFEST_LIMIT)
-        except OSError as error:
-            if sha is None:
-                raise incomplete(
-                    f"capture {self.capture} is not published (no manifest.json): {error}"
-                ) from None
-            raise incomplete(f"checkpoint manifest {path} cannot be read: {error}") from None
-        digest = hashlib.sha256(data).hexdigest()
-        top = sha is None
-        if top:  # the top manifest's digest sits beside it
-            beside = path.with_name(path.name + ".sha256")
-            try:
-                own = read_sized(beside, 256)
-            except OSError as error:
-                raise incomplete(
-                    f"capture {self.capture} is not published (no manifest.json.sha256): {error}"
-                ) from None
-            if (
-                len(own) != 65
-                or own[64:] != b"\n"
-                or not _HEX64.fullmatch(own[:64].decode("latin-1"))
-            ):
-                raise malformed(beside, "not the SHA-256 of manifest.json in hex and a newline")
-            sha = own[:64].decode()
-        if digest != sha:
-            says = "manifest.json.sha256" if top else "its parent manifest"
+            sections = split(data, MANIFEST_LIMIT)
+        except PackError as error:
             raise CheckpointError(
-                "checkpoint-digest-mismatch",
-                f"checkpoint file {path} has sha256 {digest}, but {says} says {sha}",
-            )
+                "checkpoint-malformed", f"checkpoint pack {path}: {error}"
+            ) from None
+        digest = hashlib.sha256(sections.manifest).hexdigest()
+        for says, expected in (("its trailer", sections.said), ("its parent manifest", sha)):
+            if expected is not None and digest != expected:
+                raise CheckpointError(
+                    "checkpoint-digest-mismatch",
+                    f"checkpoint pack {path}: its manifest has sha256 {digest}, but {says} "
+                    f"says {expected}",
+                )
+        top = sha is None
+        data = sections.manifest
         m = strict_json(path, data)
         if m.get("format") != (FORMAT if top else PART_FORMAT):
             raise malformed(path, "not an Alpha checkpoint manifest of a format this reads")
@@ -286,7 +281,14 @@ class _Reader:
         if not isinstance(shards, list) or not isinstance(children, list):
             raise malformed(path, "shards and children must be lists")
         who = as_string(m.get("role")) or role
-        parsed = tuple(self.shard(path, e, who) for e in shards)
+        parsed = tuple(self.shard(path, file, e, who) for e in shards)
+        end = max((s.offset + s.bytes for s in parsed), default=0)
+        if end != sections.manifest_start:
+            raise CheckpointError(
+                "checkpoint-digest-mismatch",
+                f"checkpoint pack {path} holds {sections.manifest_start} bytes of shards, but "
+                f"its manifest's shards end at byte {end}",
+            )
         kids = []
         for e in children:
             name = as_string(e.get("file")) if isinstance(e, dict) else None
@@ -341,27 +343,23 @@ class _Reader:
         self.top["system"] = system
         self.kinds = kind_names(learner, fields["state_slots"], fields["state_scalars"])  # type: ignore[arg-type]
 
-    def shard(self, path: Path, e: object, role: str) -> Shard:
+    def shard(self, path: Path, name: str, e: object, role: str) -> Shard:
+        """A shard entry of the manifest of pack `name`."""
         if not isinstance(e, dict):
             raise malformed(path, "a shard entry is not an object")
         kind, tensor = as_string(e.get("kind")), as_string(e.get("tensor"))
-        name, sha = as_string(e.get("file")), as_string(e.get("sha256"))
+        sha = as_string(e.get("sha256"))
         start, count = as_count(e.get("start")), as_count(e.get("count"))
         offset, length = as_count(e.get("offset")), as_count(e.get("length"))
-        if None in (kind, tensor, name, sha, start, count, offset, length):
+        if None in (kind, tensor, sha, start, count, offset, length):
             raise malformed(
-                path, "a shard needs kind, tensor, start, count, file, offset, length, sha256"
+                path, "a shard needs kind, tensor, start, count, offset, length, sha256"
             )
-        assert kind is not None and tensor is not None and name is not None and sha is not None
+        assert kind is not None and tensor is not None and sha is not None
         assert start is not None and count is not None
         assert offset is not None and length is not None
-        if (
-            not _HEX64.fullmatch(sha)
-            or not safe_name(name)
-            or length != 4 * count
-            or offset > 1 << 62
-        ):
-            raise malformed(path, "a shard's sha256, file name, offset or length is not valid")
+        if not _HEX64.fullmatch(sha) or length != 4 * count or offset > 1 << 62:
+            raise malformed(path, "a shard's sha256, offset or length is not valid")
         if kind not in self.kinds:
             raise malformed(path, "a shard of a kind this learner does not have")
         if kind.endswith(".scalars"):
@@ -393,36 +391,15 @@ class _Reader:
             )
 
 
-def _pack_sizes(shards: list[Shard]) -> dict[str, int]:
-    """Each pack file's size: the end of its last shard."""
-    sizes: dict[str, int] = {}
-    for s in shards:
-        sizes[s.file] = max(sizes.get(s.file, 0), s.offset + s.bytes)
-    return sizes
-
-
-def _read_packs(capture: Path, shards: list[Shard]) -> dict[str, bytes]:
-    """The pack files the shards name, each read whole, its size checked."""
-    out: dict[str, bytes] = {}
-    for file, size in _pack_sizes(shards).items():
-        path = capture / file
-        try:
-            with path.open("rb") as f:
-                actual = os.fstat(f.fileno()).st_size
-                data = f.read(size) if actual == size else b""
-        except OSError as error:
-            raise incomplete(f"checkpoint shard file {path} cannot be read: {error}") from None
-        if actual != size or len(data) != size:
-            raise CheckpointError(
-                "checkpoint-digest-mismatch",
-                f"checkpoint shard file {path} has {actual} bytes, but its manifests say {size}",
-            )
-        out[file] = data
-    return out
+def _read_pack(path: Path) -> bytes:
+    try:
+        return read_sized(path, PACK_LIMIT)
+    except OSError as error:
+        raise incomplete(f"checkpoint pack {path} cannot be read: {error}") from None
 
 
 def _read(capture: Path, s: Shard, packs: dict[str, bytes]) -> bytes:
-    """One shard's bytes from its pack file, its SHA-256 checked."""
+    """One shard's bytes from its pack, its SHA-256 checked."""
     data = packs[s.file][s.offset : s.offset + s.bytes]
     digest = hashlib.sha256(data).hexdigest()
     if digest != s.sha256:
@@ -435,22 +412,26 @@ def _read(capture: Path, s: Shard, packs: dict[str, bytes]) -> bytes:
 
 
 def locate(path: Path) -> tuple[Path, bool]:
-    """The capture folder `path` names: itself, or the one its LATEST names."""
-    latest = path / "LATEST"
-    try:
-        name = read_sized(latest, 256).decode("utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        if isinstance(error, UnicodeDecodeError):
-            raise CheckpointError(
-                "checkpoint-malformed", f"{latest} does not name a capture (round-<R>)"
-            ) from None
-        if not path.exists():
-            raise incomplete(f"no checkpoint at {path}") from None
+    """The capture folder `path` names: itself when it holds top.pack, else its published
+    capture of the highest round."""
+    if (path / TOP).exists():
+        if ".partial-" in path.name:
+            raise incomplete(
+                f"capture {path} is not published: its writing never finished, or has not yet"
+            )
         return path, False
-    name = name[:-1] if name.endswith("\n") else name
-    if not _CAPTURE.fullmatch(name):
-        raise CheckpointError("checkpoint-malformed", f"{latest} does not name a capture")
-    return path / name, True
+    try:
+        names = os.listdir(path)
+    except OSError as error:
+        raise incomplete(f"no checkpoint at {path}: {error.strerror}") from None
+    rounds = [(int(n[6:]), n) for n in names if _CAPTURE.fullmatch(n)]
+    if not rounds:
+        partial = any(n.startswith("round-") and ".partial-" in n for n in names)
+        raise incomplete(
+            f"no published capture at {path} (no {TOP}, no round-<R> folder"
+            + ("; only unpublished ones)" if partial else ")")
+        )
+    return path / max(rounds)[1], True
 
 
 def read_checkpoint(path: str | Path, identity: str | None = None) -> Checkpoint:
@@ -459,12 +440,11 @@ def read_checkpoint(path: str | Path, identity: str | None = None) -> Checkpoint
     try:
         capture, latest = locate(Path(path))
         r = _Reader(capture, identity)
-        root = r.manifest("manifest.json", None, "?", 0)
+        root = r.manifest(TOP, None, "?", 0)
         shards = [s for _, m in root.walk() for s in m.shards]
         r.coverage(shards)
-        packs = _read_packs(capture, shards)
         for s in shards:
-            _read(capture, s, packs)
+            _read(capture, s, r.packs)
     except CheckpointError:
         raise
     except (OSError, ValueError, RecursionError) as error:  # anything the checks above missed

@@ -44,7 +44,7 @@ def read_sized(path: Path, limit: int) -> bytes:
             raise IsADirectoryError(f"{path} is not a regular file")
         if size > limit:
             raise OSError(f"{path} has {size} bytes, more than {limit}")
-        return f.read(limit)
+        return f.read(size)
 
 
 def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

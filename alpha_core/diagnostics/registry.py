@@ -452,26 +452,27 @@ _ENTRIES = [
     Refusal(
         "checkpoint-write-failed",
         START_UP,
-        "a shard, manifest or the published pointer could not be written",
-        "Captures are written beside their final names, synced and renamed. When any write "
-        "fails the role stops with this name; the capture is never published, and the last "
-        "published one stays as it was.",
+        "a pack or folder of a capture could not be written, synced or renamed",
+        "Captures are written into a partial folder, synced, and published by renaming the "
+        "folder. When any write fails the role stops with this name; the capture is never "
+        "published, and the last published one stays as it was.",
     ),
     Refusal(
         "checkpoint-incomplete",
         RESUME,
         "the checkpoint lacks a piece it needs",
         "A capture is published only when every owner's piece belongs to it. A path that names "
-        "no published capture, a missing shard or sub-manifest, or shards that leave parameter "
-        "or learner-state elements uncovered are refused at resume; nothing is loaded and "
-        "nothing is written.",
+        "no published capture (or a partial one), a missing pack, or shards that leave "
+        "parameter or learner-state elements uncovered are refused at resume; nothing is "
+        "loaded and nothing is written.",
     ),
     Refusal(
         "checkpoint-malformed",
         RESUME,
         "a manifest is not one this version reads",
-        "Manifests are JSON of a fixed format and version. Anything else (damaged text, "
-        "another format, fields out of range) is refused before any shard is read.",
+        "Each pack ends with a trailer locating its manifest; manifests are JSON of a fixed "
+        "format and version. Anything else (no trailer, damaged text, another format, fields "
+        "out of range) is refused before any shard is read.",
     ),
     Refusal(
         "checkpoint-identity-mismatch",
@@ -486,9 +487,9 @@ _ENTRIES = [
         "checkpoint-digest-mismatch",
         RESUME,
         "a shard or manifest is not what its manifest says",
-        "Every shard and sub-manifest is listed with its SHA-256 by the manifest above it. A "
-        "flipped byte anywhere is refused by name, naming the file; nothing is loaded and "
-        "nothing is written.",
+        "Every shard is listed with its SHA-256 by its manifest, every manifest by its pack's "
+        "trailer and by the manifest above it. A flipped byte anywhere is refused by name, "
+        "naming the file; nothing is loaded and nothing is written.",
     ),
     Refusal(
         "usage",
