@@ -11,8 +11,10 @@ from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.render import render, span_json
 from alpha_core.workspace import Analysis
 
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+# soft_wrap: lines are never broken by rich (a digest or a path stays whole, so it can be
+# copied); the terminal wraps what is wider than it.
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
 
 
 def diagnostic_json(d: Diagnostic, text: str) -> dict[str, Any]:

@@ -263,12 +263,14 @@ static uint64_t load(struct reader *r, const struct shard *s, float *dst, uint64
     sha256_init(&h);
     for (uint64_t done = 0; done < s->count;) {
         uint64_t want = s->count - done < (1u << 18) ? s->count - done : (1u << 18);
-        if (files_read_at(k->fd, chunk, 4 * want, s->offset + 4 * done) != 0)
-            incomplete("checkpoint shard file %s cannot be read: %s", path, strerror(errno));
-        sha256_update(&h, chunk, 4 * want);
         uint64_t a = s->at + done, b = a + want;
+        /* A chunk wholly wanted is read straight into place; any other through the buffer. */
+        float *into = dst && a >= lo && b <= hi ? dst + (a - lo) : chunk;
+        if (files_read_at(k->fd, into, 4 * want, s->offset + 4 * done) != 0)
+            incomplete("checkpoint pack %s cannot be read: %s", path, strerror(errno));
+        sha256_update(&h, into, 4 * want);
         uint64_t from = a > lo ? a : lo, to = b < hi ? b : hi;
-        if (dst && from < to)
+        if (into == chunk && dst && from < to)
             memcpy(dst + (from - lo), chunk + (from - a), 4 * (to - from));
         done += want;
     }
