@@ -181,6 +181,8 @@ def _report(outcomes: list[RoleOutcome], as_json: bool, a: Analysis, result: Bui
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.checkpoint_keep is not None and args.checkpoint_keep < 1:
+        raise Usage(f"--checkpoint-keep needs a count of 1 or more, not {args.checkpoint_keep}")
     with tempfile.TemporaryDirectory(prefix="alpha-run-") as tmp:
         out_dir = Path(args.output) if args.output else Path(tmp)
         a, result, diags = _build(args, out_dir)
@@ -197,6 +199,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             command = command_for(exe.path, exe.target)
             if args.data and args.plan is None:
                 command += ["--data", args.data]
+            if args.resume:
+                command += ["--resume", str(Path(args.resume).resolve())]
+            if args.checkpoint_keep is not None:
+                command += ["--checkpoint-keep", str(args.checkpoint_keep)]
             commands.append((exe.role, command))
         outcomes = run_with_progress(commands, steps, quiet=args.json)
         return _report(outcomes, args.json, a, result)
@@ -346,6 +352,20 @@ def parser() -> argparse.ArgumentParser:
         b.add_argument("--pairing", default=None, help="the pairing of the plan to build")
         if name == "build":
             b.add_argument("--role", default=None, help="build only this role")
+        else:
+            b.add_argument(
+                "--resume",
+                default=None,
+                help="every role continues from this checkpoint folder (its newest published "
+                "capture) or capture folder",
+            )
+            b.add_argument(
+                "--checkpoint-keep",
+                type=int,
+                default=None,
+                metavar="N",
+                help="keep the N newest published captures, removing older ones (default: all)",
+            )
         b.add_argument("--target", default="x86_64", choices=["x86_64", "aarch64"])
         b.add_argument(
             "--cpu",

@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "checkpoint.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -212,6 +213,75 @@ static void failpoint(uint32_t round)
     }
 }
 
+struct published {
+    uint64_t round;
+    char name[32];          /* round-<digits>, at most 26 characters */
+};
+
+static int newest_first(const void *a, const void *b)
+{
+    const struct published *x = a, *y = b;
+    return x->round < y->round ? 1 : x->round > y->round ? -1 : strcmp(y->name, x->name);
+}
+
+/* Removes one capture folder: first out of the published names (a crash part way leaves no
+ * torn capture under one), then its files. */
+static void expire(const struct capture *c, const char *name)
+{
+    char from[4400], to[4500];
+    snprintf(from, sizeof from, "%s/%s", c->dir, name);
+    snprintf(to, sizeof to, "%s.expired-%.12s", from, c->r->plan_identity);
+    if (rename(from, to) != 0 || files_remove_tree(to) != 0)
+        write_failed("(removing) capture folder", from);
+}
+
+/* --checkpoint-keep: after round R is published, the published captures of rounds below R but
+ * the keep - 1 newest, and this plan's partial or expiring folders of rounds below R. Rounds
+ * above R (an older timeline, resumed from) are left alone. */
+static void prune(const struct capture *c)
+{
+    DIR *d = opendir(c->dir);
+    if (!d)
+        write_failed("checkpoint folder", c->dir);
+    struct published *rounds = NULL;
+    uint64_t round;
+    size_t n = 0, cap = 0;
+    char partial[64], expiring[64], name[4400];
+    snprintf(partial, sizeof partial, ".partial-%.12s", c->r->plan_identity);
+    snprintf(expiring, sizeof expiring, ".expired-%.12s", c->r->plan_identity);
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *dot = strchr(e->d_name, '.');
+        if (manifest_published(e->d_name, &round)) {
+            if (round >= c->round)
+                continue;
+            if (n == cap) {
+                cap = cap ? 2 * cap : 16;
+                if (!(rounds = realloc(rounds, cap * sizeof *rounds)))
+                    refuse(REFUSAL_OUT_OF_MEMORY, "cannot list the captures");
+            }
+            rounds[n].round = round;
+            snprintf(rounds[n++].name, sizeof rounds->name, "%.26s", e->d_name);
+            continue;
+        }
+        if (!dot || (strcmp(dot, partial) != 0 && strcmp(dot, expiring) != 0))
+            continue;
+        snprintf(name, sizeof name, "%.*s", (int)(dot - e->d_name), e->d_name);
+        if (!manifest_published(name, &round) || round >= c->round)
+            continue;
+        snprintf(name, sizeof name, "%s/%s", c->dir, e->d_name);
+        if (files_remove_tree(name) != 0)
+            write_failed("(removing) capture folder", name);
+    }
+    closedir(d);
+    if (n)
+        qsort(rounds, n, sizeof *rounds, newest_first);
+    for (size_t i = c->keep - 1; i < n; i++)
+        expire(c, rounds[i].name);
+    free(rounds);
+    if (n >= c->keep)
+        files_sync_dir(c->dir);
+}
+
 void capture_publish(struct capture *c, uint32_t round, float loss)
 {
     begin(c, round);
@@ -225,4 +295,6 @@ void capture_publish(struct capture *c, uint32_t round, float loss)
     files_sync_dir(c->dir);
     c->open = 0;
     event(c, 1);
+    if (c->keep)
+        prune(c);
 }

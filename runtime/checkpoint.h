@@ -45,6 +45,7 @@ struct capture {
     char path[4096];        /* <dir>/round-<R>: the capture once published */
     char partial[4200];     /* <dir>/round-<R>.partial-<plan12>: where it is written */
     int root;               /* this role publishes (its pack is top.pack) */
+    uint32_t keep;          /* the root keeps this many published captures; 0: every one */
     uint32_t round;         /* rounds completed */
     int open;               /* this round's capture has begun */
     struct shard_entry *shards;
@@ -72,7 +73,9 @@ void capture_child(struct capture *c, uint32_t round, const char *role,
  * digest. */
 const uint8_t *capture_seal(struct capture *c, uint32_t round);
 /* PUBLISH: ends top.pack with the capture's manifest, makes it durable, then renames the
- * capture into place. `loss` is the round's loss. */
+ * capture into place. `loss` is the round's loss. With keep > 0 it then removes the published
+ * captures of earlier rounds but the keep - 1 newest, and this plan's abandoned partial
+ * captures of earlier rounds. */
 void capture_publish(struct capture *c, uint32_t round, float loss);
 
 #endif

@@ -24,18 +24,21 @@ struct options {
     const char *params_out;
     const char *resume;        /* a checkpoint or capture folder, or NULL */
     const char *checkpoint_dir;
+    uint32_t keep;             /* --checkpoint-keep: published captures kept; 0: all */
     int quiet, evaluate_only;
 };
 
 static const char USAGE[] =
-    "usage: %s [--data PATH] [--params-out PATH] [--checkpoint-dir PATH] [--resume PATH]\n"
-    "       [--evaluate-only] [--quiet] [--help]\n"
+    "usage: %s [--data PATH] [--params-out PATH] [--checkpoint-dir PATH]\n"
+    "       [--checkpoint-keep N] [--resume PATH] [--evaluate-only] [--quiet] [--help]\n"
     "\n"
     "Runs role %s of system %s; the role that writes parameters writes them (little-endian\n"
     "float32) to PATH.\n"
     "  --data PATH            read the data set from PATH instead of %s\n"
     "  --params-out PATH      where to write the parameters (default: %s.params)\n"
     "  --checkpoint-dir PATH  where captures go (default: %s)\n"
+    "  --checkpoint-keep N    the root keeps the N newest published captures, removing\n"
+    "                         older ones as it publishes (default: keep every capture)\n"
     "  --resume PATH          continue from the newest published capture in PATH, or from\n"
     "                         the capture folder PATH\n"
     "  --evaluate-only        with --resume: evaluate the capture's parameters, train nothing\n"
@@ -56,7 +59,7 @@ static struct options parse_options(int argc, char **argv)
     const char *self = argc > 0 ? argv[0] : "alpha";
     const char *dir = ALPHA_ROLE.checkpoint_dir && *ALPHA_ROLE.checkpoint_dir
                           ? ALPHA_ROLE.checkpoint_dir : joined(self, ".checkpoints");
-    struct options o = {NULL, NULL, NULL, dir, 0, 0};
+    struct options o = {NULL, NULL, NULL, dir, 0, 0, 0};
     static const char *const valued[] = {"--data", "--params-out", "--resume",
                                          "--checkpoint-dir"};
     for (int i = 1; i < argc; i++) {
@@ -74,6 +77,14 @@ static struct options parse_options(int argc, char **argv)
             o.quiet = 1;
         } else if (strcmp(a, "--evaluate-only") == 0) {
             o.evaluate_only = 1;
+        } else if (strcmp(a, "--checkpoint-keep") == 0) {
+            const char *n = i + 1 < argc ? argv[++i] : "";
+            unsigned long keep = strspn(n, "0123456789") == strlen(n) && strlen(n) <= 9
+                                     ? strtoul(n, NULL, 10) : 0;
+            if (keep == 0)
+                refuse(REFUSAL_USAGE, "--checkpoint-keep needs a count of captures from 1 to "
+                       "999999999, not '%s'", n);
+            o.keep = (uint32_t)keep;
         } else if (v < 4) {
             if (i + 1 >= argc)
                 refuse(REFUSAL_USAGE, "%s needs a path", a);
@@ -173,6 +184,7 @@ int main(int argc, char **argv)
     data_load(p, o.data_path, &d);
 
     schedule_prepare(&s, o.checkpoint_dir);
+    s.capture.keep = o.keep;
     if (o.resume) {
         struct resumed resumed;
         double started = files_now();

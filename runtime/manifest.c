@@ -126,8 +126,7 @@ int manifest_safe_name(const char *name)
     return 1;
 }
 
-/* Whether name is a published capture's folder name (round-<digits>); its round in *round. */
-static int published_name(const char *name, uint64_t *round)
+int manifest_published(const char *name, uint64_t *round)
 {
     size_t n = strlen(name);
     if (n < 7 || n > 26 || strncmp(name, "round-", 6) != 0 || strspn(name + 6, "0123456789") != n - 6)
@@ -157,9 +156,9 @@ void manifest_locate(const char *path, char out[4096])
     char name[32] = "";
     int partial = 0;
     for (struct dirent *e; (e = readdir(d));) {
-        if (published_name(e->d_name, &round) &&
+        if (manifest_published(e->d_name, &round) &&
             (!*name || round > best || (round == best && strcmp(e->d_name, name) > 0)))
-            best = round, snprintf(name, sizeof name, "%s", e->d_name);
+            best = round, snprintf(name, sizeof name, "%.26s", e->d_name);
         partial |= strncmp(e->d_name, "round-", 6) == 0 && strstr(e->d_name, ".partial-");
     }
     closedir(d);

@@ -23,6 +23,8 @@ void checkpoint_shard_name(const char *kind, const char *tensor, uint64_t start,
 void checkpoint_role_file(const char *role, char out[128]);
 /* The JSON text of a role's manifest: a part's, or (top) the capture's. */
 char *manifest_text(const struct capture *c, int top, float loss, size_t *size);
+/* Whether name is a published capture's folder name, round-<digits>; its round in *round. */
+int manifest_published(const char *name, uint64_t *round);
 /* A relative file name inside the capture: not absolute, no ".." component. */
 int manifest_safe_name(const char *name);
 /* The capture folder `path` names: path itself when it holds top.pack (refused when it is a

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import EXAMPLES, cli, run_exe
+
+from alpha_core.checkpoint import read_checkpoint
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +71,70 @@ def test_eval_gives_the_trained_accuracy_and_refuses_another_system(
     other = cli("eval", str(EXAMPLES / "digits.alpha"), "--checkpoint", str(ckpt))
     assert other.returncode == 1
     assert "checkpoint-identity-mismatch" in other.stderr
+
+
+def _run(*args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    proc = cli("run", str(EXAMPLES / "blobs.alpha"), "--checkpoint-every", "50", "--json", *args)
+    return proc, json.loads(proc.stdout) if proc.stdout.strip() else {}
+
+
+def test_run_keeps_the_newest_captures_and_resumes(
+    capture: tuple[Path, str], tmp_path: Path
+) -> None:
+    """`alpha run --checkpoint-keep 2` leaves rounds 150 and 200 of 50, 100, 150, 200; `alpha run
+    --resume` from 150 into the same folder ends with the uninterrupted bits, and with a keep of
+    1 only the capture it published last is left."""
+    _, sha = capture
+    into = tmp_path / "c"
+    proc, body = _run("--checkpoint-dir", str(into), "--checkpoint-keep", "2")
+    assert proc.returncode == 0 and body["roles"][0]["params_sha256"] == sha, proc.stderr
+    assert sorted(p.name for p in into.iterdir()) == ["round-00000150", "round-00000200"]
+    proc, body = _run(
+        "--checkpoint-dir",
+        str(into),
+        "--resume",
+        str(into / "round-00000150"),
+        "--checkpoint-keep",
+        "1",
+    )
+    assert proc.returncode == 0 and body["roles"][0]["params_sha256"] == sha, proc.stderr
+    assert [p.name for p in into.iterdir()] == ["round-00000200"]
+    assert read_checkpoint(into).round == 200
+
+
+def test_a_keep_of_zero_is_a_usage_error() -> None:
+    proc = cli("run", str(EXAMPLES / "blobs.alpha"), "--checkpoint-keep", "0")
+    assert proc.returncode == 2 and "error[usage]" in proc.stderr, proc.stderr
+
+
+def test_the_root_removes_abandoned_partial_captures(
+    capture: tuple[Path, str], tmp_path: Path
+) -> None:
+    """A publication that crashed (the before-publish failpoint) leaves a partial capture; moved
+    to round 120, which the next run never writes again, it is removed by that run's
+    --checkpoint-keep once a later round is published. Another plan's partial is left alone."""
+    exe = str(next((capture[0].parent / "b").glob("blobs")))
+    into = tmp_path / "c"
+    crashed = subprocess.run(
+        [exe, "--quiet", "--checkpoint-dir", str(into), "--params-out", str(tmp_path / "p")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ALPHA_FAILPOINT": "before-publish:100"},
+        timeout=300,
+    )
+    assert crashed.returncode == 9
+    [crashed_at] = into.glob("round-00000100.partial-*")
+    partial = into / crashed_at.name.replace("round-00000100", "round-00000120")
+    crashed_at.rename(partial)
+    other = into / "round-00000120.partial-000000000000"
+    other.mkdir()
+    code, events, stderr = run_exe(
+        exe, "--quiet", "--checkpoint-dir", str(into), "--checkpoint-keep", "3"
+    )
+    assert code == 0, stderr
+    names = sorted(p.name for p in into.iterdir())
+    kept = ["round-00000100", other.name, "round-00000150", "round-00000200"]
+    assert names == kept, names
+    assert not partial.exists()
+    code, events, stderr = run_exe(exe, "--checkpoint-keep", "x")
+    assert code == 2 and events[-1]["name"] == "usage"
