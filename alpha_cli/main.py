@@ -13,17 +13,17 @@ from rich.markup import escape
 
 from alpha_cli.render import diagnostic_json, err, error_line, out, show_refusals
 from alpha_cli.run_view import run_with_progress
-from alpha_core.build import BuildResult, Deployment, build_plan, build_program
+from alpha_core.build import BuildResult, Deployment, build_program
 from alpha_core.checkpoint import CheckpointError, read_checkpoint
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.registry import REGISTRY
-from alpha_core.launch import RoleOutcome, command_for, free_port_base
+from alpha_core.launch import RoleOutcome, free_port_base
 from alpha_core.link.toolchain import LinkError
 from alpha_core.plan.projection import project
+from alpha_core.runs import ALL_ROLES_LIMIT, Choice, ChoiceError, build_choice, role_commands
 from alpha_core.workspace import Analysis, Workspace
 
 OK, REFUSED, USAGE, INTERNAL = 0, 1, 2, 101
-PROJECT_ALL_LIMIT = 64
 
 
 class Usage(Exception):
@@ -98,31 +98,14 @@ def _build(
     args: argparse.Namespace, out_dir: Path
 ) -> tuple[Analysis, BuildResult | None, list[Diagnostic]]:
     a = _analysis(args.file)
+    choice = Choice(args.system, args.plan, args.pairing, getattr(args, "role", None))
     try:
-        if args.plan is None:
-            program, diags = a.program(args.system)
-            if program is None:
-                return a, None, diags
-            deployment = _deployment(args, 1)
-            return a, build_program(program, out_dir, args.target, args.data, deployment), []
-        plan, pairing, diags = a.plan(args.plan, args.pairing)
-        if plan is None:
-            return a, None, diags
-        roles = None
-        if getattr(args, "role", None) is not None:
-            index = plan.membership.index_of(args.role)
-            if index is None:
-                raise Usage(f"plan `{plan.name}` has no role `{args.role}`")
-            roles = [index]
-        elif plan.membership.total > PROJECT_ALL_LIMIT:
-            raise Usage(
-                f"plan `{plan.name}` has {plan.membership.total:,} roles: build them one "
-                "at a time with --role"
-            )
-        deployment = _deployment(args, plan.membership.total)
-        return a, build_plan(plan, pairing, out_dir, deployment, roles), []
-    except LinkError as e:
-        return a, None, [Diagnostic("link-failed", str(e), None)]
+        result, diags = build_choice(
+            a, choice, out_dir, args.target, args.data, lambda n: _deployment(args, n)
+        )
+    except ChoiceError as e:
+        raise Usage(str(e)) from None
+    return a, result, diags
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -194,16 +177,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"[green]built[/] {result.system}: {len(result.executables)} executable(s), "
                 f"{result.params:,} parameters — training {steps} steps"
             )
-        commands = []
-        for exe in result.executables:
-            command = command_for(exe.path, exe.target)
-            if args.data and args.plan is None:
-                command += ["--data", args.data]
-            if args.resume:
-                command += ["--resume", str(Path(args.resume).resolve())]
-            if args.checkpoint_keep is not None:
-                command += ["--checkpoint-keep", str(args.checkpoint_keep)]
-            commands.append((exe.role, command))
+        extra = ["--data", args.data] if args.data and args.plan is None else []
+        if args.resume:
+            extra += ["--resume", str(Path(args.resume).resolve())]
+        if args.checkpoint_keep is not None:
+            extra += ["--checkpoint-keep", str(args.checkpoint_keep)]
+        commands = role_commands(result, extra)
         outcomes = run_with_progress(commands, steps, quiet=args.json)
         return _report(outcomes, args.json, a, result)
 
@@ -218,7 +197,7 @@ def cmd_project(args: argparse.Namespace) -> int:
         if index is None:
             raise Usage(f"plan `{plan.name}` has no role `{args.role}`")
         indices = [index]
-    elif plan.membership.total > PROJECT_ALL_LIMIT:
+    elif plan.membership.total > ALL_ROLES_LIMIT:
         raise Usage(f"plan `{plan.name}` has {plan.membership.total:,} roles: name one with --role")
     else:
         indices = list(range(plan.membership.total))

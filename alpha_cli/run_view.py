@@ -8,6 +8,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 from alpha_cli.render import err
 from alpha_core.launch import RoleOutcome, run_roles
+from alpha_core.run_state import RunState
 
 
 def run_with_progress(
@@ -28,19 +29,14 @@ def run_with_progress(
             role: progress.add_task(role, total=steps, loss="–", state="") for role, _ in commands
         }
 
+        state = RunState([role for role, _ in commands], steps)
+        marks = {"refused": "[red]refused: {}", "done": "[green]done"}
+
         def on_event(role: str, event: dict[str, object]) -> None:
-            kind = event.get("event")
-            task = tasks[role]
-            if kind == "step":
-                loss = event.get("loss")
-                progress.update(
-                    task,
-                    completed=int(str(event.get("step", 0))),
-                    loss=f"{float(loss):.4f}" if isinstance(loss, int | float) else "nan",
-                )
-            elif kind == "refused":
-                progress.update(task, state=f"[red]refused: {event.get('name')}")
-            elif kind == "done":
-                progress.update(task, state="[green]done")
+            state.apply(role, event)
+            r = state.roles[role]
+            loss = "–" if r.loss is None else f"{r.loss:.4f}"
+            mark = marks.get(r.state, "").format(r.refusal)
+            progress.update(tasks[role], completed=r.round, loss=loss, state=mark)
 
         return run_roles(commands, on_event)

@@ -36,6 +36,90 @@ class RoleOutcome:
         }
 
 
+class Launch:
+    """Every role started at once, each read by a thread of its own; events are passed to
+    `on_event` (under one lock) as they are written, and `on_exit` gets each role's exit status
+    and whether it was killed. A role can be killed by name (SIGKILL, as a crash would); `wait`
+    returns the outcomes in the order of `commands`."""
+
+    def __init__(
+        self,
+        commands: Sequence[tuple[str, Sequence[str]]],
+        on_event: Callable[[str, dict[str, object]], None] | None = None,
+        keep_events: bool = False,
+        on_exit: Callable[[str, int, bool], None] | None = None,
+    ) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self._on_event = on_event
+        self._keep = keep_events
+        self._on_exit = on_exit
+        self.killed: set[str] = set()
+        self.roles = [role for role, _ in commands]
+        self._procs = {
+            role: subprocess.Popen(
+                list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            for role, command in commands
+        }
+        self._outcomes: dict[str, RoleOutcome] = {}
+        self._threads = [
+            threading.Thread(target=self._read, args=(role,), daemon=True) for role in self.roles
+        ]
+        for t in self._threads:
+            t.start()
+
+    def _read(self, role: str) -> None:
+        proc = self._procs[role]
+        outcome = RoleOutcome(role, -1)
+        assert proc.stdout is not None and proc.stderr is not None
+        for line in proc.stdout:
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if not isinstance(event, dict):
+                continue
+            if self._keep:
+                outcome.events.append(event)
+            kind = event.get("event")
+            if kind == "refused":
+                outcome.refusal = str(event.get("name"))
+                outcome.message = str(event.get("message"))
+            elif kind == "done":
+                outcome.done = event
+            if self._on_event is not None:
+                with self._lock:
+                    self._on_event(role, event)
+        outcome.stderr = proc.stderr.read()
+        outcome.exit_code = proc.wait()
+        if outcome.exit_code != 0 and outcome.refusal is None:
+            outcome.refusal = "role-crashed"
+            outcome.message = f"{role} exited with status {outcome.exit_code} and no named refusal"
+        self._outcomes[role] = outcome
+        if self._on_exit is not None:
+            with self._lock:
+                self._on_exit(role, outcome.exit_code, role in self.killed)
+
+    def kill(self, role: str) -> bool:
+        """SIGKILL to a role still running; False when it has already ended."""
+        proc = self._procs[role]
+        if proc.poll() is not None:
+            return False
+        self.killed.add(role)
+        proc.kill()
+        return True
+
+    def running(self) -> bool:
+        return any(t.is_alive() for t in self._threads)
+
+    def wait(self) -> list[RoleOutcome]:
+        for t in self._threads:
+            t.join()
+        return [self._outcomes[role] for role in self.roles]
+
+
 def run_role(
     role: str,
     command: Sequence[str],
@@ -43,33 +127,7 @@ def run_role(
     keep_events: bool = False,
 ) -> RoleOutcome:
     """Run one executable to its end, passing each event to `on_event` as it arrives."""
-    proc = subprocess.Popen(
-        list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    outcome = RoleOutcome(role, -1)
-    assert proc.stdout is not None and proc.stderr is not None
-    for line in proc.stdout:
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(event, dict):
-            continue
-        if keep_events:
-            outcome.events.append(event)
-        kind = event.get("event")
-        if kind == "refused":
-            outcome.refusal = str(event.get("name"))
-            outcome.message = str(event.get("message"))
-        elif kind == "done":
-            outcome.done = event
-        if on_event is not None:
-            on_event(role, event)
-    outcome.stderr = proc.stderr.read()
-    outcome.exit_code = proc.wait()
-    if outcome.exit_code != 0 and outcome.refusal is None:
-        outcome.refusal = "role-crashed"
-        outcome.message = f"{role} exited with status {outcome.exit_code} and no named refusal"
+    [outcome] = Launch([(role, command)], on_event, keep_events).wait()
     return outcome
 
 
@@ -79,28 +137,7 @@ def run_roles(
     keep_events: bool = False,
 ) -> list[RoleOutcome]:
     """Start every role at once and wait for all of them; events arrive as they are written."""
-    import threading
-
-    outcomes: list[RoleOutcome | None] = [None] * len(commands)
-    lock = threading.Lock()
-
-    def locked(role: str, event: dict[str, object]) -> None:
-        if on_event is not None:
-            with lock:
-                on_event(role, event)
-
-    def one(i: int, role: str, command: Sequence[str]) -> None:
-        outcomes[i] = run_role(role, command, locked, keep_events)
-
-    threads = [
-        threading.Thread(target=one, args=(i, role, cmd), daemon=True)
-        for i, (role, cmd) in enumerate(commands)
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return [o for o in outcomes if o is not None]
+    return Launch(commands, on_event, keep_events).wait()
 
 
 def free_port_base(count: int, host: str = "127.0.0.1") -> int:

@@ -68,7 +68,7 @@ void event_start(const struct alpha_program *p)
 }
 
 void event_step(uint32_t step, float loss, const char *role, const struct addition *adds,
-                uint32_t n_adds)
+                uint32_t n_adds, uint64_t frames, uint64_t bytes)
 {
     printf("{\"event\":\"step\",\"step\":%u,", (unsigned)step);
     loss_fields(stdout, "loss", loss);
@@ -80,7 +80,8 @@ void event_step(uint32_t step, float loss, const char *role, const struct additi
         printf("%s\"%u:%u=%u:%u+%u:%u\"", i ? "," : "", (unsigned)a->lo, (unsigned)a->hi,
                (unsigned)a->lo, (unsigned)a->mid, (unsigned)a->mid, (unsigned)a->hi);
     }
-    fputs("]}\n", stdout);
+    printf("],\"frames\":%llu,\"bytes\":%llu}\n", (unsigned long long)frames,
+           (unsigned long long)bytes);
     fflush(stdout);
 }
 

@@ -29,10 +29,11 @@ struct run_report {
 void json_string(FILE *f, const char *s);
 
 void event_start(const struct alpha_program *p);
-/* step (1-based), the round loss, the role, and every addition the role performed this round,
- * in order, as "lo:hi=lo:mid+mid:hi". */
+/* step (1-based), the round loss, the role, every addition the role performed this round, in
+ * order, as "lo:hi=lo:mid+mid:hi", and the frames it sent and received this round with their
+ * bytes (headers included). */
 void event_step(uint32_t step, float loss, const char *role, const struct addition *adds,
-                uint32_t n_adds);
+                uint32_t n_adds, uint64_t frames, uint64_t bytes);
 void event_done(const struct alpha_program *p, const struct run_report *r);
 
 #endif

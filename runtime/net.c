@@ -165,6 +165,7 @@ static void send_frame(struct net *n, uint32_t link, struct frame_header *h,
                            .tail_bytes = tail_bytes};
     frame_encode_header(h, s->header);
     k->count++;
+    n->frames++, n->bytes += FRAME_HEADER_BYTES + bytes + tail_bytes;
     progress(n, k);
 }
 
@@ -196,6 +197,7 @@ static void recv_frame(struct net *n, uint32_t link, struct frame_expect *e, uin
     if (refused)
         refuse(refused, "a frame from %s in round %u, expected to be %s: %s",
                k->link->peer_name, (unsigned)n->round + 1, what, n->reason);
+    n->frames++, n->bytes += FRAME_HEADER_BYTES + bytes + tail_bytes;
 }
 
 /* A piece's elements [start, start + count) (count 0: all) and its loss float. */

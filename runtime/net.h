@@ -35,6 +35,7 @@ struct net {
     struct pollfd *fds;     /* n_links of them, for waits */
     uint32_t *which;
     uint32_t round;         /* the 0-based round of the frames sent and expected */
+    uint64_t frames, bytes; /* frames queued and received since start, and their bytes */
     char reason[160];       /* why the last frame was refused */
 };
 

@@ -250,6 +250,7 @@ float schedule_train(struct schedule *s, const struct dataset *d, struct net *ne
         s->y_reg = checked_calloc((size_t)p->leaf_size * p->outputs, sizeof(float),
                                   "a leaf's targets");
     uint32_t failed;
+    uint64_t frames = net->frames, bytes = net->bytes;
     for (uint32_t t = s->first_round; t < p->steps; t++) {
         s->round = net->round = t;
         s->checkpointing = r->checkpoint_every &&
@@ -257,7 +258,9 @@ float schedule_train(struct schedule *s, const struct dataset *d, struct net *ne
         refusal_context(r->name, t + 1);
         schedule_round(s, &failed); /* checked dry: a real round cannot fail, only refuse */
         if (!s->quiet)
-            event_step(t + 1, s->loss, r->name, s->adds, s->n_adds);
+            event_step(t + 1, s->loss, r->name, s->adds, s->n_adds, net->frames - frames,
+                       net->bytes - bytes);
+        frames = net->frames, bytes = net->bytes;
     }
     refusal_context(r->name, 0);
     return s->loss;

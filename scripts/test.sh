@@ -2,8 +2,8 @@
 # The whole test suite: lint, types, and every test (real compiler, real processes).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/venv.sh" .venv-test "[dev]"
-ruff check alpha_core alpha_cli alpha_lsp tests bench
-ruff format --check alpha_core alpha_cli alpha_lsp tests bench
+ruff check alpha_core alpha_cli alpha_lsp alpha_tui tests bench
+ruff format --check alpha_core alpha_cli alpha_lsp alpha_tui tests bench
 mypy
 python -m alpha_core.diagnostics.docs --check
 # the VS Code extension's npm packages (tests/test_editor_vscode.py): npm ci, reused when current

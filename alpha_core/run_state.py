@@ -1,0 +1,130 @@
+"""What a run looks like from its events: each role's round, loss curve, frames, captures and
+end, folded from the JSON lines its executable writes (docs/runtime.md, "Events").
+
+The faces that watch a run (the CLI's bars, alpha-tui) only show a RunState; they decide
+nothing about it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+LOSS_HISTORY = 4096  # the losses kept per role, for a curve
+
+
+@dataclass
+class RoleState:
+    role: str
+    steps: int
+    round: int = 0  # rounds completed
+    state: str = "starting"  # starting, running, done, refused, killed
+    losses: list[float] = field(default_factory=list)  # the newest LOSS_HISTORY of them
+    frames: int = 0  # sent and received since this launch began
+    bytes: int = 0
+    captured: int | None = None  # the last round this role wrote a capture of
+    published: int | None = None  # the last round this role published (the root only)
+    resumed: int | None = None  # the round this launch resumed from
+    refusal: str | None = None
+    message: str | None = None
+    done: dict[str, object] | None = None
+
+    @property
+    def loss(self) -> float | None:
+        return self.losses[-1] if self.losses else None
+
+    @property
+    def finished(self) -> bool:
+        return self.state in ("done", "refused", "killed")
+
+
+@dataclass
+class RunResult:
+    """How a finished launch ended: the parameters' digest and metrics, or the refusals."""
+
+    ok: bool
+    params_sha256: str | None = None
+    final_loss: float | None = None
+    holdout_accuracy: float | None = None
+    holdout_mse: float | None = None
+    refusals: list[tuple[str, str, str]] = field(default_factory=list)  # role, name, message
+
+
+class RunState:
+    """Every role of one launch. `apply` takes each event as it arrives; `exited` the exit
+    status once a role's process has ended."""
+
+    def __init__(self, roles: list[str], steps: int) -> None:
+        self.roles = {role: RoleState(role, steps) for role in roles}
+
+    def apply(self, role: str, event: dict[str, object]) -> None:
+        r = self.roles[role]
+        kind = event.get("event")
+        if kind == "start" and r.state == "starting":
+            r.state = "running"
+        elif kind == "resumed":
+            r.resumed = r.round = _count(event.get("round"))
+        elif kind == "step":
+            r.state = "running"
+            r.round = _count(event.get("step"))
+            loss = event.get("loss")
+            r.losses.append(float(loss) if isinstance(loss, int | float) else float("nan"))
+            del r.losses[:-LOSS_HISTORY]
+            r.frames += _count(event.get("frames"))
+            r.bytes += _count(event.get("bytes"))
+        elif kind == "checkpoint":
+            r.captured = _count(event.get("round"))
+            if event.get("published") is True:
+                r.published = r.captured
+        elif kind == "refused":
+            r.state = "refused"
+            r.refusal = str(event.get("name"))
+            r.message = str(event.get("message"))
+        elif kind == "done":
+            r.state = "done"
+            r.done = event
+
+    def exited(self, role: str, code: int, killed: bool = False) -> None:
+        """The role's process ended with `code`; a kill or a silent crash is named here."""
+        r = self.roles[role]
+        if killed and r.state != "done":
+            r.state, r.refusal = "killed", "killed"
+            r.message = f"{role} was killed (SIGKILL)"
+        elif code != 0 and r.state not in ("refused", "killed"):
+            r.state, r.refusal = "refused", "role-crashed"
+            r.message = f"{role} exited with status {code} and no named refusal"
+
+    @property
+    def finished(self) -> bool:
+        return all(r.finished for r in self.roles.values())
+
+    def published(self) -> int | None:
+        """The newest round any role published in this launch."""
+        rounds = [r.published for r in self.roles.values() if r.published is not None]
+        return max(rounds) if rounds else None
+
+    def result(self) -> RunResult:
+        refusals = [
+            (r.role, r.refusal or "role-crashed", r.message or "")
+            for r in self.roles.values()
+            if r.state != "done"
+        ]
+        writer = next(
+            (r.done for r in self.roles.values() if r.done and "params_sha256" in r.done), None
+        )
+        if refusals or writer is None:
+            return RunResult(False, refusals=refusals)
+        return RunResult(
+            True,
+            str(writer.get("params_sha256")),
+            _real(writer.get("final_loss")),
+            _real(writer.get("holdout_accuracy")),
+            _real(writer.get("holdout_mse")),
+        )
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def _real(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None

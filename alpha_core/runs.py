@@ -1,0 +1,73 @@
+"""Building what a face asks for and the commands that start it: one system, or every role (or
+one role) of a plan with its pairing. Shared by `alpha build` / `alpha run` and alpha-tui, so
+that no face decides how a choice becomes executables."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from alpha_core.build import BuildResult, Deployment, build_plan, build_program
+from alpha_core.diagnostics import Diagnostic
+from alpha_core.launch import command_for
+from alpha_core.link.toolchain import LinkError
+from alpha_core.workspace import Analysis
+
+ALL_ROLES_LIMIT = 64  # a plan with more roles is built (and projected) one role at a time
+
+
+class ChoiceError(Exception):
+    """A choice that names nothing buildable: an unknown role, or too many roles at once."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    system: str | None = None  # without a plan: the system (None: the file's only one)
+    plan: str | None = None
+    pairing: str | None = None  # None: the plan's only pairing, or none
+    role: str | None = None  # only this role of the plan
+
+
+def build_choice(
+    a: Analysis,
+    choice: Choice,
+    out_dir: Path,
+    target: str,
+    data: str | None,
+    deployment: Callable[[int], Deployment],
+) -> tuple[BuildResult | None, list[Diagnostic]]:
+    """The executables of `choice` in out_dir, or the refusals that stop them. `deployment`
+    gives the deployment inputs for a number of roles (ports are chosen per build)."""
+    into = out_dir
+    try:
+        if choice.plan is None:
+            program, diags = a.program(choice.system)
+            if program is None:
+                return None, diags
+            return build_program(program, into, target, data, deployment(1)), []
+        plan, pairing, diags = a.plan(choice.plan, choice.pairing)
+        if plan is None:
+            return None, diags
+        roles = None
+        if choice.role is not None:
+            index = plan.membership.index_of(choice.role)
+            if index is None:
+                raise ChoiceError(f"plan `{plan.name}` has no role `{choice.role}`")
+            roles = [index]
+        elif plan.membership.total > ALL_ROLES_LIMIT:
+            raise ChoiceError(
+                f"plan `{plan.name}` has {plan.membership.total:,} roles: build them one "
+                "at a time with --role"
+            )
+        return build_plan(plan, pairing, into, deployment(plan.membership.total), roles), []
+    except LinkError as e:
+        return None, [Diagnostic("link-failed", str(e), None)]
+
+
+def role_commands(result: BuildResult, extra: Sequence[str] = ()) -> list[tuple[str, list[str]]]:
+    """How to start every built role on this machine (qemu for another instruction set), each
+    with the `extra` arguments."""
+    return [
+        (exe.role, command_for(exe.path, exe.target) + list(extra)) for exe in result.executables
+    ]

@@ -1,0 +1,1 @@
+"""alpha-tui: the terminal face that builds, launches and watches a run."""
