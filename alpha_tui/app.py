@@ -61,8 +61,11 @@ class AlphaTui(App[None]):
         plan: str | None = None,
         pairing: str | None = None,
         checkpoint_every: int = 0,
+        checkpoint_dir: str | None = None,
     ) -> None:
         super().__init__()
+        self.workspace = Workspace()  # incremental: a re-check after an edit redoes what changed
+        self.checkpoint_dir = Path(checkpoint_dir).resolve() if checkpoint_dir else None
         self.path = str(Path(path).resolve())
         self.start_plan, self.start_pairing = plan, pairing
         self.checkpoint_every = checkpoint_every
@@ -102,18 +105,26 @@ class AlphaTui(App[None]):
 
     # ---- checking and choosing ------------------------------------------------------------
 
-    def check(self) -> None:
+    def read(self) -> str | None:
         try:
-            text = Path(self.path).read_text()
-        except OSError as e:
-            self.say(f"[red]cannot read {escape(self.path)}: {escape(e.strerror or str(e))}")
+            return Path(self.path).read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            self.say(f"[red]cannot read {escape(self.path)}: {escape(why)}")
+            return None
+
+    def check(self, keep: bool = False) -> None:
+        """Checks the file; `keep`: the current choice stays chosen if it still exists."""
+        text = self.read()
+        if text is None:
             return
-        self.analysis = a = Workspace().analyze(self.path, text)
+        kept = self.chosen() if keep else None
+        self.analysis = a = self.workspace.analyze(self.path, text)
         options = [(f"system {n}", f"system:{n}") for n in sorted(a.checked.programs)]
         options += [(f"plan {n}", f"plan:{n}") for n in sorted(a.checked.plans)]
         target = self.query_one("#target", Select)
         target.set_options(options)
-        wanted = f"plan:{self.start_plan}" if self.start_plan else None
+        wanted = kept or (f"plan:{self.start_plan}" if self.start_plan else None)
         self.targets = values = [v for _, v in options]
         if wanted in values:
             target.value = wanted
@@ -165,9 +176,18 @@ class AlphaTui(App[None]):
 
     # ---- building ---------------------------------------------------------------------------
 
+    def recheck(self) -> None:
+        """Before a build: the file is read again, and checked again if it changed."""
+        text = self.read()
+        if text is not None and (self.analysis is None or text != self.analysis.text):
+            self.built = None
+            self.check(keep=True)
+            self.log_line("the file changed: checked again")
+
     def action_build(self) -> None:
         if self.busy("build"):
             return
+        self.recheck()
         self.built = None
         self.build(then_run=False)
 
@@ -204,7 +224,7 @@ class AlphaTui(App[None]):
 
     @property
     def checkpoints(self) -> Path:
-        return Path(self.folder.name) / "checkpoints"
+        return self.checkpoint_dir or Path(self.folder.name) / "checkpoints"
 
     def built_one(
         self, result: BuildResult | None, diags: list[Diagnostic], then_run: bool, resume: bool
@@ -225,6 +245,7 @@ class AlphaTui(App[None]):
     def action_run(self) -> None:
         if self.busy("run"):
             return
+        self.recheck()
         if self.built is None:
             self.build(then_run=True)
         else:
@@ -233,6 +254,7 @@ class AlphaTui(App[None]):
     def action_resume(self) -> None:
         if self.busy("resume"):
             return
+        self.recheck()
         if self.built is None:
             self.build(then_run=True, resume=True)
         else:
@@ -390,10 +412,15 @@ def main(argv: list[str] | None = None) -> int:
         help="rounds between captures for a system without a plan (default: a tenth of its "
         "steps); a plan says its own",
     )
+    parser.add_argument(
+        "--checkpoint-dir",
+        default=None,
+        help="where captures are published (default: a temporary folder, removed on exit)",
+    )
     args = parser.parse_args(argv)
     if not Path(args.file).is_file():
         parser.error(f"no such file: {args.file}")
-    AlphaTui(args.file, args.plan, args.pairing, args.checkpoint_every).run()
+    AlphaTui(args.file, args.plan, args.pairing, args.checkpoint_every, args.checkpoint_dir).run()
     return 0
 
 

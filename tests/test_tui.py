@@ -59,6 +59,26 @@ async def test_refusals_are_shown_and_nothing_is_built(tmp_path: Path) -> None:
 
 
 @IN_LOOP
+async def test_a_file_fixed_on_disk_is_checked_again_and_runs(tmp_path: Path) -> None:
+    source = tmp_path / "blobs.alpha"
+    good = (EXAMPLES / "blobs.alpha").read_text()
+    source.write_text(good.replace("tanh(", "tanhx("))
+    app = AlphaTui(str(source), checkpoint_dir=str(tmp_path / "ck"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "tanhx" in str(app.query_one("#refusals").render())
+        source.write_text(good)
+        await pilot.press("r")
+        await until(pilot, lambda: app.result is not None, "the run to end")
+        assert app.result is not None and app.result.ok, app.result
+        assert str(app.query_one("#refusals").render()) == ""
+        assert app.chosen() == "system:blobs"
+    # a system without a plan is captured every tenth of its steps, where it was asked to be
+    rounds = sorted(p.name for p in (tmp_path / "ck").iterdir())
+    assert rounds == [f"round-{r:08d}" for r in range(20, 201, 20)]
+
+
+@IN_LOOP
 async def test_a_plan_runs_to_the_single_process_bits() -> None:
     app = AlphaTui(str(EXAMPLES / "digits.alpha"), plan="pair")
     async with app.run_test(size=SIZE) as pilot:
