@@ -198,8 +198,15 @@ const uint8_t *capture_seal(struct capture *c, uint32_t round)
     return c->digest;
 }
 
-/* ALPHA_FAILPOINT=before-publish[:R]: exit 9 right before the capture is renamed into place
- * (tests only). */
+/* ALPHA_FAILPOINT=before-publish[:R]: exit 9 right before the capture is renamed into place;
+ * ALPHA_FAILPOINT=no-swap: replace a published round as where renameat2 cannot swap (tests
+ * only). */
+static int no_swap(void)
+{
+    const char *f = getenv("ALPHA_FAILPOINT");
+    return f && strcmp(f, "no-swap") == 0;
+}
+
 static void failpoint(uint32_t round)
 {
     const char *f = getenv("ALPHA_FAILPOINT");
@@ -290,7 +297,7 @@ void capture_publish(struct capture *c, uint32_t round, float loss)
      * The folder's names, then the rename that publishes them, then the rename made durable. */
     files_sync_dir(c->partial);
     failpoint(round);
-    if (files_replace_dir(c->partial, c->path) != 0)
+    if (files_replace_dir(c->partial, c->path, !no_swap()) != 0)
         write_failed("capture folder", c->path);
     files_sync_dir(c->dir);
     c->open = 0;

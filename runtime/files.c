@@ -70,14 +70,14 @@ int files_remove_tree(const char *path)
 
 #define RENAME_SWAP (1u << 1) /* renameat2's RENAME_EXCHANGE (Linux 3.15) */
 
-int files_replace_dir(const char *from, const char *to)
+int files_replace_dir(const char *from, const char *to, int swap)
 {
     if (rename(from, to) == 0)
         return 0;
     if (errno != EEXIST && errno != ENOTEMPTY)
         return -1;
     /* Swapped atomically: `to` is the new folder at every instant; the old one ends at `from`. */
-    if (syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_SWAP) == 0)
+    if (swap && syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_SWAP) == 0)
         return files_remove_tree(from);
     /* No swap here: the old folder moves aside first, for a moment there is none. */
     char aside[4400];

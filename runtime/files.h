@@ -21,8 +21,9 @@ int files_read_at(int fd, void *bytes, uint64_t n, uint64_t offset);
 /* fsync of a folder (best effort: some file systems refuse it). */
 void files_sync_dir(const char *folder);
 /* Renames folder `from` to `to`, replacing a folder already at `to` (swapped in atomically
- * where the kernel can, then removed): 0, or -1 with errno. */
-int files_replace_dir(const char *from, const char *to);
+ * where the kernel can and `swap` allows, else moved aside first; then removed): 0, or -1
+ * with errno. */
+int files_replace_dir(const char *from, const char *to, int swap);
 /* rm -r of a folder two levels deep at most (a capture): 0, or -1 with errno. */
 int files_remove_tree(const char *path);
 /* A whole small file, NUL-terminated, of at most `limit` bytes: NULL with errno (EFBIG when it

@@ -187,12 +187,16 @@ def test_a_failed_publication_leaves_the_previous_capture(
     assert sorted(p.name for p in into.iterdir()) == [f"round-{r:08d}" for r in (10, 20, 30, 40)]
 
 
+@pytest.mark.parametrize("how", ["swap", "no-swap"])
 def test_a_round_published_again_replaces_its_capture(
-    pair: Built, reference: str, tmp_path: Path
+    how: str, pair: Built, reference: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Resumed from round 10 into the folder that already holds rounds 20, 30 and 40: each is
-    published again by swapping the new folder in (the name always holds a whole capture); no
-    partial or old folder is left behind."""
+    published again by swapping the new folder in (the name always holds a whole capture), or,
+    as where the file system cannot swap, by moving the old one aside first; no partial or old
+    folder is left behind."""
+    if how == "no-swap":
+        monkeypatch.setenv("ALPHA_FAILPOINT", "no-swap")
     into = tmp_path / "checkpoints"
     shutil.copytree(pair.folder / "checkpoints", into, copy_function=shutil.copyfile)
     before = {
