@@ -292,29 +292,22 @@ void resume_load(const struct alpha_program *p, const char *path, float *params,
     struct reader r = {.p = p, .out = out, .capture = out->capture};
     read_manifest(&r, CHECKPOINT_TOP, NULL, 0);
     check_coverage(&r);
-    /* Everything goes to fresh buffers first: a refusal part way loads nothing. */
-    uint64_t block = p->state_slots * state_count + p->state_scalars;
-    float *new_params = checked_calloc(p->n_params, sizeof(float), "the resumed parameters");
-    float *new_state = state ? checked_calloc(block, sizeof(float), "the resumed state") : NULL;
+    /* Straight into place: every refusal ends the process (refuse() does not return), so a
+     * shard that fails its digest part way leaves nothing that trains, evaluates or writes. */
     for (uint32_t i = 0; i < r.n_shards; i++) {
         const struct shard *s = &r.shards[i];
         if (s->kind == 0)
-            out->bytes += load(&r, s, new_params, 0, p->n_params);
+            out->bytes += load(&r, s, params, 0, p->n_params);
         else if (s->kind <= p->state_slots)
-            out->bytes += load(&r, s, new_state ? new_state + (s->kind - 1) * state_count : NULL,
+            out->bytes += load(&r, s, state ? state + (s->kind - 1) * state_count : NULL,
                                state_start, state_start + state_count);
         else
-            out->bytes += load(&r, s, new_state ? new_state + p->state_slots * state_count : NULL,
-                               0, p->state_scalars);
+            out->bytes += load(&r, s, state ? state + p->state_slots * state_count : NULL, 0,
+                               p->state_scalars);
     }
     out->files = r.n_packs;
     for (uint32_t i = 0; i < r.n_packs; i++)
         close(r.packs[i].fd);
-    memcpy(params, new_params, p->n_params * sizeof(float));
-    if (state)
-        memcpy(state, new_state, block * sizeof(float));
-    free(new_params);
-    free(new_state);
     free(r.shards);
     free(r.packs);
 }

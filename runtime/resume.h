@@ -2,9 +2,9 @@
  * manifest tree from top.pack down, checks the system identity and the SHA-256 of every
  * manifest and shard, checks that the shards cover every element of every kind once, and then
  * loads the full parameters and the learner state of its own element range, re-cut by logical
- * range from whatever partition wrote them. Any refusal comes before anything is loaded:
- * checkpoint-incomplete, checkpoint-malformed, checkpoint-identity-mismatch,
- * checkpoint-digest-mismatch. */
+ * range from whatever partition wrote them, straight into place. Any refusal
+ * (checkpoint-incomplete, checkpoint-malformed, checkpoint-identity-mismatch,
+ * checkpoint-digest-mismatch) ends the process before anything loaded is used. */
 #ifndef ALPHA_RESUME_H
 #define ALPHA_RESUME_H
 
