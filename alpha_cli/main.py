@@ -20,7 +20,7 @@ from alpha_core.diagnostics.registry import REGISTRY
 from alpha_core.launch import RoleOutcome, free_port_base
 from alpha_core.link.toolchain import LinkError
 from alpha_core.plan.projection import project
-from alpha_core.runs import ALL_ROLES_LIMIT, Choice, ChoiceError, build_choice, role_commands
+from alpha_core.runs import Choice, ChoiceError, build_choice, role_commands, role_indices
 from alpha_core.workspace import Analysis, Workspace
 
 OK, REFUSED, USAGE, INTERNAL = 0, 1, 2, 101
@@ -192,15 +192,10 @@ def cmd_project(args: argparse.Namespace) -> int:
     plan, _, diags = a.plan(args.plan)
     if plan is None:
         return _refused(a, diags, args.json)
-    if args.role is not None:
-        index = plan.membership.index_of(args.role)
-        if index is None:
-            raise Usage(f"plan `{plan.name}` has no role `{args.role}`")
-        indices = [index]
-    elif plan.membership.total > ALL_ROLES_LIMIT:
-        raise Usage(f"plan `{plan.name}` has {plan.membership.total:,} roles: name one with --role")
-    else:
-        indices = list(range(plan.membership.total))
+    try:
+        indices = role_indices(plan, args.role, "project")
+    except ChoiceError as e:
+        raise Usage(str(e)) from None
     schedules = [project(plan, i) for i in indices]
     if args.json:
         body = [

@@ -12,6 +12,7 @@ from alpha_core.build import BuildResult, Deployment, build_plan, build_program
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.launch import command_for
 from alpha_core.link.toolchain import LinkError
+from alpha_core.plan.model import Plan
 from alpha_core.workspace import Analysis
 
 ALL_ROLES_LIMIT = 64  # a plan with more roles is built (and projected) one role at a time
@@ -49,20 +50,26 @@ def build_choice(
         plan, pairing, diags = a.plan(choice.plan, choice.pairing)
         if plan is None:
             return None, diags
-        roles = None
-        if choice.role is not None:
-            index = plan.membership.index_of(choice.role)
-            if index is None:
-                raise ChoiceError(f"plan `{plan.name}` has no role `{choice.role}`")
-            roles = [index]
-        elif plan.membership.total > ALL_ROLES_LIMIT:
-            raise ChoiceError(
-                f"plan `{plan.name}` has {plan.membership.total:,} roles: build them one "
-                "at a time with --role"
-            )
+        roles = role_indices(plan, choice.role, "build")
         return build_plan(plan, pairing, into, deployment(plan.membership.total), roles), []
     except LinkError as e:
         return None, [Diagnostic("link-failed", str(e), None)]
+
+
+def role_indices(plan: Plan, role: str | None, doing: str) -> list[int]:
+    """The roles of `plan` a command works on: the one named, or every role when there are at
+    most ALL_ROLES_LIMIT (a larger plan is `doing` one role at a time)."""
+    if role is not None:
+        index = plan.membership.index_of(role)
+        if index is None:
+            raise ChoiceError(f"plan `{plan.name}` has no role `{role}`")
+        return [index]
+    if plan.membership.total > ALL_ROLES_LIMIT:
+        raise ChoiceError(
+            f"plan `{plan.name}` has {plan.membership.total:,} roles: {doing} them one at a "
+            "time with --role"
+        )
+    return list(range(plan.membership.total))
 
 
 def role_commands(result: BuildResult, extra: Sequence[str] = ()) -> list[tuple[str, list[str]]]:
