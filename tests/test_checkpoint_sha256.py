@@ -1,13 +1,17 @@
 """The runtime's SHA-256 (runtime/sha256.c), which every checkpoint shard, manifest and digest
 check goes through: built alone into a shared library (undefined-behaviour checks that trap),
 with the SHA extensions when the CPU has them and with the portable rounds alone, it gives
-hashlib's digests for every length and every way of cutting the input into updates."""
+hashlib's digests for every length and every way of cutting the input into updates; so does
+the Armv8 path, built for AArch64 and run under qemu-user."""
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
 import platform
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -63,3 +67,40 @@ def test_a_large_input(lib: ctypes.CDLL) -> None:
     out = ctypes.create_string_buffer(65)
     lib.sha256_text(data, ctypes.c_size_t(len(data)), out)
     assert out.value.decode() == hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def aarch64_exe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The runtime's SHA-256 in a static AArch64 program, run under qemu-user (whose CPU has
+    the SHA-2 instructions, so the Armv8 rounds are the ones taken)."""
+    out = tmp_path_factory.mktemp("sha-a64") / "sha256_stdin"
+    fixture = Path(__file__).parent / "fixtures" / "runtime" / "sha256_stdin.c"
+    flags = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{runtime_dir()}"]
+    sources = [str(fixture), str(runtime_dir() / "sha256.c")]
+    run_zig(
+        ["cc", "-target", "aarch64-linux-musl", *flags, *sources, "-o", str(out)], cwd=out.parent
+    )
+    return out
+
+
+@pytest.mark.skipif(shutil.which("qemu-aarch64") is None, reason="qemu-aarch64 not installed")
+@settings(max_examples=25, deadline=None)
+@given(data=st.binary(max_size=3000), cuts=st.lists(st.integers(0, 3000), max_size=6))
+def test_the_aarch64_rounds_give_the_same_digests(
+    aarch64_exe: Path, data: bytes, cuts: list[int]
+) -> None:
+    run = subprocess.run(
+        ["qemu-aarch64", str(aarch64_exe), *map(str, sorted(cuts))],
+        input=data,
+        capture_output=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.decode().strip() == hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.skipif(shutil.which("qemu-aarch64") is None, reason="qemu-aarch64 not installed")
+def test_the_aarch64_rounds_on_a_large_input(aarch64_exe: Path) -> None:
+    data = hashlib.shake_256(b"alpha").digest(3 << 20)
+    run = subprocess.run(["qemu-aarch64", str(aarch64_exe)], input=data, capture_output=True)
+    assert run.stdout.decode().strip() == hashlib.sha256(data).hexdigest()
