@@ -32,7 +32,6 @@ import argparse
 import hashlib
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -45,6 +44,9 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(BENCH))
+
+from machine import machine  # noqa: E402
 
 BIG = """\
 # bench/checkpoint.py: one N x N parameter (about 100 MB at N = 5000), sgd, one step.
@@ -179,17 +181,6 @@ def torch_figures(capture: Path, folder: Path, repeats: int) -> dict[str, float]
     return best
 
 
-def machine() -> str:
-    model = ""
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name:"):
-                model = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return f"{model or platform.processor()}, {os.cpu_count()} cores, {platform.system()}"
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -197,7 +188,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--no-torch", action="store_true")
     args = parser.parse_args()
-    print(f"machine: {machine()}")
+    m = machine()
+    print(f"machine: {m['cpu']}, {m['cores']} cores, {m['os']}")
     print(f"load average (1 min): {os.getloadavg()[0]:.2f}")
     digits = (REPO / "examples" / "digits.alpha").read_text()
     digits = digits.replace('"data/', f'"{REPO}/examples/data/').replace("steps 300", "steps 40")
