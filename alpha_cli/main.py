@@ -91,6 +91,7 @@ def _deployment(args: argparse.Namespace, roles: int) -> Deployment:
         ckpt,
         args.checkpoint_every,
         args.cpu,
+        str(Path(args.resume).resolve()) if args.resume else "",
     )
 
 
@@ -178,8 +179,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"{result.params:,} parameters — training {steps} steps"
             )
         extra = ["--data", args.data] if args.data and args.plan is None else []
-        if args.resume:
-            extra += ["--resume", str(Path(args.resume).resolve())]
         if args.checkpoint_keep is not None:
             extra += ["--checkpoint-keep", str(args.checkpoint_keep)]
         commands = role_commands(result, extra)
@@ -324,15 +323,15 @@ def parser() -> argparse.ArgumentParser:
         b.add_argument("--system", default=None, help="the system to build (without --plan)")
         b.add_argument("--plan", default=None, help="build one executable per role of PLAN")
         b.add_argument("--pairing", default=None, help="the pairing of the plan to build")
+        b.add_argument(
+            "--resume",
+            default=None,
+            help="every role continues from this checkpoint folder (its newest published "
+            "capture) or capture folder (deployment input)",
+        )
         if name == "build":
             b.add_argument("--role", default=None, help="build only this role")
         else:
-            b.add_argument(
-                "--resume",
-                default=None,
-                help="every role continues from this checkpoint folder (its newest published "
-                "capture) or capture folder",
-            )
             b.add_argument(
                 "--checkpoint-keep",
                 type=int,

@@ -58,6 +58,7 @@ class Deployment:
     checkpoint_dir: str = ""  # where captures go; "" for none
     checkpoint_every: int = 0  # for a build without a plan (a plan says its own)
     cpu: str | None = None  # the host CPU level to generate for (default: the target's baseline)
+    resume: str = ""  # a checkpoint or capture folder every role resumes from; "" for fresh
 
 
 def kernels_object(program: Program, target: str, cpu: str | None = None) -> bytes:
@@ -83,8 +84,15 @@ def build_program(
     host = TARGETS[target]
     exe = out_dir / program.name
     d = deployment or Deployment(data_path=data_path)
-    role = single_process(
-        program.leaves, program.identity(), program.n_params, d.checkpoint_every, d.checkpoint_dir
+    role = replace(
+        single_process(
+            program.leaves,
+            program.identity(),
+            program.n_params,
+            d.checkpoint_every,
+            d.checkpoint_dir,
+        ),
+        resume=d.resume,
     )
     source = program_c(program, data_path or d.data_path, role)
     link_executable(host.zig, kernels_object(program, target, d.cpu), source, exe)
@@ -131,6 +139,7 @@ def build_plan(
             connect_timeout_ms=deployment.connect_timeout_ms,
             io_timeout_ms=deployment.io_timeout_ms,
             checkpoint_dir=deployment.checkpoint_dir,
+            resume=deployment.resume,
         )
         exe = out_dir / role_file_name(schedule.name)
         source = program_c(program, deployment.data_path, schedule)

@@ -121,6 +121,8 @@ struct alpha_role {
     uint32_t writes_params; /* 1: this role writes the final parameter file and evaluates */
     uint32_t checkpoint_every; /* rounds between captures (and one at the end); 0: none */
     const char *checkpoint_dir; /* where captures are written (a deployment input) */
+    const char *resume;         /* a checkpoint or capture folder to resume from (a deployment
+                                 * input); "" for a fresh start */
     uint64_t state_start, state_count; /* the elements whose learner state this role holds
                                         * (count 0: all of them) */
 };

@@ -30,7 +30,8 @@ struct options {
 
 static const char USAGE[] =
     "usage: %s [--data PATH] [--params-out PATH] [--checkpoint-dir PATH]\n"
-    "       [--checkpoint-keep N] [--resume PATH] [--evaluate-only] [--quiet] [--help]\n"
+    "       [--checkpoint-keep N] [--resume PATH | --fresh] [--evaluate-only] [--quiet]\n"
+    "       [--help]\n"
     "\n"
     "Runs role %s of system %s; the role that writes parameters writes them (little-endian\n"
     "float32) to PATH.\n"
@@ -40,7 +41,8 @@ static const char USAGE[] =
     "  --checkpoint-keep N    the root keeps the N newest published captures, removing\n"
     "                         older ones as it publishes (default: keep every capture)\n"
     "  --resume PATH          continue from the newest published capture in PATH, or from\n"
-    "                         the capture folder PATH\n"
+    "                         the capture folder PATH (default: %s)\n"
+    "  --fresh                start from round 0 even when the build names a resume path\n"
     "  --evaluate-only        with --resume: evaluate the capture's parameters, train nothing\n"
     "  --quiet                no step events\n"
     "Events are JSON lines on stdout; exit 0 done, 2 bad usage, 3 refused.\n";
@@ -59,7 +61,8 @@ static struct options parse_options(int argc, char **argv)
     const char *self = argc > 0 ? argv[0] : "alpha";
     const char *dir = ALPHA_ROLE.checkpoint_dir && *ALPHA_ROLE.checkpoint_dir
                           ? ALPHA_ROLE.checkpoint_dir : joined(self, ".checkpoints");
-    struct options o = {NULL, NULL, NULL, dir, 0, 0, 0};
+    const char *resume = ALPHA_ROLE.resume && *ALPHA_ROLE.resume ? ALPHA_ROLE.resume : NULL;
+    struct options o = {NULL, NULL, resume, dir, 0, 0, 0};
     static const char *const valued[] = {"--data", "--params-out", "--resume",
                                          "--checkpoint-dir"};
     for (int i = 1; i < argc; i++) {
@@ -71,12 +74,14 @@ static struct options parse_options(int argc, char **argv)
             printf(USAGE, self, ALPHA_ROLE.name, ALPHA_PROGRAM.system,
                    ALPHA_PROGRAM.data_kind == ALPHA_DATA_CSV ? ALPHA_PROGRAM.data_path
                                                              : "the embedded data",
-                   self, dir);
+                   self, dir, resume ? resume : "a fresh start");
             exit(0);
         } else if (strcmp(a, "--quiet") == 0) {
             o.quiet = 1;
         } else if (strcmp(a, "--evaluate-only") == 0) {
             o.evaluate_only = 1;
+        } else if (strcmp(a, "--fresh") == 0) {
+            o.resume = NULL;
         } else if (strcmp(a, "--checkpoint-keep") == 0) {
             const char *n = i + 1 < argc ? argv[++i] : "";
             unsigned long keep = strspn(n, "0123456789") == strlen(n) && strlen(n) <= 9

@@ -138,3 +138,24 @@ def test_the_root_removes_abandoned_partial_captures(
     assert not partial.exists()
     code, events, stderr = run_exe(exe, "--checkpoint-keep", "x")
     assert code == 2 and events[-1]["name"] == "usage"
+
+
+def test_resume_is_a_deployment_input(capture: tuple[Path, str], tmp_path: Path) -> None:
+    """`alpha build --resume` compiles the resume path in: the executable resumes with no
+    argument, `--fresh` starts from round 0, and both end with the uninterrupted bits."""
+    ckpt, sha = capture
+    at = ckpt / "round-00000100"
+    built = cli(
+        "build", str(EXAMPLES / "blobs.alpha"), "-o", str(tmp_path / "b"), "--resume", str(at)
+    )
+    assert built.returncode == 0, built.stderr
+    exe = str(tmp_path / "b" / "blobs")
+    code, events, stderr = run_exe(exe, "--quiet", "--params-out", str(tmp_path / "p"))
+    assert code == 0, stderr
+    assert [e["round"] for e in events if e["event"] == "resumed"] == [100]
+    assert events[-1]["params_sha256"] == sha
+    code, events, stderr = run_exe(exe, "--fresh", "--quiet", "--params-out", str(tmp_path / "q"))
+    assert code == 0 and not [e for e in events if e["event"] == "resumed"], stderr
+    assert events[-1]["params_sha256"] == sha
+    helped = subprocess.run([exe, "--help"], capture_output=True, text=True)
+    assert str(at) in helped.stdout and "--fresh" in helped.stdout

@@ -66,6 +66,7 @@ def role_c(role: RoleSchedule) -> str:
         "writes_params": f"{int(role.writes_params)}u",
         "checkpoint_every": f"{role.checkpoint_every}u",
         "checkpoint_dir": _c_string(role.checkpoint_dir),
+        "resume": _c_string(role.resume),
         "state_start": f"{role.state_start}u",
         "state_count": f"{role.state_count}u",
     }

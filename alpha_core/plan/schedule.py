@@ -108,6 +108,7 @@ class RoleSchedule:
     io_timeout_ms: int = 10_000
     checkpoint_every: int = 0  # 0: no checkpoints
     checkpoint_dir: str = ""
+    resume: str = ""  # a checkpoint or capture folder to resume from; "" for a fresh start
     state_start: int = 0  # the elements whose learner state this role holds
     state_count: int = 0  # 0: all of them
 
