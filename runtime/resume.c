@@ -33,7 +33,7 @@ struct pack {
     char file[256];         /* relative to the capture */
     uint64_t manifest;      /* where its manifest starts: the end of its shards */
     uint64_t end;           /* the end of its last shard, as its manifest says */
-    int fd;                 /* open from its manifest's read to the end */
+    uint64_t size;          /* the file's size when its manifest was read */
 };
 
 struct reader {
@@ -43,6 +43,8 @@ struct reader {
     struct shard *shards;
     struct pack *packs;
     uint32_t n_shards, cap_shards, n_packs, cap_packs;
+    int fd;                 /* the one pack open at a time (a capture may have 200,000) */
+    uint32_t open_pack;     /* which one, when fd >= 0 */
 };
 
 static _Noreturn void incomplete(const char *format, const char *a, const char *b)
@@ -133,10 +135,11 @@ static uint32_t open_pack(struct reader *r, const char *file, const char *sha, c
     }
     uint32_t k = r->n_packs;
     struct pack *pk = &r->packs[k];
-    *pk = (struct pack){.fd = open(path, O_RDONLY | O_CLOEXEC)};
+    *pk = (struct pack){.end = 0};
     snprintf(pk->file, sizeof pk->file, "%s", file);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (pk->fd < 0 || fstat(pk->fd, &st) != 0)
+    if (fd < 0 || fstat(fd, &st) != 0)
         incomplete("checkpoint pack %s cannot be read: %s", path, strerror(errno));
     r->n_packs++;
     if (!S_ISREG(st.st_mode))
@@ -144,7 +147,7 @@ static uint32_t open_pack(struct reader *r, const char *file, const char *sha, c
     uint8_t trailer[CHECKPOINT_TRAILER];
     uint64_t length = 0, bytes = (uint64_t)st.st_size;
     if (bytes < CHECKPOINT_TRAILER ||
-        files_read_at(pk->fd, trailer, CHECKPOINT_TRAILER, bytes - CHECKPOINT_TRAILER) != 0 ||
+        files_read_at(fd, trailer, CHECKPOINT_TRAILER, bytes - CHECKPOINT_TRAILER) != 0 ||
         memcmp(trailer + 40, CHECKPOINT_MAGIC, 8) != 0)
         refuse(REFUSAL_CHECKPOINT_MALFORMED, "checkpoint pack %s: it does not end with a pack "
                "trailer (a manifest length, its SHA-256 and \"%s\")", path, CHECKPOINT_MAGIC);
@@ -156,8 +159,10 @@ static uint32_t open_pack(struct reader *r, const char *file, const char *sha, c
                (unsigned long long)length, MANIFEST_LIMIT);
     pk->manifest = bytes - CHECKPOINT_TRAILER - length;
     *text = checked_calloc(length + 1, 1, "a checkpoint manifest");
-    if (files_read_at(pk->fd, *text, length, pk->manifest) != 0)
+    if (files_read_at(fd, *text, length, pk->manifest) != 0)
         incomplete("checkpoint pack %s cannot be read: %s", path, strerror(errno));
+    close(fd);
+    pk->size = bytes;
     *size = length;
     sha256_text(*text, length, hex);
     sha256_hex(trailer + 8, said);
@@ -250,7 +255,8 @@ static void check_coverage(struct reader *r)
     }
 }
 
-/* Streams one shard from its (open) pack: its digest checked, the part in [lo, hi) copied to
+/* Streams one shard from its pack (opened unless it is the one open: one descriptor at a time,
+ * whatever the number of packs): its digest checked, the part in [lo, hi) copied to
  * dst + (x - lo). */
 static uint64_t load(struct reader *r, const struct shard *s, float *dst, uint64_t lo,
                      uint64_t hi)
@@ -258,6 +264,18 @@ static uint64_t load(struct reader *r, const struct shard *s, float *dst, uint64
     char path[4400], hex[65];
     struct pack *k = &r->packs[s->pack];
     snprintf(path, sizeof path, "%s/%s", r->capture, k->file);
+    if (r->fd < 0 || r->open_pack != s->pack) {
+        if (r->fd >= 0)
+            close(r->fd);
+        struct stat st;
+        r->fd = open(path, O_RDONLY | O_CLOEXEC), r->open_pack = s->pack;
+        if (r->fd < 0 || fstat(r->fd, &st) != 0)
+            incomplete("checkpoint pack %s cannot be read: %s", path, strerror(errno));
+        if ((uint64_t)st.st_size != k->size)
+            refuse(REFUSAL_CHECKPOINT_DIGEST_MISMATCH, "checkpoint pack %s changed while it was "
+                   "read (%llu bytes, then %llu)", path, (unsigned long long)k->size,
+                   (unsigned long long)st.st_size);
+    }
     static float chunk[1 << 18];
     struct sha256 h;
     sha256_init(&h);
@@ -266,7 +284,7 @@ static uint64_t load(struct reader *r, const struct shard *s, float *dst, uint64
         uint64_t a = s->at + done, b = a + want;
         /* A chunk wholly wanted is read straight into place; any other through the buffer. */
         float *into = dst && a >= lo && b <= hi ? dst + (a - lo) : chunk;
-        if (files_read_at(k->fd, into, 4 * want, s->offset + 4 * done) != 0)
+        if (files_read_at(r->fd, into, 4 * want, s->offset + 4 * done) != 0)
             incomplete("checkpoint pack %s cannot be read: %s", path, strerror(errno));
         sha256_update(&h, into, 4 * want);
         uint64_t from = a > lo ? a : lo, to = b < hi ? b : hi;
@@ -289,7 +307,7 @@ void resume_load(const struct alpha_program *p, const char *path, float *params,
 {
     memset(out, 0, sizeof *out);
     manifest_locate(path, out->capture);
-    struct reader r = {.p = p, .out = out, .capture = out->capture};
+    struct reader r = {.p = p, .out = out, .capture = out->capture, .fd = -1};
     read_manifest(&r, CHECKPOINT_TOP, NULL, 0);
     check_coverage(&r);
     /* Straight into place: every refusal ends the process (refuse() does not return), so a
@@ -306,8 +324,8 @@ void resume_load(const struct alpha_program *p, const char *path, float *params,
                                p->state_scalars);
     }
     out->files = r.n_packs;
-    for (uint32_t i = 0; i < r.n_packs; i++)
-        close(r.packs[i].fd);
+    if (r.fd >= 0)
+        close(r.fd);
     free(r.shards);
     free(r.packs);
 }

@@ -7,8 +7,10 @@ loaded and nothing written."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import resource
 import shutil
 import signal
 import subprocess
@@ -216,6 +218,29 @@ def test_a_round_published_again_replaces_its_capture(
         assert read_checkpoint(into / name).round == int(name[6:])
     published = [e for o in outcomes for e in o.events if e.get("published") is True]
     assert [e["round"] for e in published] == [20, 30, 40]
+
+
+def test_a_capture_of_many_packs_resumes_with_few_descriptors(
+    pair: Built, single: Built, reference: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The eight owners' capture (eight packs) resumes in a process allowed six open files:
+    packs are read one at a time, so a capture of 200,000 roles needs no more descriptors."""
+    capture = _runs(pair, tmp_path_factory)["eight"].folder / "checkpoints" / "round-00000040"
+    assert len(read_checkpoint(capture).manifests()) == 8
+
+    def few_files() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (6, 6))
+
+    run = subprocess.run(
+        [single.roles[0][1], "--resume", str(capture), "--evaluate-only"],
+        capture_output=True,
+        text=True,
+        preexec_fn=few_files,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stdout[-500:]
+    done = json.loads(run.stdout.splitlines()[-1])
+    assert done["params_sha256"] == reference
 
 
 # ---- refusals ---------------------------------------------------------------------------------
