@@ -311,3 +311,82 @@ def test_the_runtime_survives_rewritten_manifests(
     assert run.returncode in (0, 3), (run.returncode, run.stderr[-300:])
     if run.returncode == 3:
         assert last["event"] == "refused" and last["name"] in REFUSALS, last
+
+
+# ---- the runtime's reader, with undefined behaviour trapping ---------------------------------
+
+TRAPS = ["-fsanitize=undefined", "-fsanitize-trap=undefined"]
+
+
+@pytest.fixture(scope="module")
+def checked_exe(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The single-process build of SHORT with every runtime source compiled so that undefined
+    behaviour (overflow, out-of-range shifts, misaligned or null access, out-of-bounds array
+    indexing) traps instead of passing silently."""
+    from test_partitioned import analysis
+
+    from alpha_core.build import kernels_object
+    from alpha_core.codegen.program_c import program_c
+    from alpha_core.codegen.target import TARGETS
+    from alpha_core.link.link import LINK_FLAGS
+    from alpha_core.link.toolchain import compile_c, run_zig, runtime_dir
+    from alpha_core.plan.schedule import single_process
+
+    work = tmp_path_factory.mktemp("checked")
+    program, _ = analysis(SHORT, work).program()
+    assert program is not None
+    target = TARGETS["x86_64"].zig
+    objects = []
+    for source in sorted(runtime_dir().glob("*.c")):
+        out = work / f"{source.stem}.o"
+        compile_c(target, source.name, out, cwd=runtime_dir(), extra_flags=TRAPS)
+        objects.append(str(out))
+    role = single_process(program.leaves, program.identity(), program.n_params)
+    (work / "program.c").write_text(program_c(program, None, role))
+    compile_c(target, "program.c", work / "program.o", cwd=work, include_dirs=[runtime_dir()])
+    (work / "kernels.o").write_bytes(kernels_object(program, "x86_64"))
+    inputs = [*objects, "program.o", "kernels.o"]
+    run_zig(["cc", "-target", target, *LINK_FLAGS, *inputs, "-o", "checked"], cwd=work)
+    return str(work / "checked")
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data(), how=HOW, rewrite=st.booleans())
+def test_the_checked_runtime_never_traps_on_a_damaged_capture(
+    checked_exe: str, pristine: Path, scratch: Path, data: st.DataObject, how: str, rewrite: bool
+) -> None:
+    """Damaged bytes, or a manifest rewritten with arbitrary JSON (digests and trailers made to
+    match): the UB-trapping runtime resumes or refuses by a checkpoint name, and never traps
+    (a trap is SIGILL)."""
+    work = _fresh(pristine, scratch)
+    capture = work / "round-00000040"
+    if rewrite:
+        file = data.draw(st.sampled_from(_packs(capture)))
+        manifest = _manifest(capture, file)
+        path = data.draw(st.sampled_from(_paths(manifest)))
+        value = data.draw(_json_values())
+        if path:
+            holder = manifest
+            for step in path[:-1]:
+                holder = holder[step]
+            holder[path[-1]] = value
+        else:
+            manifest = value
+        _resign(capture, file, json.dumps(manifest).encode())
+    else:
+        name = data.draw(st.sampled_from(_files(work)))
+        _damage(work / name, how, data)
+    run = subprocess.run(
+        [checked_exe, "--resume", str(work), "--evaluate-only"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode in (0, 3), (run.returncode, run.stderr[-300:])
+    if run.returncode == 3:
+        last = json.loads(run.stdout.splitlines()[-1])
+        assert last["event"] == "refused" and last["name"] in REFUSALS, last
