@@ -11,6 +11,7 @@ import pytest
 
 from alpha_core.build import BuildResult, build_program
 from alpha_core.check.program import Program
+from alpha_core.plan.schedule import RoleSchedule
 from alpha_core.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,6 +29,41 @@ def program_of(source: str, path: Path) -> Program:
 
 def build(program: Program, out: Path) -> BuildResult:
     return build_program(program, out)
+
+
+TRAPS = ("-fsanitize=undefined", "-fsanitize-trap=undefined")
+
+
+def link_checked(program: Program, role: RoleSchedule, out: Path) -> str:
+    """An x86-64 executable of `role` whose runtime traps on undefined behaviour (overflow,
+    out-of-range shifts, misaligned or null access, out-of-bounds indexing): every runtime
+    source compiled with the traps (once per folder), then linked as alpha_core links."""
+    from alpha_core.build import kernels_object
+    from alpha_core.codegen.program_c import program_c
+    from alpha_core.codegen.target import TARGETS
+    from alpha_core.link.link import LINK_FLAGS
+    from alpha_core.link.toolchain import compile_c, run_zig, runtime_dir
+
+    target = TARGETS["x86_64"].zig
+    runtime = out.parent / "checked-runtime"
+    if not runtime.exists():
+        runtime.mkdir(parents=True)
+        for source in sorted(runtime_dir().glob("*.c")):
+            compile_c(
+                target,
+                source.name,
+                runtime / f"{source.stem}.o",
+                cwd=runtime_dir(),
+                extra_flags=TRAPS,
+            )
+    work = out.parent / f"{out.name}.work"
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "program.c").write_text(program_c(program, None, role))
+    compile_c(target, "program.c", work / "program.o", cwd=work, include_dirs=[runtime_dir()])
+    (work / "kernels.o").write_bytes(kernels_object(program, "x86_64"))
+    inputs = [*map(str, sorted(runtime.glob("*.o"))), "program.o", "kernels.o"]
+    run_zig(["cc", "-target", target, *LINK_FLAGS, *inputs, "-o", str(out)], cwd=work)
+    return str(out)
 
 
 def run_exe(path: str, *args: str) -> tuple[int, list[dict[str, object]], str]:

@@ -315,39 +315,20 @@ def test_the_runtime_survives_rewritten_manifests(
 
 # ---- the runtime's reader, with undefined behaviour trapping ---------------------------------
 
-TRAPS = ["-fsanitize=undefined", "-fsanitize-trap=undefined"]
-
 
 @pytest.fixture(scope="module")
 def checked_exe(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The single-process build of SHORT with every runtime source compiled so that undefined
-    behaviour (overflow, out-of-range shifts, misaligned or null access, out-of-bounds array
-    indexing) traps instead of passing silently."""
+    """The single-process build of SHORT with a runtime that traps on undefined behaviour."""
+    from conftest import link_checked
     from test_partitioned import analysis
 
-    from alpha_core.build import kernels_object
-    from alpha_core.codegen.program_c import program_c
-    from alpha_core.codegen.target import TARGETS
-    from alpha_core.link.link import LINK_FLAGS
-    from alpha_core.link.toolchain import compile_c, run_zig, runtime_dir
     from alpha_core.plan.schedule import single_process
 
     work = tmp_path_factory.mktemp("checked")
     program, _ = analysis(SHORT, work).program()
     assert program is not None
-    target = TARGETS["x86_64"].zig
-    objects = []
-    for source in sorted(runtime_dir().glob("*.c")):
-        out = work / f"{source.stem}.o"
-        compile_c(target, source.name, out, cwd=runtime_dir(), extra_flags=TRAPS)
-        objects.append(str(out))
     role = single_process(program.leaves, program.identity(), program.n_params)
-    (work / "program.c").write_text(program_c(program, None, role))
-    compile_c(target, "program.c", work / "program.o", cwd=work, include_dirs=[runtime_dir()])
-    (work / "kernels.o").write_bytes(kernels_object(program, "x86_64"))
-    inputs = [*objects, "program.o", "kernels.o"]
-    run_zig(["cc", "-target", target, *LINK_FLAGS, *inputs, "-o", "checked"], cwd=work)
-    return str(work / "checked")
+    return link_checked(program, role, work / "checked")
 
 
 @settings(

@@ -162,3 +162,28 @@ def test_partitioned_state_is_bit_identical_to_one_process(
     params_by = {s.role for s in ckpt.shards() if s.kind == "params"}
     assert params_by == (owners_of if layout == "params" else {"worker[0]"})
     assert ckpt.values("params").tobytes() == (tmp_path / "out.params").read_bytes()
+
+
+def test_the_checked_runtime_trains_checkpoints_and_resumes(tmp_path: Path) -> None:
+    """Four owners of partitioned parameters, gradients and optimizer state, every role linked
+    with a runtime that traps on undefined behaviour: the run (frames, combines, staged
+    commits, captures every 10 rounds) and a resume from round 20 both end with the
+    single-process bits, and nothing traps."""
+    from dataclasses import replace
+
+    from conftest import link_checked
+
+    from alpha_core.plan.projection import project
+
+    reference = written_sha(build_single(SHORT, tmp_path / "single").run("--quiet"))
+    plan, _, diags = analysis(plan_text(4, "params"), tmp_path).plan("p")
+    assert plan is not None, diags
+    base = free_port_base(plan.membership.total)
+    roles = []
+    for index in range(plan.membership.total):
+        role = replace(project(plan, index, base), checkpoint_dir=str(tmp_path / "ckpt"))
+        roles.append((role.name, link_checked(plan.system, role, tmp_path / f"role-{index}")))
+    built = Built(roles, tmp_path)
+    assert written_sha(built.run("--quiet")) == reference
+    resumed = built.run("--quiet", "--resume", str(tmp_path / "ckpt" / "round-00000020"))
+    assert written_sha(resumed) == reference
