@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from alpha_cli.render import diagnostic_json, err, error_line, out, show_refusals
 from alpha_cli.run_view import run_with_progress
-from alpha_core.build import BuildResult, Deployment, build_program
+from alpha_core.build import BuildResult, BuiltExecutable, Deployment, build_program
 from alpha_core.checkpoint import CheckpointError, read_checkpoint
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.registry import REGISTRY
@@ -100,12 +100,17 @@ def _build(
 ) -> tuple[Analysis, BuildResult | None, list[Diagnostic]]:
     a = _analysis(args.file)
     choice = Choice(args.system, args.plan, args.pairing, getattr(args, "role", None))
-    try:
-        result, diags = build_choice(
-            a, choice, out_dir, args.target, args.data, lambda n: _deployment(args, n)
-        )
-    except ChoiceError as e:
-        raise Usage(str(e)) from None
+    with err.status("building…") as status:
+
+        def built(exe: BuiltExecutable, done: int, total: int) -> None:
+            status.update(f"building… {done}/{total} roles linked ({escape(exe.role)})")
+
+        try:
+            result, diags = build_choice(
+                a, choice, out_dir, args.target, args.data, lambda n: _deployment(args, n), built
+            )
+        except ChoiceError as e:
+            raise Usage(str(e)) from None
     return a, result, diags
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -123,8 +124,10 @@ def build_plan(
     out_dir: Path,
     deployment: Deployment,
     roles: list[int] | None = None,
+    on_built: Callable[[BuiltExecutable, int, int], None] | None = None,
 ) -> BuildResult:
-    """One executable per role (or per role asked for), the kernels compiled once per target."""
+    """One executable per role (or per role asked for), the kernels compiled once per target.
+    `on_built(executable, done, total)` is told of each as it is linked (for progress)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     program = plan.system
     objects: dict[str, bytes] = {}
@@ -158,6 +161,8 @@ def build_plan(
                 admission.headroom,
             )
         )
+        if on_built is not None:
+            on_built(built[-1], len(built), len(indices))
     manifest = out_dir / MANIFEST
     result = BuildResult(
         program.name,

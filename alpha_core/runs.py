@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from alpha_core.build import BuildResult, Deployment, build_plan, build_program
+from alpha_core.build import BuildResult, BuiltExecutable, Deployment, build_plan, build_program
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.launch import command_for
 from alpha_core.link.toolchain import LinkError
@@ -37,9 +37,11 @@ def build_choice(
     target: str,
     data: str | None,
     deployment: Callable[[int], Deployment],
+    on_built: Callable[[BuiltExecutable, int, int], None] | None = None,
 ) -> tuple[BuildResult | None, list[Diagnostic]]:
     """The executables of `choice` in out_dir, or the refusals that stop them. `deployment`
-    gives the deployment inputs for a number of roles (ports are chosen per build)."""
+    gives the deployment inputs for a number of roles (ports are chosen per build);
+    `on_built(executable, done, total)` is told of each role as it is linked."""
     into = out_dir
     try:
         if choice.plan is None:
@@ -51,7 +53,8 @@ def build_choice(
         if plan is None:
             return None, diags
         roles = role_indices(plan, choice.role, "build")
-        return build_plan(plan, pairing, into, deployment(plan.membership.total), roles), []
+        d = deployment(plan.membership.total)
+        return build_plan(plan, pairing, into, d, roles, on_built), []
     except LinkError as e:
         return None, [Diagnostic("link-failed", str(e), None)]
 

@@ -23,7 +23,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Header, RichLog, Select, Sparkline, Static
 
-from alpha_core.build import BuildResult, Deployment
+from alpha_core.build import BuildResult, BuiltExecutable, Deployment
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.render import render
 from alpha_core.launch import Launch, free_port_base
@@ -213,8 +213,12 @@ class AlphaTui(App[None]):
                 checkpoint_every=every,
             )
 
+        def built_role(exe: BuiltExecutable, done: int, total: int) -> None:
+            line = f"building… {done}/{total} roles linked ({exe.role}, {exe.size:,} B)"
+            self.call_from_thread(self.say, escape(line))
+
         try:
-            result, diags = build_choice(a, choice, out, "x86_64", None, deployment)
+            result, diags = build_choice(a, choice, out, "x86_64", None, deployment, built_role)
         except ChoiceError as e:
             result, diags = None, [Diagnostic("usage", str(e), None)]
         except Exception as e:  # a bug: named, shown, and the app stays up
