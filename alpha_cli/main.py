@@ -17,7 +17,7 @@ from alpha_core.build import BuildResult, BuiltExecutable, Deployment, build_pro
 from alpha_core.checkpoint import CheckpointError, read_checkpoint
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.registry import REGISTRY
-from alpha_core.launch import RoleOutcome, free_port_base
+from alpha_core.launch import LaunchError, RoleOutcome, free_port_base
 from alpha_core.link.toolchain import LinkError
 from alpha_core.plan.projection import project
 from alpha_core.runs import Choice, ChoiceError, build_choice, role_commands, role_indices
@@ -404,6 +404,13 @@ def main(argv: list[str] | None = None) -> int:
     except Usage as u:
         error_line("usage", str(u))
         return USAGE
+    except LaunchError as e:
+        if getattr(args, "json", False):
+            refusal: dict[str, object] = {"name": e.name, "message": str(e), "span": None}
+            print(json.dumps({"file": args.file, "ok": False, "refusals": [refusal]}, indent=2))
+        else:
+            error_line(e.name, str(e))
+        return REFUSED
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # a compiler bug: say so by name, never with a traceback

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from alpha_cli.render import err
-from alpha_core.launch import RoleOutcome, run_roles
+from alpha_core.launch import RoleOutcome, run_roles, startable
 from alpha_core.run_state import RunState
 
 
@@ -16,6 +16,7 @@ def run_with_progress(
 ) -> list[RoleOutcome]:
     if quiet:
         return run_roles(commands)
+    startable(commands)  # a launch-failed refusal comes before any bar is drawn
     columns = (
         TextColumn("[bold]{task.description:>12}"),
         BarColumn(),

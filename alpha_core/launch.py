@@ -36,6 +36,25 @@ class RoleOutcome:
         }
 
 
+class LaunchError(Exception):
+    """A role's executable cannot be started: `launch-failed`, naming the role and why."""
+
+    name = "launch-failed"
+
+
+def startable(commands: Sequence[tuple[str, Sequence[str]]]) -> None:
+    """Raises LaunchError unless every command's program can be started here."""
+    import os
+    import shutil
+
+    for role, command in commands:
+        program = command[0] if command else ""
+        found = shutil.which(program) if os.sep not in program else program
+        if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
+            why = "is not installed" if os.sep not in program else "is not an executable file"
+            raise LaunchError(f"cannot start {role}: {program or '(no command)'} {why}")
+
+
 class Launch:
     """Every role started at once, each read by a thread of its own; events are passed to
     `on_event` (under one lock) as they are written, and `on_exit` gets each role's exit status
@@ -56,13 +75,19 @@ class Launch:
         self._keep = keep_events
         self._on_exit = on_exit
         self.killed: set[str] = set()
+        startable(commands)  # before any role starts: none is left waiting for a peer
         self.roles = [role for role, _ in commands]
-        self._procs = {
-            role: subprocess.Popen(
-                list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-            )
-            for role, command in commands
-        }
+        self._procs: dict[str, subprocess.Popen[str]] = {}
+        for role, command in commands:
+            try:
+                self._procs[role] = subprocess.Popen(
+                    list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                )
+            except OSError as e:  # e.g. an executable of another instruction set
+                for started in self._procs.values():
+                    started.kill()
+                    started.wait()
+                raise LaunchError(f"cannot start {role}: {command[0]}: {e.strerror}") from None
         self._outcomes: dict[str, RoleOutcome] = {}
         self._threads = [
             threading.Thread(target=self._read, args=(role,), daemon=True) for role in self.roles

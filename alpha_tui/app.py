@@ -26,7 +26,7 @@ from textual.widgets import DataTable, Footer, Header, RichLog, Select, Sparklin
 from alpha_core.build import BuildResult, BuiltExecutable, Deployment
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.render import render
-from alpha_core.launch import Launch, free_port_base
+from alpha_core.launch import Launch, LaunchError, free_port_base
 from alpha_core.run_state import RunResult, RunState
 from alpha_core.runs import Choice, ChoiceError, build_choice, role_commands
 from alpha_core.workspace import Analysis, Workspace
@@ -295,9 +295,16 @@ class AlphaTui(App[None]):
         how = "resuming from the newest published capture" if resume else "from the start"
         self.say(f"running {len(roles)} role(s), {how}")
         self.log_line(f"launch {self.launches}: {len(roles)} role(s), {how}")
-        self.launch = Launch(
-            role_commands(self.built, extra), on_event=self.queue_event, on_exit=self.queue_exit
-        )
+        try:
+            self.launch = Launch(
+                role_commands(self.built, extra),
+                on_event=self.queue_event,
+                on_exit=self.queue_exit,
+            )
+        except LaunchError as e:
+            self.launch = None
+            self.say(f"[red]refused[/]: {e.name}: {escape(str(e))}")
+            self.log_line(f"[red]{e.name}[/]: {escape(str(e))}")
 
     def queue_event(self, role: str, event: dict[str, object]) -> None:
         with self._events_lock:

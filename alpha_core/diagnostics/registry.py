@@ -498,6 +498,15 @@ _ENTRIES = [
         "The command-line arguments could not be understood; the message names the argument.",
     ),
     Refusal(
+        "launch-failed",
+        START_UP,
+        "a role's executable could not be started",
+        "The launcher (`alpha run`, alpha-tui) starts every role's executable, under qemu-user "
+        "when its instruction set is not this machine's. When one cannot be started (the "
+        "emulator is not installed, the file is gone or not executable), no role is started, "
+        "and the refusal names the role, the command and the reason.",
+    ),
+    Refusal(
         "role-crashed",
         START_UP,
         "an executable ended without naming a reason",
