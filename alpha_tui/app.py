@@ -282,11 +282,23 @@ class AlphaTui(App[None]):
         a = self.analysis
         steps = a.checked.programs[self.built.system].steps if a is not None else 0
         roles = [e.role for e in self.built.executables]
-        self.state = RunState(roles, steps)
-        self.result = None
-        self.launches += 1
         extra = ["--resume", str(self.checkpoints)] if resume else []
         extra += ["--params-out", str(Path(self.folder.name) / "out.params")]
+        with self._events_lock:
+            self._events.clear()  # anything an earlier launch said and no tick showed
+        try:
+            launch = Launch(
+                role_commands(self.built, extra),
+                on_event=self.queue_event,
+                on_exit=self.queue_exit,
+            )
+        except LaunchError as e:
+            self.say(f"[red]refused[/]: {e.name}: {escape(str(e))}")
+            self.log_line(f"[red]{e.name}[/]: {escape(str(e))}")
+            return
+        # The roles' events wait in the queue until the next tick, after this has run.
+        self.launch, self.state, self.result = launch, RunState(roles, steps), None
+        self.launches += 1
         table = self.query_one(DataTable)
         table.clear()
         table.focus()  # arrows choose the role that k kills and the curve shows
@@ -295,16 +307,6 @@ class AlphaTui(App[None]):
         how = "resuming from the newest published capture" if resume else "from the start"
         self.say(f"running {len(roles)} role(s), {how}")
         self.log_line(f"launch {self.launches}: {len(roles)} role(s), {how}")
-        try:
-            self.launch = Launch(
-                role_commands(self.built, extra),
-                on_event=self.queue_event,
-                on_exit=self.queue_exit,
-            )
-        except LaunchError as e:
-            self.launch = None
-            self.say(f"[red]refused[/]: {e.name}: {escape(str(e))}")
-            self.log_line(f"[red]{e.name}[/]: {escape(str(e))}")
 
     def queue_event(self, role: str, event: dict[str, object]) -> None:
         with self._events_lock:

@@ -148,3 +148,24 @@ async def test_a_killed_role_is_resumed_to_the_uninterrupted_bits(tmp_path: Path
         assert app.state is not None and app.state is not first
         resumed = {r.resumed for r in app.state.roles.values()}
         assert len(resumed) == 1 and resumed.pop() >= newest
+
+
+@IN_LOOP
+async def test_a_role_that_cannot_start_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An AArch64 role with no qemu-aarch64 on PATH: launch-failed, and nothing runs."""
+    import sys
+
+    source = tmp_path / "mixed.alpha"
+    text = (EXAMPLES / "digits.alpha").read_text().replace('"data/', f'"{EXAMPLES}/data/')
+    arm = "\npairing arm for pair {\n  worker[0]: host x86_64\n  worker[1]: host aarch64\n}\n"
+    source.write_text(text + arm)
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
+    app = AlphaTui(str(source), plan="pair", pairing="arm")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("r")
+        await until(pilot, lambda: "launch-failed" in status(app), "the launch to be refused")
+        assert "qemu-aarch64 is not installed" in status(app)
+        assert app.launch is None and app.state is None
