@@ -80,6 +80,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _deployment(args: argparse.Namespace, roles: int) -> Deployment:
+    if args.checkpoint_keep is not None and args.checkpoint_keep < 1:
+        raise Usage(f"--checkpoint-keep needs a count of 1 or more, not {args.checkpoint_keep}")
     base = args.port_base if args.port_base is not None else free_port_base(roles)
     ckpt = str(Path(args.checkpoint_dir).resolve()) if args.checkpoint_dir else ""
     return Deployment(
@@ -92,6 +94,7 @@ def _deployment(args: argparse.Namespace, roles: int) -> Deployment:
         args.checkpoint_every,
         args.cpu,
         str(Path(args.resume).resolve()) if args.resume else "",
+        args.checkpoint_keep or 0,
     )
 
 
@@ -170,8 +173,6 @@ def _report(outcomes: list[RoleOutcome], as_json: bool, a: Analysis, result: Bui
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.checkpoint_keep is not None and args.checkpoint_keep < 1:
-        raise Usage(f"--checkpoint-keep needs a count of 1 or more, not {args.checkpoint_keep}")
     with tempfile.TemporaryDirectory(prefix="alpha-run-") as tmp:
         out_dir = Path(args.output) if args.output else Path(tmp)
         a, result, diags = _build(args, out_dir)
@@ -184,8 +185,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"{result.params:,} parameters — training {steps} steps"
             )
         extra = ["--data", args.data] if args.data and args.plan is None else []
-        if args.checkpoint_keep is not None:
-            extra += ["--checkpoint-keep", str(args.checkpoint_keep)]
         commands = role_commands(result, extra)
         outcomes = run_with_progress(commands, steps, quiet=args.json)
         return _report(outcomes, args.json, a, result)
@@ -334,16 +333,16 @@ def parser() -> argparse.ArgumentParser:
             help="every role continues from this checkpoint folder (its newest published "
             "capture) or capture folder (deployment input)",
         )
+        b.add_argument(
+            "--checkpoint-keep",
+            type=int,
+            default=None,
+            metavar="N",
+            help="keep the N newest published captures, removing older ones (default: all; "
+            "deployment input)",
+        )
         if name == "build":
             b.add_argument("--role", default=None, help="build only this role")
-        else:
-            b.add_argument(
-                "--checkpoint-keep",
-                type=int,
-                default=None,
-                metavar="N",
-                help="keep the N newest published captures, removing older ones (default: all)",
-            )
         b.add_argument("--target", default="x86_64", choices=["x86_64", "aarch64"])
         b.add_argument(
             "--cpu",

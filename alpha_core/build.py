@@ -60,6 +60,7 @@ class Deployment:
     checkpoint_every: int = 0  # for a build without a plan (a plan says its own)
     cpu: str | None = None  # the host CPU level to generate for (default: the target's baseline)
     resume: str = ""  # a checkpoint or capture folder every role resumes from; "" for fresh
+    checkpoint_keep: int = 0  # published captures the root keeps; 0: every one
 
 
 def kernels_object(program: Program, target: str, cpu: str | None = None) -> bytes:
@@ -94,6 +95,7 @@ def build_program(
             d.checkpoint_dir,
         ),
         resume=d.resume,
+        checkpoint_keep=d.checkpoint_keep,
     )
     source = program_c(program, data_path or d.data_path, role)
     link_executable(host.zig, kernels_object(program, target, d.cpu), source, exe)
@@ -143,6 +145,7 @@ def build_plan(
             io_timeout_ms=deployment.io_timeout_ms,
             checkpoint_dir=deployment.checkpoint_dir,
             resume=deployment.resume,
+            checkpoint_keep=deployment.checkpoint_keep,
         )
         exe = out_dir / role_file_name(schedule.name)
         source = program_c(program, deployment.data_path, schedule)

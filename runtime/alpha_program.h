@@ -123,6 +123,8 @@ struct alpha_role {
     const char *checkpoint_dir; /* where captures are written (a deployment input) */
     const char *resume;         /* a checkpoint or capture folder to resume from (a deployment
                                  * input); "" for a fresh start */
+    uint32_t checkpoint_keep;   /* published captures the root keeps (a deployment input); 0:
+                                 * every one */
     uint64_t state_start, state_count; /* the elements whose learner state this role holds
                                         * (count 0: all of them) */
 };

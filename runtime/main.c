@@ -39,7 +39,7 @@ static const char USAGE[] =
     "  --params-out PATH      where to write the parameters (default: %s.params)\n"
     "  --checkpoint-dir PATH  where captures go (default: %s)\n"
     "  --checkpoint-keep N    the root keeps the N newest published captures, removing\n"
-    "                         older ones as it publishes (default: keep every capture)\n"
+    "                         older ones as it publishes (default: %s)\n"
     "  --resume PATH          continue from the newest published capture in PATH, or from\n"
     "                         the capture folder PATH (default: %s)\n"
     "  --fresh                start from round 0 even when the build names a resume path\n"
@@ -62,7 +62,10 @@ static struct options parse_options(int argc, char **argv)
     const char *dir = ALPHA_ROLE.checkpoint_dir && *ALPHA_ROLE.checkpoint_dir
                           ? ALPHA_ROLE.checkpoint_dir : joined(self, ".checkpoints");
     const char *resume = ALPHA_ROLE.resume && *ALPHA_ROLE.resume ? ALPHA_ROLE.resume : NULL;
-    struct options o = {NULL, NULL, resume, dir, 0, 0, 0};
+    char keep_text[32] = "keep every capture";
+    if (ALPHA_ROLE.checkpoint_keep)
+        snprintf(keep_text, sizeof keep_text, "%u", (unsigned)ALPHA_ROLE.checkpoint_keep);
+    struct options o = {NULL, NULL, resume, dir, ALPHA_ROLE.checkpoint_keep, 0, 0};
     static const char *const valued[] = {"--data", "--params-out", "--resume",
                                          "--checkpoint-dir"};
     for (int i = 1; i < argc; i++) {
@@ -74,7 +77,7 @@ static struct options parse_options(int argc, char **argv)
             printf(USAGE, self, ALPHA_ROLE.name, ALPHA_PROGRAM.system,
                    ALPHA_PROGRAM.data_kind == ALPHA_DATA_CSV ? ALPHA_PROGRAM.data_path
                                                              : "the embedded data",
-                   self, dir, resume ? resume : "a fresh start");
+                   self, dir, keep_text, resume ? resume : "a fresh start");
             exit(0);
         } else if (strcmp(a, "--quiet") == 0) {
             o.quiet = 1;

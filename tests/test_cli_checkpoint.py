@@ -159,3 +159,33 @@ def test_resume_is_a_deployment_input(capture: tuple[Path, str], tmp_path: Path)
     assert events[-1]["params_sha256"] == sha
     helped = subprocess.run([exe, "--help"], capture_output=True, text=True)
     assert str(at) in helped.stdout and "--fresh" in helped.stdout
+
+
+def test_retention_is_a_deployment_input(tmp_path: Path) -> None:
+    """`alpha build --checkpoint-keep 1` compiles the count in; the executable's own flag
+    overrides it."""
+    into = tmp_path / "c"
+    built = cli(
+        "build",
+        str(EXAMPLES / "blobs.alpha"),
+        "-o",
+        str(tmp_path / "b"),
+        "--checkpoint-every",
+        "50",
+        "--checkpoint-dir",
+        str(into),
+        "--checkpoint-keep",
+        "1",
+    )
+    assert built.returncode == 0, built.stderr
+    exe = str(tmp_path / "b" / "blobs")
+    code, _, stderr = run_exe(exe, "--quiet", "--params-out", str(tmp_path / "p"))
+    assert code == 0, stderr
+    assert [p.name for p in into.iterdir()] == ["round-00000200"]
+    code, _, stderr = run_exe(
+        exe, "--quiet", "--params-out", str(tmp_path / "p"), "--checkpoint-keep", "3"
+    )
+    assert code == 0, stderr
+    assert sorted(p.name for p in into.iterdir()) == [f"round-{r:08d}" for r in (100, 150, 200)]
+    helped = subprocess.run([exe, "--help"], capture_output=True, text=True)
+    assert "(default: 1)" in helped.stdout

@@ -67,6 +67,7 @@ def role_c(role: RoleSchedule) -> str:
         "checkpoint_every": f"{role.checkpoint_every}u",
         "checkpoint_dir": _c_string(role.checkpoint_dir),
         "resume": _c_string(role.resume),
+        "checkpoint_keep": f"{role.checkpoint_keep}u",
         "state_start": f"{role.state_start}u",
         "state_count": f"{role.state_count}u",
     }

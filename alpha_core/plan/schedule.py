@@ -109,6 +109,7 @@ class RoleSchedule:
     checkpoint_every: int = 0  # 0: no checkpoints
     checkpoint_dir: str = ""
     resume: str = ""  # a checkpoint or capture folder to resume from; "" for a fresh start
+    checkpoint_keep: int = 0  # published captures the root keeps; 0: every one
     state_start: int = 0  # the elements whose learner state this role holds
     state_count: int = 0  # 0: all of them
 
