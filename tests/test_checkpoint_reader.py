@@ -205,6 +205,23 @@ def _resign(capture: Path, file: str, text: bytes) -> None:
                 return
 
 
+def _rewrite_one(capture: Path, data: st.DataObject) -> None:
+    """One value somewhere in one pack's manifest replaced by arbitrary JSON (or the whole
+    manifest), every digest and trailer above it made to match."""
+    file = data.draw(st.sampled_from(_packs(capture)))
+    manifest = _manifest(capture, file)
+    path = data.draw(st.sampled_from(_paths(manifest)))
+    value = data.draw(_json_values())
+    if path:
+        holder = manifest
+        for step in path[:-1]:
+            holder = holder[step]
+        holder[path[-1]] = value
+    else:
+        manifest = value
+    _resign(capture, file, json.dumps(manifest).encode())
+
+
 @FUZZ
 @given(data=st.data())
 def test_rewritten_manifests_raise_only_checkpoint_errors(
@@ -289,18 +306,7 @@ def test_the_runtime_survives_rewritten_manifests(
     (json.c, resume.c) resumes or refuses by a checkpoint name, and never crashes."""
     work = _fresh(pristine, scratch)
     capture = work / "round-00000040"
-    file = data.draw(st.sampled_from(_packs(capture)))
-    manifest = _manifest(capture, file)
-    path = data.draw(st.sampled_from(_paths(manifest)))
-    value = data.draw(_json_values())
-    if path:
-        holder = manifest
-        for step in path[:-1]:
-            holder = holder[step]
-        holder[path[-1]] = value
-    else:
-        manifest = value
-    _resign(capture, file, json.dumps(manifest).encode())
+    _rewrite_one(capture, data)
     run = subprocess.run(
         [built[1].roles[0][1], "--resume", str(work), "--evaluate-only"],
         capture_output=True,
@@ -346,18 +352,7 @@ def test_the_checked_runtime_never_traps_on_a_damaged_capture(
     work = _fresh(pristine, scratch)
     capture = work / "round-00000040"
     if rewrite:
-        file = data.draw(st.sampled_from(_packs(capture)))
-        manifest = _manifest(capture, file)
-        path = data.draw(st.sampled_from(_paths(manifest)))
-        value = data.draw(_json_values())
-        if path:
-            holder = manifest
-            for step in path[:-1]:
-                holder = holder[step]
-            holder[path[-1]] = value
-        else:
-            manifest = value
-        _resign(capture, file, json.dumps(manifest).encode())
+        _rewrite_one(capture, data)
     else:
         name = data.draw(st.sampled_from(_files(work)))
         _damage(work / name, how, data)
