@@ -124,6 +124,14 @@ def test_the_root_removes_abandoned_partial_captures(
     )
     assert crashed.returncode == 9
     [crashed_at] = into.glob("round-00000100.partial-*")
+    inspected = cli("inspect", str(into), "--json")
+    assert inspected.returncode == 0, inspected.stderr
+    listed = json.loads(inspected.stdout)["captures"]
+    assert [(c["name"], c["state"]) for c in listed] == [
+        ("round-00000050", "published"),
+        (crashed_at.name, "partial"),
+    ]
+    assert "round-00000050: published (this one)" in cli("inspect", str(into)).stdout
     partial = into / crashed_at.name.replace("round-00000100", "round-00000120")
     crashed_at.rename(partial)
     other = into / "round-00000120.partial-000000000000"

@@ -97,6 +97,34 @@ class Manifest:
 
 
 @dataclass(frozen=True)
+class Capture:
+    """A folder of a checkpoint folder: published (round-<R>), partial (being written or
+    abandoned: never read) or expiring (being removed by --checkpoint-keep)."""
+
+    name: str
+    round: int
+    state: str  # "published", "partial", "expiring"
+
+
+_ANY_CAPTURE = re.compile(r"round-([0-9]{1,20})(\.(partial|expired)-[0-9a-f]*)?")
+
+
+def captures_in(folder: Path) -> list[Capture]:
+    """Every capture folder in a checkpoint folder, by round (nothing read inside them)."""
+    out = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    for name in names:
+        m = _ANY_CAPTURE.fullmatch(name)
+        if m:
+            state = {None: "published", "partial": "partial", "expired": "expiring"}[m.group(3)]
+            out.append(Capture(name, int(m.group(1)), state))
+    return sorted(out, key=lambda c: (c.round, c.name))
+
+
+@dataclass(frozen=True)
 class Checkpoint:
     path: Path  # the capture folder
     latest: bool  # reached through its checkpoint folder (the newest published capture)
@@ -111,6 +139,7 @@ class Checkpoint:
     tensors: tuple[Tensor, ...]
     root: Manifest
     kinds: tuple[str, ...] = field(default=())
+    folder: tuple[Capture, ...] = ()  # reached through its folder: every capture there
 
     @property
     def loss(self) -> float:
@@ -162,6 +191,11 @@ class Checkpoint:
             lines.append(
                 f"    {kind}: {len(parts)} shard{'' if len(parts) == 1 else 's'}; {owners}"
             )
+        if self.folder:
+            lines.append(f"  captures in {self.path.parent}:")
+            for c in self.folder:
+                mark = " (this one)" if c.name == self.path.name else ""
+                lines.append(f"    {c.name}: {c.state}{mark}")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -199,6 +233,7 @@ class Checkpoint:
                 for s in self.shards()
             ],
             "bytes": sum(s.bytes for s in self.shards()),
+            "captures": [vars(c) for c in self.folder],
         }
 
 
@@ -464,4 +499,5 @@ def read_checkpoint(path: str | Path, identity: str | None = None) -> Checkpoint
         tuple(r.tensors.values()),
         root,
         r.kinds,
+        tuple(captures_in(capture.parent)) if latest else (),
     )
