@@ -331,7 +331,7 @@ class AlphaTui(App[None]):
             else:
                 state.exited(role, *body)
         table = self.query_one(DataTable)
-        for r in state.roles.values():
+        for r in (state.roles[role] for role in dict.fromkeys(role for role, _ in batch)):
             loss = "–" if r.loss is None else f"{r.loss:.6f}"
             captured = "–" if r.captured is None else str(r.captured)
             if r.published is not None:

@@ -112,13 +112,8 @@ static void pack_seal(struct capture *c, int top, float loss)
 static void shard(struct capture *c, const char *kind, const char *tensor, uint64_t start,
                   uint64_t count, const float *values)
 {
-    if (c->n_shards == c->cap_shards) {
-        c->cap_shards = c->cap_shards ? 2 * c->cap_shards : 16;
-        struct shard_entry *grown = realloc(c->shards, c->cap_shards * sizeof *grown);
-        if (!grown)
-            refuse(REFUSAL_OUT_OF_MEMORY, "cannot grow the shard list");
-        c->shards = grown;
-    }
+    c->shards = checked_grow(c->shards, c->n_shards, &c->cap_shards, sizeof *c->shards, 16,
+                             "the shard list");
     struct shard_entry *s = &c->shards[c->n_shards++];
     *s = (struct shard_entry){.tensor = tensor, .start = start, .count = count,
                               .offset = c->bytes};
@@ -159,13 +154,8 @@ void capture_child(struct capture *c, uint32_t round, const char *role,
                    const uint8_t digest[32])
 {
     begin(c, round);
-    if (c->n_children == c->cap_children) {
-        c->cap_children = c->cap_children ? 2 * c->cap_children : 4;
-        struct child_entry *grown = realloc(c->children, c->cap_children * sizeof *grown);
-        if (!grown)
-            refuse(REFUSAL_OUT_OF_MEMORY, "cannot grow the capture's child list");
-        c->children = grown;
-    }
+    c->children = checked_grow(c->children, c->n_children, &c->cap_children,
+                               sizeof *c->children, 4, "the capture's child list");
     struct child_entry *e = &c->children[c->n_children++];
     char name[128];
     checkpoint_role_file(role, name);
@@ -252,7 +242,7 @@ static void prune(const struct capture *c)
         write_failed("checkpoint folder", c->dir);
     struct published *rounds = NULL;
     uint64_t round;
-    size_t n = 0, cap = 0;
+    uint32_t n = 0, cap = 0;
     char partial[64], expiring[64], name[4400];
     snprintf(partial, sizeof partial, ".partial-%.12s", c->r->plan_identity);
     snprintf(expiring, sizeof expiring, ".expired-%.12s", c->r->plan_identity);
@@ -261,11 +251,7 @@ static void prune(const struct capture *c)
         if (manifest_published(e->d_name, &round)) {
             if (round >= c->round)
                 continue;
-            if (n == cap) {
-                cap = cap ? 2 * cap : 16;
-                if (!(rounds = realloc(rounds, cap * sizeof *rounds)))
-                    refuse(REFUSAL_OUT_OF_MEMORY, "cannot list the captures");
-            }
+            rounds = checked_grow(rounds, n, &cap, sizeof *rounds, 16, "the capture list");
             rounds[n].round = round;
             snprintf(rounds[n++].name, sizeof rounds->name, "%.26s", e->d_name);
             continue;
@@ -282,7 +268,7 @@ static void prune(const struct capture *c)
     closedir(d);
     if (n)
         qsort(rounds, n, sizeof *rounds, newest_first);
-    for (size_t i = c->keep - 1; i < n; i++)
+    for (uint32_t i = c->keep - 1; i < n; i++)
         expire(c, rounds[i].name);
     free(rounds);
     if (n >= c->keep)

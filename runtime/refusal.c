@@ -43,6 +43,19 @@ void refuse(const char *name, const char *format, ...)
     exit(strcmp(name, REFUSAL_USAGE) == 0 ? ALPHA_EXIT_USAGE : ALPHA_EXIT_REFUSED);
 }
 
+void *checked_grow(void *items, uint32_t n, uint32_t *cap, size_t size, uint32_t first,
+                   const char *what)
+{
+    if (n < *cap)
+        return items;
+    uint32_t grown = *cap ? 2 * *cap : first;
+    void *p = grown > *cap ? realloc(items, (size_t)grown * size) : NULL;
+    if (!p)
+        refuse(REFUSAL_OUT_OF_MEMORY, "cannot grow %s to %u items", what, (unsigned)grown);
+    *cap = grown;
+    return p;
+}
+
 void *checked_calloc(size_t count, size_t size, const char *what)
 {
     /* calloc(0, ...) may return NULL legitimately; ask for one element so NULL means failure. */

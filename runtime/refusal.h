@@ -47,5 +47,10 @@ _Noreturn void refuse(const char *name, const char *format, ...)
 
 /* malloc/calloc that refuse with out-of-memory instead of returning NULL. */
 void *checked_calloc(size_t count, size_t size, const char *what);
+/* Room for one more item in a growing array of items of `size` bytes holding n of *cap:
+ * the array itself when n < *cap, else the array reallocated to twice the capacity (`first`
+ * when empty), *cap updated. Refuses with out-of-memory naming `what`. */
+void *checked_grow(void *items, uint32_t n, uint32_t *cap, size_t size, uint32_t first,
+                   const char *what);
 
 #endif

@@ -70,12 +70,8 @@ static void add_shard(struct reader *r, const char *file, uint32_t pack, const s
     if (strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64 || length % 4 ||
         length / 4 != count || offset > (1ull << 62))
         malformed(file, "a shard's sha256, offset or length is not valid");
-    if (r->n_shards == r->cap_shards) {
-        r->cap_shards = r->cap_shards ? 2 * r->cap_shards : 16;
-        r->shards = realloc(r->shards, r->cap_shards * sizeof *r->shards);
-        if (!r->shards)
-            refuse(REFUSAL_OUT_OF_MEMORY, "cannot grow the shard list");
-    }
+    r->shards = checked_grow(r->shards, r->n_shards, &r->cap_shards, sizeof *r->shards, 16,
+                             "the shard list");
     struct shard *s = &r->shards[r->n_shards];
     if (!checkpoint_kind_of(p, kind, &s->kind))
         malformed(file, "a shard of a kind this learner does not have");
@@ -127,12 +123,8 @@ static uint32_t open_pack(struct reader *r, const char *file, const char *sha, c
 {
     char path[4400], hex[65], said[65];
     snprintf(path, sizeof path, "%s/%s", r->capture, file);
-    if (r->n_packs == r->cap_packs) {
-        r->cap_packs = r->cap_packs ? 2 * r->cap_packs : 8;
-        r->packs = realloc(r->packs, r->cap_packs * sizeof *r->packs);
-        if (!r->packs)
-            refuse(REFUSAL_OUT_OF_MEMORY, "cannot grow the pack list");
-    }
+    r->packs = checked_grow(r->packs, r->n_packs, &r->cap_packs, sizeof *r->packs, 8,
+                            "the pack list");
     uint32_t k = r->n_packs;
     struct pack *pk = &r->packs[k];
     *pk = (struct pack){.end = 0};

@@ -41,13 +41,8 @@ static struct piece *slot(struct schedule *s, uint32_t lo, uint32_t hi)
 {
     struct piece *q = find(s, lo, hi);
     if (!q) {
-        if (s->n_pieces == s->cap_pieces) {
-            s->cap_pieces = s->cap_pieces ? 2 * s->cap_pieces : 8;
-            struct piece *grown = realloc(s->pieces, s->cap_pieces * sizeof *grown);
-            if (!grown)
-                refuse(REFUSAL_OUT_OF_MEMORY, "cannot grow the piece table");
-            s->pieces = grown;
-        }
+        s->pieces = checked_grow(s->pieces, s->n_pieces, &s->cap_pieces, sizeof *s->pieces, 8,
+                                 "the piece table");
         q = &s->pieces[s->n_pieces++];
         *q = (struct piece){lo, hi, 0, 0, 0, NULL};
     }

@@ -13,7 +13,6 @@ the same refusal names, and raises nothing but CheckpointError, whatever the byt
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from alpha_core.checkpoint.folder import Capture, locate
 from alpha_core.checkpoint.pack import TOP, PackError, split
 from alpha_core.checkpoint.strict import (
     CheckpointError,
@@ -47,7 +47,6 @@ REFUSALS = (
 )
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _HEX8 = re.compile(r"[0-9a-f]{8}")
-_CAPTURE = re.compile(r"round-[0-9]{1,20}")
 
 
 @dataclass(frozen=True)
@@ -94,34 +93,6 @@ class Manifest:
         for child in self.children:
             for depth, m in child.walk():
                 yield depth + 1, m
-
-
-@dataclass(frozen=True)
-class Capture:
-    """A folder of a checkpoint folder: published (round-<R>), partial (being written or
-    abandoned: never read) or expiring (being removed by --checkpoint-keep)."""
-
-    name: str
-    round: int
-    state: str  # "published", "partial", "expiring"
-
-
-_ANY_CAPTURE = re.compile(r"round-([0-9]{1,20})(\.(partial|expired)-[0-9a-f]*)?")
-
-
-def captures_in(folder: Path) -> list[Capture]:
-    """Every capture folder in a checkpoint folder, by round (nothing read inside them)."""
-    out = []
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return []
-    for name in names:
-        m = _ANY_CAPTURE.fullmatch(name)
-        if m:
-            state = {None: "published", "partial": "partial", "expired": "expiring"}[m.group(3)]
-            out.append(Capture(name, int(m.group(1)), state))
-    return sorted(out, key=lambda c: (c.round, c.name))
 
 
 @dataclass(frozen=True)
@@ -446,34 +417,11 @@ def _read(capture: Path, s: Shard, packs: dict[str, bytes]) -> bytes:
     return data
 
 
-def locate(path: Path) -> tuple[Path, bool]:
-    """The capture folder `path` names: itself when it holds top.pack, else its published
-    capture of the highest round."""
-    if (path / TOP).exists():
-        if ".partial-" in path.name:
-            raise incomplete(
-                f"capture {path} is not published: its writing never finished, or has not yet"
-            )
-        return path, False
-    try:
-        names = os.listdir(path)
-    except OSError as error:
-        raise incomplete(f"no checkpoint at {path}: {error.strerror}") from None
-    rounds = [(int(n[6:]), n) for n in names if _CAPTURE.fullmatch(n)]
-    if not rounds:
-        partial = any(n.startswith("round-") and ".partial-" in n for n in names)
-        raise incomplete(
-            f"no published capture at {path} (no {TOP}, no round-<R> folder"
-            + ("; only unpublished ones)" if partial else ")")
-        )
-    return path / max(rounds)[1], True
-
-
 def read_checkpoint(path: str | Path, identity: str | None = None) -> Checkpoint:
     """Reads and verifies a capture: every manifest and shard digest, the coverage of every
     kind. `identity`: the system identity it must have (None: any). Raises CheckpointError."""
     try:
-        capture, latest = locate(Path(path))
+        capture, listing = locate(Path(path))
         r = _Reader(capture, identity)
         root = r.manifest(TOP, None, "?", 0)
         shards = [s for _, m in root.walk() for s in m.shards]
@@ -487,7 +435,7 @@ def read_checkpoint(path: str | Path, identity: str | None = None) -> Checkpoint
     t = r.top
     return Checkpoint(
         capture,
-        latest,
+        bool(listing),
         t["system"],
         t["identity"],
         t["round"],
@@ -499,5 +447,5 @@ def read_checkpoint(path: str | Path, identity: str | None = None) -> Checkpoint
         tuple(r.tensors.values()),
         root,
         r.kinds,
-        tuple(captures_in(capture.parent)) if latest else (),
+        listing,
     )
