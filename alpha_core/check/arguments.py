@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass
 
 from alpha_core.check.context import CheckContext
@@ -18,6 +19,52 @@ class Arg:
     high: float | None = None  # inclusive bound
     positive: bool = False  # strictly above `low`
     below: bool = False  # strictly below `high`
+
+
+FLOAT32_MAX = 3.4028234663852886e38
+FLOAT32_MIN_NORMAL = 2.0**-126
+
+
+def float32(value: float) -> float:
+    """The float32 a value becomes (round to nearest even, as the kernels and runtime use it);
+    inf when it overflows."""
+    try:
+        return float(struct.unpack("<f", struct.pack("<f", value))[0])
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def float32_text(value: float) -> str:
+    """The shortest decimal that reads back as the same float32."""
+    if not math.isfinite(value) or value == 0:
+        return str(value).removesuffix(".0")
+    for digits in range(1, 10):
+        text = f"{value:.{digits}g}"
+        if float32(float(text)) == value:
+            return text
+    return f"{value:.9g}"
+
+
+def _float32_refusal(a: Arg, what: str, value: float) -> str | None:
+    """Why `value` is refused once rounded to float32, or None: the learners, initialisers and
+    data sources compute in float32, so the range is checked on the float32 value (`eps: 1e-50`
+    would be 0, `lr: 1e39` inf)."""
+    v32 = float32(value)
+    normal = f"from {float32_text(FLOAT32_MIN_NORMAL)} to {float32_text(FLOAT32_MAX)}"
+    if math.isinf(v32):
+        return (
+            f"`{a.name}` of {what} is {value:g}, which is {v32} as a float32; its magnitude "
+            f"must be at most {float32_text(FLOAT32_MAX)}"
+        )
+    if value != 0 and abs(v32) < FLOAT32_MIN_NORMAL:
+        need = (
+            f"it must be a positive normal float32, {normal}"
+            if a.positive
+            else f"a nonzero value must be a normal float32 in magnitude, {normal}"
+        )
+        kind = "0" if v32 == 0 else f"the subnormal {float32_text(v32)}"
+        return f"`{a.name}` of {what} is {value:g}, which is {kind} as a float32; {need}"
+    return None
 
 
 def _literal(e: ast.Expr) -> tuple[str, float | int | str] | None:
@@ -93,12 +140,19 @@ def bind(
         if isinstance(value, float) and not math.isfinite(value):
             ctx.refuse("bad-argument", f"`{a.name}` of {what} must be finite", e.span)
             return None
+        if isinstance(value, float) and (why := _float32_refusal(a, what, value)) is not None:
+            ctx.refuse("bad-argument", why, e.span)
+            return None
         if a.kind == "int" and isinstance(value, int) and not -(2**63) <= value < 2**63:
             ctx.refuse("bad-argument", f"`{a.name}` of {what} does not fit in 64 bits", e.span)
             return None
         if isinstance(value, int | float):
-            if (a.low is not None and (value < a.low or (a.positive and value <= a.low))) or (
-                a.high is not None and (value > a.high or (a.below and value >= a.high))
+            # a float is used as its float32: 0.99999999 is 1 and no longer below 1
+            seen = [value, float32(value)] if isinstance(value, float) else [value]
+            if any(
+                (a.low is not None and (v < a.low or (a.positive and v <= a.low)))
+                or (a.high is not None and (v > a.high or (a.below and v >= a.high)))
+                for v in seen
             ):
                 rng = (
                     f"{'above' if a.positive else 'at least'} {a.low}" if a.low is not None else ""
@@ -107,7 +161,8 @@ def bind(
                     rng += (" and " if rng else "") + (
                         f"below {a.high}" if a.below else f"at most {a.high}"
                     )
-                ctx.refuse("bad-argument", f"`{a.name}` is {value}; it must be {rng}", e.span)
+                shown = f"{value}" if seen[-1] == value else f"{value} ({seen[-1]:g} as a float32)"
+                ctx.refuse("bad-argument", f"`{a.name}` is {shown}; it must be {rng}", e.span)
                 return None
         out[a.name] = value
     return out
