@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from alpha_core.diagnostics import Diagnostic
+from alpha_core.diagnostics.diagnostic import visible
 from alpha_core.diagnostics.render import render, span_json
 from alpha_core.workspace import Analysis
 
@@ -36,7 +37,8 @@ def show_refusals(diags: list[Diagnostic], a: Analysis) -> None:
             err.print(escape(rest))
         err.print()
     n = len(diags)
-    err.print(f"[bold red]refused[/]: {n} refusal{'s' if n != 1 else ''} in {escape(a.path)}")
+    where = escape(visible(a.path))  # a file name may hold control characters too
+    err.print(f"[bold red]refused[/]: {n} refusal{'s' if n != 1 else ''} in {where}")
 
 
 def error_line(name: str, message: str) -> None:

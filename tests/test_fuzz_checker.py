@@ -27,6 +27,7 @@ SEEDS: list[tuple[str, str]] = [(str(p), p.read_text(encoding="utf-8")) for p in
 # The data files the examples name, read once; anything else is unreadable.
 FILES: dict[str, bytes] = {str(p): p.read_bytes() for p in (ROOT / "examples" / "data").glob("*")}
 
+UNSEEN = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9.]+(?:[eE][-+]?[0-9]+)?|\"[^\"\n]*\"|->|\S")
 SETTINGS = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -208,6 +209,9 @@ def _assert_diagnostics_sound(diags: list[Diagnostic], text: str) -> None:
                 assert 0 <= span.start <= span.end <= len(text), (d, len(text))
         rendered = render(d, text, "fuzz.alpha")
         assert rendered.startswith(f"{d.severity}[{d.name}]: ")
+        # no control character reaches a terminal raw (the JUNK inserts them); a newline only
+        # ends a line
+        assert not UNSEEN.search(rendered), repr(rendered)
         span_json(d.span, text)
 
 

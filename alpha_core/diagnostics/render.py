@@ -5,7 +5,7 @@ The CLI colours this text; golden tests compare it as it is.
 
 from __future__ import annotations
 
-from alpha_core.diagnostics.diagnostic import Diagnostic
+from alpha_core.diagnostics.diagnostic import Diagnostic, visible
 from alpha_core.syntax.span import LineIndex, Span
 
 
@@ -13,20 +13,25 @@ def _excerpt(index: LineIndex, span: Span, label: str, width: int) -> list[str]:
     start = index.position(span.start)
     end = index.position(max(span.start, span.end - 1))
     # a CRLF file's lines end in "\r", which must not reach the excerpt; a tab counts one column
-    line = index.line_text(start.line).removesuffix("\r").expandtabs(1)
-    underline_end = end.column + 1 if end.line == start.line else len(line)
-    carets = "^" * max(1, underline_end - start.column)
+    raw = index.line_text(start.line).removesuffix("\r").expandtabs(1)
+    underline_end = end.column + 1 if end.line == start.line else len(raw)
+    # control characters are drawn visibly (an ESC in the file must not reach the terminal);
+    # the carets stand under the drawn text, which may be wider than the raw characters
+    line = visible(raw)
+    column = len(visible(raw[: start.column]))
+    carets = "^" * max(1, len(visible(raw[:underline_end])) - column)
     number = str(start.line + 1).rjust(width)
     pad = " " * width
     return [
         f"{number} | {line}",
-        f"{pad} | {' ' * start.column}{carets}{(' ' + label) if label else ''}",
+        f"{pad} | {' ' * column}{carets}{(' ' + label) if label else ''}",
     ]
 
 
 def render(d: Diagnostic, text: str, path: str) -> str:
     index = LineIndex(text)
-    lines = [f"{d.severity}[{d.name}]: {d.message}"]
+    path = visible(path)
+    lines = [f"{d.severity}[{d.name}]: {visible(d.message)}"]
     spans = [s for s in [d.span, *(r.span for r in d.related)] if s is not None]
     width = max((len(str(index.position(s.start).line + 1)) for s in spans), default=1)
     pad = " " * width
