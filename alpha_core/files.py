@@ -1,0 +1,67 @@
+"""Reading a file the user named, without trusting what the name points at.
+
+A path can name a FIFO (open() blocks until a writer comes), `/dev/stdin` (a language server
+would read its own protocol stream), `/dev/zero` (never ends) or a file far larger than anything
+the caller means to hold. `read_regular` opens without blocking, checks what it opened (fstat of
+the descriptor, so a file swapped after a stat cannot slip through), refuses all but regular
+files and anything over a size limit, and reads at most that many bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+
+class NotReadable(Exception):
+    """Why a path was not read: one line, lowercase, with the path and the fact."""
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    return next((word for test, word in _KINDS if test(mode)), "not a regular file")
+
+
+def read_regular(path: str, limit: int) -> bytes:
+    """The bytes of the regular file at `path`, at most `limit` of them; else NotReadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except (OSError, ValueError) as error:  # ValueError: a NUL in the path
+        shown = path.replace("\0", "\\0")
+        raise NotReadable(f"cannot open {shown}: {_reason(error)}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotReadable(f"{path} is {kind_of(info.st_mode)}, not a regular file")
+        if info.st_size > limit:
+            raise NotReadable(f"{path} is {info.st_size:,} bytes; at most {limit:,} are read")
+        chunks: list[bytes] = []
+        total = 0
+        while True:  # a file may grow between fstat and read: never read past the limit
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise NotReadable(f"{path} grew past {limit:,} bytes while it was read")
+        return b"".join(chunks)
+    except OSError as error:
+        raise NotReadable(f"cannot read {path}: {_reason(error)}") from None
+    finally:
+        os.close(fd)
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror.lower()
+    return "the path contains a NUL character" if isinstance(error, ValueError) else str(error)
