@@ -1,9 +1,10 @@
 /* Data loading. The digest is checked on the exact bytes before any of them is interpreted, so
  * a run never trains on data other than what it was built for.
  *
- * CSV: every non-empty line holds the features and then the label (class kind: one integral
- * class index in [0, outputs)) or the targets (regression kind: `outputs` numbers), separated by
- * commas; spaces and tabs around a field and a trailing \r are allowed. Numbers are decimal
+ * CSV: every line that is not blank (empty, or spaces and tabs only) holds the features and
+ * then the label (class kind: one integral class index in [0, outputs)) or the targets
+ * (regression kind: `outputs` numbers), separated by commas; spaces and tabs around a field
+ * and a trailing \r are allowed. Numbers are decimal
  * ([+-]digits[.digits][e[+-]digits]) and are parsed by musl's strtof, which rounds correctly,
  * so x86-64 and AArch64 read the same float32 values. */
 #include "data.h"
@@ -110,6 +111,15 @@ static int parse_number(const char *field, float *value)
 
 static int is_blank(char c) { return c == ' ' || c == '\t'; }
 
+/* An empty line, or one of spaces and tabs only, holds no row (the checker's rule too). */
+static int is_blank_line(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!is_blank(s[i]))
+            return 0;
+    return 1;
+}
+
 /* Splits line (modified in place) into exactly `want` numbers. Returns the number of fields
  * seen, or -1 (with *bad set to the 1-based field) when a field is not a number. */
 static long parse_row(char *line, float *values, uint32_t want, uint32_t *bad)
@@ -174,7 +184,7 @@ static void load_csv(const struct alpha_program *p, const char *path, struct dat
             line[--n] = '\0';
         if (memchr(line, '\0', n))
             refuse(REFUSAL_DATA_MALFORMED, "%s line %lu: contains a NUL byte", path, line_number);
-        if (n == 0) {
+        if (is_blank_line(line, n)) {
             line = next;
             continue;
         }

@@ -243,7 +243,7 @@ def test_table_data_refusals() -> None:
     assert _diagnostics(source, files={"/project/d.csv": rows}) == []
     for content, name, fact in [
         (b"\n\n", "data-unreadable", "no rows"),
-        (b"1,2,3\n", "data-unreadable", "3 columns"),
+        (b"1,2,3\n", "data-malformed", "/project/d.csv line 1: 3 columns, expected 5"),
         (rows[:18], "bad-argument", "`holdout` is 2 of only 1 rows"),
     ]:
         diags = _diagnostics(source, files={"/project/d.csv": content})

@@ -1,4 +1,5 @@
-"""The `data` item of a system: a table read at build time, or the synthetic source."""
+"""The `data` item of a system: a table read at build time (every row checked by the runtime's
+rules, alpha_core/data/csv_rows.py), or the synthetic source."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from alpha_core.check import arguments as A
 from alpha_core.check.context import CheckContext
 from alpha_core.check.program import DataSpec
 from alpha_core.data import synthetic
+from alpha_core.data.csv_rows import Shape, checked_rows
 from alpha_core.syntax import ast
 
 ReadFile = Callable[[str], bytes | None]
@@ -132,32 +134,27 @@ def _table(
         ctx.refuse("data-unreadable", f"cannot read `{rel}` (looked for {path})", where)
         return None
     features = int(args["features"])
-    width = features + (1 if kind == "class" else outputs)
-    lines = [ln for ln in content.split(b"\n") if ln.strip()]
-    if not lines:
+    digest = hashlib.sha256(content).hexdigest()
+    # every row, by the runtime's rules and with its message: the executable would refuse the
+    # same line at start-up (memoized by the file's digest and the row shape)
+    rows = checked_rows(content, digest, Shape(features, outputs, kind == "class"))
+    if rows.fault is not None:
+        ctx.refuse("data-malformed", rows.message(path), where)
+        return None
+    if not rows.count:
         ctx.refuse("data-unreadable", f"`{rel}` has no rows", where)
         return None
-    for line in lines[:1] + lines[-1:]:
-        cols = line.count(b",") + 1
-        if cols != width:
-            ctx.refuse(
-                "data-unreadable",
-                f"`{rel}` has {cols} columns in a row; {features} features and "
-                f"{width - features} label column(s) make {width}",
-                where,
-            )
-            return None
     holdout = int(args["holdout"])
-    if holdout >= len(lines):
-        ctx.refuse("bad-argument", f"`holdout` is {holdout} of only {len(lines)} rows", call.span)
+    if holdout >= rows.count:
+        ctx.refuse("bad-argument", f"`holdout` is {holdout} of only {rows.count} rows", call.span)
         return None
     return DataSpec(
         "table",
         features,
         kind,
         outputs,
-        len(lines),
+        rows.count,
         holdout,
-        hashlib.sha256(content).hexdigest(),
+        digest,
         path=path,
     )

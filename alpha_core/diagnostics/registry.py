@@ -332,9 +332,12 @@ _ENTRIES = [
         "data-malformed",
         START_UP,
         "a data row does not have the declared shape",
-        "A row with the wrong number of columns, a value that is not a number, or a class label "
-        "out of range. Reached only when the digest matched, that is when the build itself "
-        "read a malformed file.",
+        "A row with the wrong number of columns, a field that is not a finite decimal number "
+        "(as a float32), or a class label out of range; the message names the file, the line "
+        "and the column. `alpha check`, the build and the editor read every row by the "
+        "runtime's rules and give this refusal, with the same message, at compile time, before "
+        "anything is compiled; the executable checks again at start-up (reached there only "
+        "when the digest matched a file the checker did not read, which a build never makes).",
     ),
     Refusal(
         "out-of-memory",

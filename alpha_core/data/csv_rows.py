@@ -1,0 +1,214 @@
+"""Every row of a CSV table read by the runtime's rules (runtime/data.c `load_csv`), so that the
+checker refuses what the executable would refuse at start-up, with the same message and line.
+
+The rules, in the order the runtime applies them to each line (lines are numbered from 1, every
+line counted): a trailing `\\r` is dropped; a line holding a NUL byte is refused; an empty line,
+or one of spaces and tabs only, is no row; the first `columns` comma-separated fields (spaces
+and tabs around them trimmed) must each be a decimal number (`[+-]digits[.digits][e[+-]digits]`)
+whose float32 (correctly rounded, as musl's `strtof`) is finite; the line must have exactly
+`columns` fields; a class label must be an integral float32 in `0 .. classes-1`.
+
+The float32 of a field is Python's correctly rounded double rounded once more to float32, which
+is the correctly rounded float32 except when the double lies exactly halfway between two float32
+values; those (rare) fields are rounded exactly from their decimal text instead.
+
+A file's verdict depends only on its bytes and the row shape, so it is memoized by its SHA-256
+and the shape: an editor re-checking a system after each keystroke reads its rows once.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from collections import OrderedDict
+from dataclasses import dataclass
+from fractions import Fraction
+
+_DECIMAL = re.compile(rb"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# A field that is certainly a finite float32: no exponent and at most 38 integer digits
+# (below 10^38, under float32's largest 3.4e38). A row of such fields needs no float parsing.
+_PLAIN = rb"[ \t]*[+-]?(?:[0-9]{1,38}(?:\.[0-9]*)?|\.[0-9]+)[ \t]*"
+_SMALL_INTEGER = re.compile(rb"[ \t]*\+?([0-9]{1,7})[ \t]*")  # exact in float32, never negative
+_FLOAT32_LIMIT = 2.0**128 - 2.0**103  # halfway between the largest float32 and 2^128: inf
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a row holds: `features` numbers, then one class index (class kind, `outputs`
+    classes) or `outputs` targets."""
+
+    features: int
+    outputs: int
+    class_kind: bool
+
+    @property
+    def columns(self) -> int:
+        return self.features + (1 if self.class_kind else self.outputs)
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A table's verdict: its row count, or the first line the runtime would refuse and why
+    (the runtime's message after `PATH line N: `)."""
+
+    count: int
+    line: int = 0
+    fault: str | None = None
+
+    def message(self, path: str) -> str:
+        """The runtime's data-malformed message for this file at `path`."""
+        return f"{path} line {self.line}: {self.fault}"
+
+
+def _float32(value: float) -> float:
+    try:
+        return float(struct.unpack("<f", struct.pack("<f", value))[0])
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def _exact_float32(text: bytes) -> float:
+    """The correctly rounded float32 of a decimal (round half to even), from its exact value."""
+    q = Fraction(text.decode("ascii").lstrip("+"))
+    if q == 0:
+        return 0.0
+    a = abs(q)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** e > a:
+        e -= 1
+    quantum = Fraction(2) ** (max(e, -126) - 23)  # float32: 24 significant bits, subnormal floor
+    value = round(a / quantum) * quantum  # Fraction rounds half to even
+    if value >= 2**128:
+        return math.copysign(math.inf, q)
+    return math.copysign(float(value), q)
+
+
+def _neighbour(f: float, toward: float) -> float:
+    """The float32 next to float32 `f` in the direction of `toward`."""
+    bits = struct.unpack("<I", struct.pack("<f", f))[0]
+    up = toward > f
+    if f == 0:
+        return math.copysign(2.0**-149, 1.0 if up else -1.0)
+    bits += 1 if (up == (f > 0)) else -1
+    return float(struct.unpack("<f", struct.pack("<I", bits))[0])
+
+
+def field_float32(field: bytes) -> float | None:
+    """A trimmed field's float32 as the runtime reads it, or None when it is not a decimal
+    number whose float32 is finite."""
+    if not _DECIMAL.fullmatch(field):
+        return None
+    d = float(field)
+    f = _float32(d)
+    if math.isfinite(d) and f != d:
+        # double rounding goes wrong only from a double exactly halfway between two float32s
+        if math.isinf(f):
+            halfway = abs(d) == _FLOAT32_LIMIT
+        else:
+            halfway = (f + _neighbour(f, d)) / 2 == d
+        if halfway:
+            f = _exact_float32(field)
+    return f if math.isfinite(f) else None
+
+
+def _label_fault(field: bytes, shape: Shape) -> str | None:
+    small = _SMALL_INTEGER.fullmatch(field)
+    if small is not None:
+        label = float(int(small.group(1)))
+    else:
+        parsed = field_float32(field.strip(b" \t"))
+        assert parsed is not None  # the row's fields were checked before its label
+        label = parsed
+    # as the runtime compares: against the class count as a float32
+    if 0.0 <= label < _float32(float(shape.outputs)) and label == math.floor(label):
+        return None
+    return f"label {label:.9g} is not a class index in 0..{shape.outputs - 1}"
+
+
+def _row_fault(line: bytes, shape: Shape) -> str | None:
+    """What the runtime says of one line (no NUL, not blank), or None for a good row."""
+    fields = line.split(b",")
+    for i, field in enumerate(fields[: shape.columns]):
+        if field_float32(field.strip(b" \t")) is None:
+            return f"column {i + 1} is not a finite decimal number"
+    if len(fields) != shape.columns:
+        kind = "label" if shape.class_kind else "targets"
+        targets = 1 if shape.class_kind else shape.outputs
+        return (
+            f"{len(fields)} columns, expected {shape.columns} ({shape.features} features + "
+            f"{targets} {kind})"
+        )
+    if shape.class_kind:
+        return _label_fault(fields[-1], shape)
+    return None
+
+
+_ROW_PATTERNS: dict[int, re.Pattern[bytes]] = {}
+
+
+def _plain_row(columns: int) -> re.Pattern[bytes]:
+    pattern = _ROW_PATTERNS.get(columns)
+    if pattern is None:
+        pattern = re.compile(_PLAIN + rb"(?:," + _PLAIN + rb"){" + str(columns - 1).encode() + b"}")
+        _ROW_PATTERNS[columns] = pattern
+    return pattern
+
+
+def read_rows(content: bytes, shape: Shape) -> Rows:
+    """Every line of `content` by the runtime's rules: the row count, or the first fault. One
+    pass, linear in the bytes; a row of plain numbers (the common case) costs one regular
+    expression match, and only a class label is converted."""
+    lines = content.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # the newline that ends the last line starts no line
+    plain = _plain_row(shape.columns)
+    rows = 0
+    for number, line in enumerate(lines, 1):
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if b"\0" in line:
+            return Rows(rows, number, "contains a NUL byte")
+        if not line.strip(b" \t"):
+            continue
+        if plain.fullmatch(line):
+            fault = _label_fault(line.rpartition(b",")[2], shape) if shape.class_kind else None
+        else:
+            fault = _row_fault(line, shape)
+        if fault is not None:
+            return Rows(rows, number, fault)
+        rows += 1
+    return Rows(rows)
+
+
+_MEMO: OrderedDict[tuple[str, Shape], Rows] = OrderedDict()
+MEMO_ENTRIES = 256
+
+
+@dataclass
+class ReadCount:
+    """How many tables had their rows read (memo misses), for tests and benchmarks."""
+
+    tables: int = 0
+
+
+READS = ReadCount()
+
+
+def checked_rows(content: bytes, digest: str, shape: Shape) -> Rows:
+    """`read_rows`, once per (file digest, shape): the editor re-checks without re-reading."""
+    key = (digest, shape)
+    kept = _MEMO.get(key)
+    if kept is not None:
+        _MEMO.move_to_end(key)
+        return kept
+    rows = read_rows(content, shape)
+    READS.tables += 1
+    _MEMO[key] = rows
+    if len(_MEMO) > MEMO_ENTRIES:
+        _MEMO.popitem(last=False)
+    return rows
+
+
+def clear_memo() -> None:
+    _MEMO.clear()
