@@ -26,9 +26,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 _DECIMAL = re.compile(rb"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-# A field that is certainly a finite float32: no exponent and at most 38 integer digits
-# (below 10^38, under float32's largest 3.4e38). A row of such fields needs no float parsing.
-_PLAIN = rb"[ \t]*[+-]?(?:[0-9]{1,38}(?:\.[0-9]*)?|\.[0-9]+)[ \t]*"
+# A field that is certainly a finite float32 (below 10^38, under float32's largest 3.4e38): no
+# exponent and at most 38 integer digits, or at most 9 integer digits and an exponent of at
+# most 29 (or a negative one). A row of such fields needs no float parsing.
+_PLAIN = (
+    rb"[ \t]*[+-]?(?:[0-9]{1,38}(?:\.[0-9]*)?|\.[0-9]+"
+    rb"|(?:[0-9]{1,9}(?:\.[0-9]*)?|\.[0-9]+)[eE](?:-[0-9]+|\+?[0-2]?[0-9]))[ \t]*"
+)
 _SMALL_INTEGER = re.compile(rb"[ \t]*\+?([0-9]{1,7})[ \t]*")  # exact in float32, never negative
 _FLOAT32_LIMIT = 2.0**128 - 2.0**103  # halfway between the largest float32 and 2^128: inf
 
