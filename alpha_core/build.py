@@ -61,6 +61,7 @@ class Deployment:
     cpu: str | None = None  # the host CPU level to generate for (default: the target's baseline)
     resume: str = ""  # a checkpoint or capture folder every role resumes from; "" for fresh
     checkpoint_keep: int = 0  # published captures the root keeps; 0: every one
+    secret_file: str = ""  # where every role reads the launch secret; "" for none compiled in
 
 
 def kernels_object(program: Program, target: str, cpu: str | None = None) -> bytes:
@@ -146,6 +147,7 @@ def build_plan(
             checkpoint_dir=deployment.checkpoint_dir,
             resume=deployment.resume,
             checkpoint_keep=deployment.checkpoint_keep,
+            secret_file=deployment.secret_file,
         )
         exe = out_dir / role_file_name(schedule.name)
         source = program_c(program, deployment.data_path, schedule)

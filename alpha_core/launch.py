@@ -55,11 +55,39 @@ def startable(commands: Sequence[tuple[str, Sequence[str]]]) -> None:
             raise LaunchError(f"cannot start {role}: {program or '(no command)'} {why}")
 
 
+SECRET_BYTES = 32
+SECRET_FD_VARIABLE = "ALPHA_SECRET_FD"
+
+
+def new_secret() -> bytes:
+    """A fresh launch secret: 256 bits from the operating system's generator."""
+    import secrets
+
+    return secrets.token_bytes(SECRET_BYTES)
+
+
+def _secret_descriptor(secret: bytes) -> int:
+    """A pipe holding the secret, its writing end already closed: the role reads the 32 bytes
+    and then sees the end. The secret never appears on a command line or in a file."""
+    import os
+
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, secret)  # 32 bytes always fit in a pipe's buffer
+    finally:
+        os.close(write_end)
+    return read_end
+
+
 class Launch:
     """Every role started at once, each read by a thread of its own; events are passed to
     `on_event` (under one lock) as they are written, and `on_exit` gets each role's exit status
     and whether it was killed. A role can be killed by name (SIGKILL, as a crash would); `wait`
-    returns the outcomes in the order of `commands`."""
+    returns the outcomes in the order of `commands`.
+
+    Every launch has a fresh secret (`secret`, default new_secret()) that its roles prove to
+    each other in their handshake: each role inherits a pipe holding it, named by
+    ALPHA_SECRET_FD. The launcher keeps no copy once the roles are started."""
 
     def __init__(
         self,
@@ -67,7 +95,9 @@ class Launch:
         on_event: Callable[[str, dict[str, object]], None] | None = None,
         keep_events: bool = False,
         on_exit: Callable[[str, int, bool], None] | None = None,
+        secret: bytes | None = None,
     ) -> None:
+        import os
         import threading
 
         self._lock = threading.Lock()
@@ -78,16 +108,28 @@ class Launch:
         startable(commands)  # before any role starts: none is left waiting for a peer
         self.roles = [role for role, _ in commands]
         self._procs: dict[str, subprocess.Popen[str]] = {}
+        key = new_secret() if secret is None else secret
+        if len(key) != SECRET_BYTES:
+            raise ValueError(f"a launch secret is {SECRET_BYTES} bytes, not {len(key)}")
         for role, command in commands:
+            fd = _secret_descriptor(key)
             try:
                 self._procs[role] = subprocess.Popen(
-                    list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                    list(command),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    pass_fds=(fd,),
+                    env={**os.environ, SECRET_FD_VARIABLE: str(fd)},
                 )
             except OSError as e:  # e.g. an executable of another instruction set
                 for started in self._procs.values():
                     started.kill()
                     started.wait()
                 raise LaunchError(f"cannot start {role}: {command[0]}: {e.strerror}") from None
+            finally:
+                os.close(fd)
+        del key
         self._outcomes: dict[str, RoleOutcome] = {}
         self._threads = [
             threading.Thread(target=self._read, args=(role,), daemon=True) for role in self.roles
@@ -150,9 +192,10 @@ def run_role(
     command: Sequence[str],
     on_event: Callable[[str, dict[str, object]], None] | None = None,
     keep_events: bool = False,
+    secret: bytes | None = None,
 ) -> RoleOutcome:
     """Run one executable to its end, passing each event to `on_event` as it arrives."""
-    [outcome] = Launch([(role, command)], on_event, keep_events).wait()
+    [outcome] = Launch([(role, command)], on_event, keep_events, secret=secret).wait()
     return outcome
 
 
@@ -160,9 +203,11 @@ def run_roles(
     commands: Sequence[tuple[str, Sequence[str]]],
     on_event: Callable[[str, dict[str, object]], None] | None = None,
     keep_events: bool = False,
+    secret: bytes | None = None,
 ) -> list[RoleOutcome]:
-    """Start every role at once and wait for all of them; events arrive as they are written."""
-    return Launch(commands, on_event, keep_events).wait()
+    """Start every role at once (one fresh secret for all of them, unless `secret` is given)
+    and wait for all of them; events arrive as they are written."""
+    return Launch(commands, on_event, keep_events, secret=secret).wait()
 
 
 def free_port_base(count: int, host: str = "127.0.0.1") -> int:

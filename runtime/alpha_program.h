@@ -127,6 +127,8 @@ struct alpha_role {
                                  * every one */
     uint64_t state_start, state_count; /* the elements whose learner state this role holds
                                         * (count 0: all of them) */
+    const char *secret_file; /* where the launch secret is (a deployment input: a path, never
+                              * the secret); NULL or "": none compiled in */
 };
 
 extern const struct alpha_role ALPHA_ROLE;

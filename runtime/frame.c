@@ -110,6 +110,92 @@ const char *frame_decode_header(const uint8_t *bytes, size_t n, struct frame_hea
     return frame_decode_header_at(bytes, n, out, expect, 0);
 }
 
+const char *frame_decode_shape(const uint8_t *bytes, size_t n, struct frame_header *out,
+                               uint64_t max_count)
+{
+    memset(out, 0, sizeof *out);
+    if (n < FRAME_HEADER_BYTES)
+        return fail(REFUSAL_FRAME_CORRUPT, "a header of %llu bytes, not %llu", n,
+                    FRAME_HEADER_BYTES);
+    read_fields(bytes, out);
+    if (out->magic != FRAME_MAGIC)
+        return fail(REFUSAL_FRAME_CORRUPT, "bad magic %08llx (expected %08llx)", out->magic,
+                    FRAME_MAGIC);
+    if (out->version != FRAME_VERSION)
+        return fail(REFUSAL_FRAME_VERSION_MISMATCH, "frame version %llu, this role speaks %llu",
+                    out->version, FRAME_VERSION);
+    if (crc32c(bytes, 60) != out->header_crc)
+        return fail(REFUSAL_FRAME_CORRUPT, "header checksum %08llx, computed %08llx",
+                    out->header_crc, crc32c(bytes, 60));
+    if (out->reserved != 0)
+        return fail(REFUSAL_FRAME_CORRUPT, "reserved word %llu is not 0", out->reserved, 0);
+    if (out->count > max_count || out->payload_bytes > 4 * max_count)
+        return fail(REFUSAL_FRAME_OVERSIZE, "%llu payload bytes, at most %llu allowed",
+                    out->payload_bytes, 4 * max_count);
+    if (out->payload_bytes != 4 * out->count)
+        return fail(REFUSAL_FRAME_OVERSIZE, "%llu payload bytes for %llu elements of 4 bytes",
+                    out->payload_bytes, out->count);
+    return NULL;
+}
+
+const char *frame_check_fields(const struct frame_header *h, const struct frame_expect *e,
+                               uint64_t start)
+{
+    if (h->kind != e->kind)
+        return fail(REFUSAL_FRAME_UNEXPECTED, "a frame of kind %llu where kind %llu was expected",
+                    h->kind, e->kind);
+    return check_expected(h, e, start);
+}
+
+void frame_mac(const struct hmac *key, uint64_t seq, const uint8_t header[FRAME_HEADER_BYTES],
+               const void *payload, uint64_t bytes, const void *tail, uint64_t tail_bytes,
+               uint8_t out[FRAME_MAC_BYTES])
+{
+    struct hmac h = *key;
+    uint8_t counter[8];
+    put64(counter, seq);
+    hmac_update(&h, header, FRAME_HEADER_BYTES);
+    if (bytes)
+        hmac_update(&h, payload, (size_t)bytes);
+    if (tail_bytes)
+        hmac_update(&h, tail, (size_t)tail_bytes);
+    hmac_update(&h, counter, sizeof counter);
+    hmac_final(&h, out);
+}
+
+const char *frame_check_mac(const struct hmac *key, uint64_t seq,
+                            const uint8_t header[FRAME_HEADER_BYTES], const void *payload,
+                            uint64_t bytes, const void *tail, uint64_t tail_bytes,
+                            const uint8_t mac[FRAME_MAC_BYTES])
+{
+    uint8_t want[FRAME_MAC_BYTES];
+    frame_mac(key, seq, header, payload, bytes, tail, tail_bytes, want);
+    if (!hmac_equal(want, mac, FRAME_MAC_BYTES))
+        return fail(REFUSAL_FRAME_FORGED, "its MAC is not that of frame %llu on this link under "
+                    "the link's key (forged, replayed, reordered or from another link)", seq, 0);
+    return NULL;
+}
+
+const char *frame_open(const struct hmac *key, uint64_t seq, const uint8_t *bytes, size_t n,
+                       struct frame_header *out, const struct frame_expect *e, uint64_t start)
+{
+    const char *refused = frame_decode_shape(bytes, n, out, e->count);
+    if (refused)
+        return refused;
+    if (out->payload_bytes != 4 * e->count) /* not read: its size is not the one expected */
+        return frame_check_fields(out, e, start);
+    if (n != FRAME_HEADER_BYTES + out->payload_bytes + FRAME_MAC_BYTES)
+        return fail(REFUSAL_FRAME_CORRUPT, "%llu bytes where a frame of %llu was announced", n,
+                    FRAME_HEADER_BYTES + out->payload_bytes + FRAME_MAC_BYTES);
+    const uint8_t *payload = bytes + FRAME_HEADER_BYTES;
+    refused = frame_check_mac(key, seq, bytes, payload, out->payload_bytes, NULL, 0,
+                              payload + out->payload_bytes);
+    if (!refused && crc32c(payload, (size_t)out->payload_bytes) != out->payload_crc)
+        refused = fail(REFUSAL_FRAME_CORRUPT, "payload checksum %08llx, computed %08llx",
+                       out->payload_crc, crc32c(payload, (size_t)out->payload_bytes));
+    return refused ? refused : frame_check_fields(out, e, start);
+}
+
 const char *frame_decode_header_at(const uint8_t *bytes, size_t n, struct frame_header *out,
                                    const struct frame_expect *expect, uint64_t start)
 {
@@ -171,6 +257,8 @@ void frame_encode_hello(const struct hello *h, uint8_t out[FRAME_HELLO_BYTES])
     put32(payload + 36, h->epoch);
     put32(payload + 40, h->n_roles);
     put32(payload + 44, 0);
+    memcpy(payload + 48, h->nonce, 32);
+    memcpy(payload + 80, h->proof, 32);
     struct frame_header header = {
         .kind = FRAME_HELLO,
         .sender = h->sender,
@@ -189,8 +277,63 @@ const char *frame_decode_hello(const struct frame_header *h, const uint8_t *payl
     out->receiver = get32(payload + 32);
     out->epoch = get32(payload + 36);
     out->n_roles = get32(payload + 40);
+    memcpy(out->nonce, payload + 48, 32);
+    memcpy(out->proof, payload + 80, 32);
     if (get32(payload + 44) != 0)
         return fail(REFUSAL_FRAME_CORRUPT, "HELLO reserved word %llu is not 0",
                     get32(payload + 44), 0);
     return NULL;
+}
+
+/* The fields a proof or key covers, in a fixed little-endian order. */
+static size_t transcript(uint8_t *out, const char *label, const uint8_t dialer_nonce[32],
+                         const uint8_t acceptor_nonce[32], const struct hello *h)
+{
+    size_t n = strlen(label) + 1; /* the NUL too: no label is a prefix of another's input */
+    memcpy(out, label, n);
+    memcpy(out + n, dialer_nonce, 32);
+    memcpy(out + n + 32, acceptor_nonce, 32);
+    memcpy(out + n + 64, h->plan_identity, 32);
+    put32(out + n + 96, h->sender);
+    put32(out + n + 100, h->receiver);
+    put32(out + n + 104, h->epoch);
+    put32(out + n + 108, h->n_roles);
+    return n + 112;
+}
+
+void frame_proof(const uint8_t secret[32], int from_dialer, const struct hello *own,
+                 const uint8_t dialer_nonce[32], const uint8_t acceptor_nonce[32],
+                 uint8_t out[32])
+{
+    uint8_t input[160];
+    size_t n = transcript(input, from_dialer ? "alpha-2 dialer proof" : "alpha-2 acceptor proof",
+                          dialer_nonce, acceptor_nonce, own);
+    hmac_sha256(secret, 32, input, n, out);
+}
+
+void frame_link_keys(const uint8_t secret[32], const struct hello *dialer,
+                     const uint8_t acceptor_nonce[32], uint8_t to_acceptor[32],
+                     uint8_t to_dialer[32])
+{
+    uint8_t input[160];
+    size_t n = transcript(input, "alpha-2 key dialer to acceptor", dialer->nonce, acceptor_nonce,
+                          dialer);
+    hmac_sha256(secret, 32, input, n, to_acceptor);
+    n = transcript(input, "alpha-2 key acceptor to dialer", dialer->nonce, acceptor_nonce,
+                   dialer);
+    hmac_sha256(secret, 32, input, n, to_dialer);
+    hmac_wipe(input, sizeof input);
+}
+
+void frame_encode_auth(uint32_t sender, const uint8_t proof[32], uint8_t out[FRAME_AUTH_BYTES])
+{
+    memcpy(out + FRAME_HEADER_BYTES, proof, 32);
+    struct frame_header header = {
+        .kind = FRAME_AUTH,
+        .sender = sender,
+        .count = FRAME_AUTH_COUNT,
+        .payload_bytes = 4 * FRAME_AUTH_COUNT,
+        .payload_crc = crc32c(out + FRAME_HEADER_BYTES, 4 * FRAME_AUTH_COUNT),
+    };
+    frame_encode_header(&header, out);
 }

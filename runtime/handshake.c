@@ -1,8 +1,19 @@
 /* Opening the links at start-up. The role listens first (when any link accepts), so that peers
  * connecting to it succeed from then on; then it connects to every peer it dials, retrying
- * every 20 ms, and sends each its HELLO; then one poll loop accepts connections and reads every
- * HELLO until each link is matched. No step waits on another role's progress, only on its
- * being started, so roles may start in any order. Deadline: connect_timeout_ms from the start. */
+ * every 20 ms, and sends each its HELLO; then one poll loop accepts connections and runs the
+ * handshake on each until every link is open. No step waits on another role's progress, only on
+ * its being started, so roles may start in any order. Deadline: connect_timeout_ms from the
+ * start, for the whole handshake (a peer trickling bytes does not extend it).
+ *
+ * The handshake is a mutual challenge-response keyed by the launch secret (frame.h):
+ *   dialer -> acceptor  HELLO (its fields, nonce Nd)
+ *   acceptor -> dialer  HELLO (its fields, nonce Na, proof over Nd, Na and its fields)
+ *   dialer -> acceptor  AUTH  (proof over Nd, Na and the dialer's fields)
+ * Each side checks the other's proof before it believes anything the other said. A listener
+ * drops, by name in a stranger-dropped event, every connection that has not proven itself
+ * (garbage, a wrong proof, a connection that leaves half-way) and keeps waiting for the real
+ * peer; only a peer that proved it holds the secret and then disagrees (another plan, role or
+ * epoch) refuses the run. A dialer refuses whatever answers it wrongly: it chose the address. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
@@ -13,32 +24,40 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "events.h"
 #include "frame.h"
 #include "net.h"
 #include "refusal.h"
+#include "secret.h"
 #include "sockets.h"
 
 #define MAX_STRANGERS 16
 
-/* A connection whose HELLO is still arriving: one we dialled (link >= 0) or one we accepted and
- * cannot name yet (link = -1). */
+/* A connection still in its handshake: one we dialled (link >= 0) or one we accepted and
+ * cannot name yet (link = -1). An accepted one first awaits the dialer's HELLO (stage 0), then,
+ * once answered, its AUTH (stage 1). */
 struct conn {
     int fd;
     int32_t link;
-    uint32_t got;
+    uint32_t stage;
+    uint32_t got, want;
+    uint64_t arrival; /* order of acceptance, for making room */
     char address[64];
     char label[160]; /* "left at 127.0.0.1:4000" or "a connection from 127.0.0.1:51234" */
     uint8_t bytes[FRAME_HELLO_BYTES];
+    struct hello mine, theirs;
 };
 
 struct opening {
     struct net *n;
+    const uint8_t *secret;
     uint8_t identity[32];
     uint64_t deadline;
     uint32_t timeout_ms;
     int listener;
     struct conn *conns;
     uint32_t n_conns, cap;
+    uint64_t arrivals, dropped;
 };
 
 static int hex_value(char c)
@@ -70,17 +89,37 @@ static const char *peer_name(const struct net *n, uint32_t index, char buffer[96
     return buffer;
 }
 
-static void send_hello(struct opening *o, int fd, uint32_t receiver, const char *to)
+/* This role's HELLO to `receiver`, with a fresh nonce and no proof yet. */
+static void own_hello(struct opening *o, uint32_t receiver, struct hello *h)
 {
     const struct alpha_role *r = o->n->r;
-    struct hello h = {.sender = r->index, .receiver = receiver, .epoch = r->epoch,
-                      .n_roles = r->n_roles};
-    memcpy(h.plan_identity, o->identity, 32);
-    uint8_t bytes[FRAME_HELLO_BYTES];
-    frame_encode_hello(&h, bytes);
-    if (socket_send_all(fd, bytes, sizeof bytes, o->deadline) != 0)
-        refuse(REFUSAL_PEER_LOST, "%s closed the connection during the handshake: %s", to,
-               strerror(errno));
+    *h = (struct hello){.sender = r->index, .receiver = receiver, .epoch = r->epoch,
+                        .n_roles = r->n_roles};
+    memcpy(h->plan_identity, o->identity, 32);
+    secret_random(h->nonce, sizeof h->nonce);
+}
+
+static int send_bytes(struct opening *o, int fd, const uint8_t *bytes, size_t size)
+{
+    return socket_send_all(fd, bytes, size, o->deadline);
+}
+
+/* A stranger leaves: told in the event stream, never a refusal of this role. */
+static void drop(struct opening *o, struct conn *c, const char *name, const char *message)
+{
+    printf("{\"event\":\"stranger-dropped\",\"role\":");
+    json_string(stdout, o->n->r->name);
+    printf(",\"from\":");
+    json_string(stdout, c->address);
+    printf(",\"name\":");
+    json_string(stdout, name);
+    printf(",\"message\":");
+    json_string(stdout, message);
+    printf("}\n");
+    fflush(stdout);
+    close(c->fd);
+    c->fd = -1;
+    o->dropped++;
 }
 
 static void add_conn(struct opening *o, int fd, int32_t link, const char *address)
@@ -88,7 +127,8 @@ static void add_conn(struct opening *o, int fd, int32_t link, const char *addres
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     net_set_socket_options(fd);
     struct conn *c = &o->conns[o->n_conns++];
-    *c = (struct conn){.fd = fd, .link = link};
+    *c = (struct conn){.fd = fd, .link = link, .want = FRAME_HELLO_BYTES,
+                       .arrival = o->arrivals++};
     snprintf(c->address, sizeof c->address, "%s", address);
     if (link >= 0)
         snprintf(c->label, sizeof c->label, "%.64s at %s", o->n->links[link].link->peer_name,
@@ -115,7 +155,12 @@ static void connect_to_peer(struct opening *o, uint32_t k)
             if (socket_try_connect(a, o->deadline, &fd) == 0) {
                 freeaddrinfo(found);
                 add_conn(o, fd, (int32_t)k, address);
-                send_hello(o, fd, l->peer, l->peer_name);
+                struct conn *c = &o->conns[o->n_conns - 1];
+                own_hello(o, l->peer, &c->mine);
+                frame_encode_hello(&c->mine, c->bytes);
+                if (send_bytes(o, fd, c->bytes, FRAME_HELLO_BYTES) != 0)
+                    refuse(REFUSAL_PEER_LOST, "%s closed the connection during the handshake: "
+                           "%s", c->label, strerror(errno));
                 return;
             }
             why = strerror(errno);
@@ -129,23 +174,22 @@ static void connect_to_peer(struct opening *o, uint32_t k)
     }
 }
 
-/* Which accept link the HELLO names, after the identity checks (refusing on any mismatch). */
-static uint32_t check_hello(struct opening *o, struct conn *c, const struct hello *h)
+/* Which link an authenticated peer's HELLO names, after the identity checks (refusing on any
+ * mismatch: it holds the secret, so it is part of this launch and disagrees about the run). */
+static uint32_t check_peer(struct opening *o, struct conn *c)
 {
     struct net *n = o->n;
     const struct alpha_role *r = n->r;
+    const struct hello *h = &c->theirs;
     char buffer[96], theirs[17];
     const char *who = peer_name(n, h->sender, buffer);
     for (int i = 0; i < 8; i++)
         snprintf(theirs + 2 * i, 3, "%02x", h->plan_identity[i]);
     int accepted = c->link < 0;
-    if (memcmp(h->plan_identity, o->identity, 32) != 0) {
-        if (accepted)
-            send_hello(o, c->fd, h->sender, who);
+    if (memcmp(h->plan_identity, o->identity, 32) != 0)
         refuse(REFUSAL_PLAN_IDENTITY_MISMATCH, "%s says it is %s and runs plan identity %s..., "
                "but %s runs %.16s...: both must be built from the same system and plan",
                c->label, who, theirs, r->name, r->plan_identity);
-    }
     uint32_t k = accepted ? n->n_links : (uint32_t)c->link;
     for (uint32_t i = 0; accepted && i < n->n_links; i++)
         if (n->links[i].link->accept && n->links[i].link->peer == h->sender && n->links[i].fd < 0)
@@ -154,53 +198,153 @@ static uint32_t check_hello(struct opening *o, struct conn *c, const struct hell
         refuse(REFUSAL_ROLE_IDENTITY_MISMATCH, "%s says it is %s talking to role index %u, but "
                "this is %s (role index %u)%s", c->label, who, (unsigned)h->receiver, r->name,
                (unsigned)r->index, accepted ? ", which expects no such connection" : "");
-    if (h->epoch != r->epoch || h->n_roles != r->n_roles) {
-        if (accepted)
-            send_hello(o, c->fd, h->sender, who);
+    if (h->epoch != r->epoch || h->n_roles != r->n_roles)
         refuse(REFUSAL_MEMBERSHIP_EPOCH_MISMATCH, "%s says it is %s in membership epoch %u of %u "
                "roles, but %s is in epoch %u of %u roles", c->label, who, (unsigned)h->epoch,
                (unsigned)h->n_roles, r->name, (unsigned)r->epoch, (unsigned)r->n_roles);
-    }
     return k;
 }
 
-/* Reads what arrived on c; when its HELLO is complete and right, its link is open. */
-static void read_hello(struct opening *o, struct conn *c)
+/* The link is open: its keys (one per direction) and sequence numbers start. */
+static void open_link(struct opening *o, struct conn *c, uint32_t k)
 {
-    ssize_t got = recv(c->fd, c->bytes + c->got, FRAME_HELLO_BYTES - c->got, 0);
-    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-        return;
-    if (got <= 0 && c->link < 0 && c->got == 0) { /* a probe that connected and left */
-        close(c->fd);
-        c->fd = -1;
-        return;
-    }
-    if (got <= 0)
-        refuse(c->link >= 0 ? REFUSAL_PEER_LOST : REFUSAL_FRAME_CORRUPT, "%s closed the "
-               "connection after %u bytes of its HELLO%s", c->label, (unsigned)c->got,
-               c->link >= 0 ? " (it may have refused this role: see its events)" : "");
-    c->got += (uint32_t)got;
-    if (c->got < FRAME_HEADER_BYTES)
-        return;
+    struct net_link *link = &o->n->links[k];
+    const struct hello *dialer = c->link >= 0 ? &c->mine : &c->theirs;
+    const uint8_t *acceptor_nonce = c->link >= 0 ? c->theirs.nonce : c->mine.nonce;
+    uint8_t to_acceptor[32], to_dialer[32];
+    frame_link_keys(o->secret, dialer, acceptor_nonce, to_acceptor, to_dialer);
+    hmac_init(&link->send_key, c->link >= 0 ? to_acceptor : to_dialer, 32);
+    hmac_init(&link->recv_key, c->link >= 0 ? to_dialer : to_acceptor, 32);
+    hmac_wipe(to_acceptor, sizeof to_acceptor);
+    hmac_wipe(to_dialer, sizeof to_dialer);
+    link->send_seq = link->recv_seq = 0;
+    link->fd = c->fd;
+    snprintf(link->address, sizeof link->address, "%s", c->address);
+    c->fd = -1;
+}
+
+/* A whole message has arrived on a connection we dialled: the acceptor's HELLO. */
+static void dialer_answered(struct opening *o, struct conn *c)
+{
     struct frame_expect e = {FRAME_HELLO, FRAME_ANY, 0, 0, 0, 0, FRAME_HELLO_COUNT};
     struct frame_header h;
-    const char *refused = frame_decode_header(c->bytes, c->got, &h, &e);
-    if (!refused && c->got < FRAME_HELLO_BYTES)
-        return;
-    struct hello hello;
+    const char *refused = frame_decode(c->bytes, c->got, &h, &e);
     if (!refused)
-        refused = frame_decode(c->bytes, c->got, &h, &e);
-    if (!refused)
-        refused = frame_decode_hello(&h, c->bytes + FRAME_HEADER_BYTES, &hello);
+        refused = frame_decode_hello(&h, c->bytes + FRAME_HEADER_BYTES, &c->theirs);
     if (refused)
         refuse(refused, "%s, in the handshake with %s: %s", c->label, o->n->r->name,
                frame_reason());
-    uint32_t k = check_hello(o, c, &hello);
-    if (c->link < 0)
-        send_hello(o, c->fd, hello.sender, o->n->links[k].link->peer_name);
-    o->n->links[k].fd = c->fd;
-    snprintf(o->n->links[k].address, sizeof o->n->links[k].address, "%s", c->address);
-    c->fd = -1;
+    uint8_t proof[32];
+    frame_proof(o->secret, 0, &c->theirs, c->mine.nonce, c->theirs.nonce, proof);
+    if (!hmac_equal(proof, c->theirs.proof, 32))
+        refuse(REFUSAL_PEER_UNAUTHENTICATED, "%s answered without proof of this launch's secret "
+               "(its HELLO's proof does not verify): it is not a role of this launch",
+               c->label);
+    /* Prove ourselves before judging what it said, so that a peer of this launch that disagrees
+     * (another plan or epoch) learns it was a peer and names the disagreement too. */
+    frame_proof(o->secret, 1, &c->mine, c->mine.nonce, c->theirs.nonce, proof);
+    uint8_t auth[FRAME_AUTH_BYTES];
+    frame_encode_auth(o->n->r->index, proof, auth);
+    if (send_bytes(o, c->fd, auth, sizeof auth) != 0)
+        refuse(REFUSAL_PEER_LOST, "%s closed the connection during the handshake: %s",
+               c->label, strerror(errno));
+    open_link(o, c, check_peer(o, c));
+}
+
+/* A whole message has arrived on a connection we accepted: the dialer's HELLO (answered with
+ * ours and our proof) or its AUTH (checked; then the link opens). */
+static void acceptor_got(struct opening *o, struct conn *c)
+{
+    char message[400];
+    struct frame_header h;
+    if (c->stage == 0) {
+        struct frame_expect e = {FRAME_HELLO, FRAME_ANY, 0, 0, 0, 0, FRAME_HELLO_COUNT};
+        const char *refused = frame_decode(c->bytes, c->got, &h, &e);
+        if (!refused)
+            refused = frame_decode_hello(&h, c->bytes + FRAME_HEADER_BYTES, &c->theirs);
+        if (refused) {
+            snprintf(message, sizeof message, "%s sent no HELLO of this protocol: %s", c->label,
+                     frame_reason());
+            drop(o, c, refused, message);
+            return;
+        }
+        own_hello(o, c->theirs.sender, &c->mine);
+        frame_proof(o->secret, 0, &c->mine, c->theirs.nonce, c->mine.nonce, c->mine.proof);
+        uint8_t answer[FRAME_HELLO_BYTES];
+        frame_encode_hello(&c->mine, answer);
+        if (send_bytes(o, c->fd, answer, sizeof answer) != 0) {
+            snprintf(message, sizeof message, "%s left before our HELLO reached it: %s",
+                     c->label, strerror(errno));
+            drop(o, c, REFUSAL_PEER_LOST, message);
+            return;
+        }
+        c->stage = 1, c->got = 0, c->want = FRAME_AUTH_BYTES;
+        return;
+    }
+    struct frame_expect e = {FRAME_AUTH, c->theirs.sender, 0, 0, 0, 0, FRAME_AUTH_COUNT};
+    const char *refused = frame_decode(c->bytes, c->got, &h, &e);
+    if (refused) {
+        snprintf(message, sizeof message, "%s sent no AUTH of this protocol: %s", c->label,
+                 frame_reason());
+        drop(o, c, refused, message);
+        return;
+    }
+    uint8_t proof[32];
+    frame_proof(o->secret, 1, &c->theirs, c->theirs.nonce, c->mine.nonce, proof);
+    if (!hmac_equal(proof, c->bytes + FRAME_HEADER_BYTES, 32)) {
+        snprintf(message, sizeof message, "%s gave no proof of this launch's secret (its AUTH "
+                 "does not verify)", c->label);
+        drop(o, c, REFUSAL_PEER_UNAUTHENTICATED, message);
+        return;
+    }
+    open_link(o, c, check_peer(o, c));
+}
+
+/* Reads what arrived on c; a whole message goes on to its side of the handshake. */
+static void read_conn(struct opening *o, struct conn *c)
+{
+    ssize_t got = recv(c->fd, c->bytes + c->got, c->want - c->got, 0);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return;
+    if (got <= 0 && c->link < 0 && c->got == 0 && c->stage == 0) {
+        close(c->fd); /* a probe that connected and left */
+        c->fd = -1;
+        return;
+    }
+    if (got <= 0 && c->link < 0) {
+        char message[300];
+        snprintf(message, sizeof message, "%s closed the connection after %u bytes of its %s",
+                 c->label, (unsigned)c->got, c->stage ? "AUTH" : "HELLO");
+        drop(o, c, got < 0 ? REFUSAL_PEER_LOST : REFUSAL_FRAME_CORRUPT, message);
+        return;
+    }
+    if (got <= 0)
+        refuse(REFUSAL_PEER_LOST, "%s closed the connection after %u bytes of its HELLO (it may "
+               "have refused this role: see its events)", c->label, (unsigned)c->got);
+    c->got += (uint32_t)got;
+    if (c->got >= FRAME_HEADER_BYTES && c->got < c->want) {
+        /* A header that is already wrong need not be waited out. */
+        struct frame_expect e = {c->stage ? FRAME_AUTH : FRAME_HELLO, FRAME_ANY, 0, 0, 0, 0,
+                                 c->stage ? FRAME_AUTH_COUNT : FRAME_HELLO_COUNT};
+        struct frame_header h;
+        const char *refused = frame_decode_header(c->bytes, c->got, &h, &e);
+        if (refused && c->link >= 0)
+            refuse(refused, "%s, in the handshake with %s: %s", c->label, o->n->r->name,
+                   frame_reason());
+        if (refused) {
+            char message[400];
+            snprintf(message, sizeof message, "%s sent no %s of this protocol: %s", c->label,
+                     c->stage ? "AUTH" : "HELLO", frame_reason());
+            drop(o, c, refused, message);
+        }
+        return;
+    }
+    if (c->got < c->want)
+        return;
+    if (c->link >= 0)
+        dialer_answered(o, c);
+    else
+        acceptor_got(o, c);
 }
 
 static void accept_one(struct opening *o)
@@ -210,9 +354,23 @@ static void accept_one(struct opening *o)
     int fd = accept(o->listener, (struct sockaddr *)&from, &size);
     if (fd < 0)
         return;
-    if (o->n_conns == o->cap) { /* more strangers at once than we will listen to */
-        close(fd);
-        return;
+    if (o->n_conns == o->cap) {
+        /* Full of connections that have not proven themselves: the oldest stranger makes room,
+         * so that strangers cannot keep the real peer out. */
+        struct conn *oldest = NULL;
+        for (uint32_t i = 0; i < o->n_conns; i++)
+            if (o->conns[i].fd >= 0 && o->conns[i].link < 0 &&
+                (!oldest || o->conns[i].arrival < oldest->arrival))
+                oldest = &o->conns[i];
+        if (!oldest) {
+            close(fd);
+            return;
+        }
+        char message[300];
+        snprintf(message, sizeof message, "%s was dropped to make room: %u connections had not "
+                 "authenticated", oldest->label, (unsigned)MAX_STRANGERS);
+        drop(o, oldest, REFUSAL_PEER_UNAUTHENTICATED, message);
+        *oldest = o->conns[--o->n_conns];
     }
     char address[64];
     socket_describe((struct sockaddr *)&from, size, address);
@@ -222,16 +380,17 @@ static void accept_one(struct opening *o)
 static _Noreturn void expired(struct opening *o)
 {
     struct net *n = o->n;
-    for (uint32_t i = 0; i < o->n_conns; i++)
-        if (o->conns[i].fd >= 0 && o->conns[i].link < 0 && o->conns[i].got > 0)
-            refuse(REFUSAL_PEER_TIMEOUT, "a connection from %s sent %u of the %u bytes of a "
-                   "HELLO within %u ms", o->conns[i].address, (unsigned)o->conns[i].got,
-                   (unsigned)FRAME_HELLO_BYTES, (unsigned)o->timeout_ms);
+    char strangers[96] = "";
+    if (o->dropped)
+        snprintf(strangers, sizeof strangers, " (%llu stranger%s dropped: see the "
+                 "stranger-dropped events)", (unsigned long long)o->dropped,
+                 o->dropped == 1 ? "" : "s");
     for (uint32_t k = 0; k < n->n_links; k++)
         if (n->links[k].fd < 0 && n->links[k].link->accept)
-            refuse(REFUSAL_PEER_UNREACHABLE, "%s never connected to %s on %s:%u within %u ms",
-                   n->links[k].link->peer_name, n->r->name, n->r->listen_host,
-                   (unsigned)n->r->listen_port, (unsigned)o->timeout_ms);
+            refuse(REFUSAL_PEER_UNREACHABLE, "%s never connected to %s on %s:%u and proved "
+                   "itself within %u ms%s", n->links[k].link->peer_name, n->r->name,
+                   n->r->listen_host, (unsigned)n->r->listen_port, (unsigned)o->timeout_ms,
+                   strangers);
     for (uint32_t i = 0; i < o->n_conns; i++)
         if (o->conns[i].fd >= 0 && o->conns[i].link >= 0)
             refuse(REFUSAL_PEER_TIMEOUT, "%s did not answer the HELLO within %u ms",
@@ -248,12 +407,14 @@ static int all_open(const struct net *n)
     return 1;
 }
 
-void net_open(struct net *n, const struct alpha_program *p, const struct alpha_role *r)
+void net_open(struct net *n, const struct alpha_program *p, const struct alpha_role *r,
+              const uint8_t secret[32])
 {
     net_init(n, p, r);
     if (n->n_links == 0)
         return;
-    struct opening o = {.n = n, .timeout_ms = r->connect_timeout_ms, .listener = -1};
+    struct opening o = {.n = n, .secret = secret, .timeout_ms = r->connect_timeout_ms,
+                        .listener = -1};
     o.deadline = net_now_ms() + r->connect_timeout_ms;
     parse_identity(r->plan_identity, o.identity);
     o.cap = n->n_links + MAX_STRANGERS;
@@ -273,25 +434,26 @@ void net_open(struct net *n, const struct alpha_program *p, const struct alpha_r
             if (o.conns[i].fd >= 0)
                 fds[m++] = (struct pollfd){o.conns[i].fd, POLLIN, 0};
         int ready = poll(fds, m, net_wait_ms(o.deadline));
-        if (ready == 0 || (ready < 0 && errno != EINTR))
+        if (ready == 0 || (ready < 0 && errno != EINTR) || net_now_ms() >= o.deadline)
             expired(&o);
-        if (o.listener >= 0 && fds[0].revents)
-            accept_one(&o);
         for (uint32_t i = 0; i < o.n_conns && !all_open(n); i++)
             if (o.conns[i].fd >= 0)
-                read_hello(&o, &o.conns[i]);
+                read_conn(&o, &o.conns[i]);
         /* Forget finished connections, so strangers that came and went leave room. */
         uint32_t kept = 0;
         for (uint32_t i = 0; i < o.n_conns; i++)
             if (o.conns[i].fd >= 0)
                 o.conns[kept++] = o.conns[i];
         o.n_conns = kept;
+        if (o.listener >= 0 && m > 0 && fds[0].revents && !all_open(n))
+            accept_one(&o);
     }
-    /* Every link is matched: nobody else may join. */
+    /* Every link is open: nobody else may join. */
     for (uint32_t i = 0; i < o.n_conns; i++)
         close(o.conns[i].fd);
     if (o.listener >= 0)
         close(o.listener);
+    hmac_wipe(o.conns, o.cap * sizeof *o.conns);
     free(o.conns);
     free(fds);
 }

@@ -12,11 +12,13 @@
 #include "evaluate.h"
 #include "events.h"
 #include "files.h"
+#include "hmac.h"
 #include "params_file.h"
 #include "refusal.h"
 #include "net.h"
 #include "resume.h"
 #include "schedule.h"
+#include "secret.h"
 #include "sha256.h"
 
 struct options {
@@ -24,6 +26,7 @@ struct options {
     const char *params_out;
     const char *resume;        /* a checkpoint or capture folder, or NULL */
     const char *checkpoint_dir;
+    const char *secret_file;   /* --secret-file: where the launch secret is (secret.h) */
     uint32_t keep;             /* --checkpoint-keep: published captures kept; 0: all */
     int quiet, evaluate_only;
 };
@@ -31,7 +34,7 @@ struct options {
 static const char USAGE[] =
     "usage: %s [--data PATH] [--params-out PATH] [--checkpoint-dir PATH]\n"
     "       [--checkpoint-keep N] [--resume PATH | --fresh] [--evaluate-only] [--quiet]\n"
-    "       [--help]\n"
+    "       [--secret-file PATH] [--help]\n"
     "\n"
     "Runs role %s of system %s; the role that writes parameters writes them (little-endian\n"
     "float32) to PATH.\n"
@@ -45,6 +48,8 @@ static const char USAGE[] =
     "  --fresh                start from round 0 even when the build names a resume path\n"
     "  --evaluate-only        with --resume: evaluate the capture's parameters, train nothing\n"
     "  --quiet                no step events\n"
+    "  --secret-file PATH     the launch secret (32 bytes, mode 0600) for a role with links;\n"
+    "                         else the descriptor in ALPHA_SECRET_FD, else the build's file\n"
     "Events are JSON lines on stdout; exit 0 done, 2 bad usage, 3 refused.\n";
 
 /* s + suffix in a new string. */
@@ -65,13 +70,13 @@ static struct options parse_options(int argc, char **argv)
     char keep_text[32] = "keep every capture";
     if (ALPHA_ROLE.checkpoint_keep)
         snprintf(keep_text, sizeof keep_text, "%u", (unsigned)ALPHA_ROLE.checkpoint_keep);
-    struct options o = {NULL, NULL, resume, dir, ALPHA_ROLE.checkpoint_keep, 0, 0};
+    struct options o = {NULL, NULL, resume, dir, NULL, ALPHA_ROLE.checkpoint_keep, 0, 0};
     static const char *const valued[] = {"--data", "--params-out", "--resume",
-                                         "--checkpoint-dir"};
+                                         "--checkpoint-dir", "--secret-file"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int v = 0;
-        while (v < 4 && strcmp(a, valued[v]) != 0)
+        while (v < 5 && strcmp(a, valued[v]) != 0)
             v++;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             printf(USAGE, self, ALPHA_ROLE.name, ALPHA_PROGRAM.system,
@@ -93,10 +98,11 @@ static struct options parse_options(int argc, char **argv)
                 refuse(REFUSAL_USAGE, "--checkpoint-keep needs a count of captures from 1 to "
                        "999999999, not '%s'", n);
             o.keep = (uint32_t)keep;
-        } else if (v < 4) {
+        } else if (v < 5) {
             if (i + 1 >= argc)
                 refuse(REFUSAL_USAGE, "%s needs a path", a);
-            const char **slot[] = {&o.data_path, &o.params_out, &o.resume, &o.checkpoint_dir};
+            const char **slot[] = {&o.data_path, &o.params_out, &o.resume, &o.checkpoint_dir,
+                                   &o.secret_file};
             *slot[v] = argv[++i];
         } else {
             refuse(REFUSAL_USAGE, "unknown argument %s (try --help)", a);
@@ -188,6 +194,10 @@ int main(int argc, char **argv)
     schedule_check(&s, p, role);
     event_start(p);
 
+    /* The launch secret, read at start-up by a role with links (and only then). */
+    uint8_t secret[SECRET_BYTES] = {0};
+    if (role->n_links > 0 && !o.evaluate_only)
+        secret_load(o.secret_file, role->secret_file, secret);
     struct dataset d;
     data_load(p, o.data_path, &d);
 
@@ -207,7 +217,8 @@ int main(int argc, char **argv)
     }
 
     struct net net;
-    net_open(&net, p, role);
+    net_open(&net, p, role, secret);
+    hmac_wipe(secret, sizeof secret); /* the links hold their own keys now */
     float loss = schedule_train(&s, &d, &net, o.quiet);
     const float *params = s.params;
 

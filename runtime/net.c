@@ -1,6 +1,10 @@
 /* Frames on open links, every round. Sockets are non-blocking; every wait is a poll() with a
- * deadline of io_timeout_ms of silence. While a role waits for a frame it keeps sending what it
- * has queued, so pieces crossing in both directions cannot block each other. */
+ * deadline: a whole frame must arrive within io_timeout_ms of the role starting to wait for it,
+ * and everything queued must leave within io_timeout_ms of net_flush (a peer trickling bytes,
+ * or taking them a byte at a time, does not move the deadline). While a role waits for a frame
+ * it keeps sending what it has queued, so pieces crossing in both directions cannot block each
+ * other. Every frame is followed by its MAC; a received frame's MAC is checked before anything
+ * the header says beyond its size is believed. */
 #define _POSIX_C_SOURCE 200809L
 #include "net.h"
 
@@ -57,21 +61,22 @@ static int progress(struct net *n, struct net_link *k)
     int moved = 0;
     while (k->count > 0) {
         struct net_send *s = &k->queue[k->head];
-        struct iovec parts[3] = {
+        struct iovec parts[4] = {
             {s->header, 64},
             {(void *)s->payload, (size_t)s->bytes},
             {(void *)s->tail, (size_t)s->tail_bytes},
+            {s->mac, FRAME_MAC_BYTES},
         };
         uint64_t skip = s->done;
         int first = 0;
-        while (first < 3 && skip >= parts[first].iov_len) {
+        while (first < 4 && skip >= parts[first].iov_len) {
             skip -= parts[first].iov_len;
             first++;
         }
         parts[first].iov_base = (uint8_t *)parts[first].iov_base + skip;
         parts[first].iov_len -= (size_t)skip;
         struct msghdr msg = {.msg_iov = parts + first};
-        msg.msg_iovlen = (__typeof__(msg.msg_iovlen))(3 - first); /* int in musl, size_t in glibc */
+        msg.msg_iovlen = (__typeof__(msg.msg_iovlen))(4 - first); /* int in musl, size_t in glibc */
         ssize_t sent = sendmsg(k->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             return moved;
@@ -79,7 +84,7 @@ static int progress(struct net *n, struct net_link *k)
             lost(n, k, "closed its connection while we sent to it", sent < 0 ? errno : 0);
         moved = 1;
         s->done += (uint64_t)sent;
-        if (s->done == 64 + s->bytes + s->tail_bytes) {
+        if (s->done == 64 + s->bytes + s->tail_bytes + FRAME_MAC_BYTES) {
             k->head = (k->head + 1) % k->cap;
             k->count--;
         }
@@ -88,8 +93,8 @@ static int progress(struct net *n, struct net_link *k)
 }
 
 /* Waits until `reader` (a link index, or n_links for none) is readable or every queue is empty,
- * sending meanwhile. Returns 0 on silence past the deadline. */
-static int wait_ready(struct net *n, uint32_t reader, uint64_t *deadline)
+ * sending meanwhile. Returns 0 past the deadline. */
+static int wait_ready(struct net *n, uint32_t reader, uint64_t deadline)
 {
     struct pollfd *fds = n->fds;
     uint32_t *which = n->which;
@@ -104,32 +109,32 @@ static int wait_ready(struct net *n, uint32_t reader, uint64_t *deadline)
         }
         if (m == 0)
             return 1;
-        int ready = poll(fds, m, net_wait_ms(*deadline));
+        int ready = poll(fds, m, net_wait_ms(deadline));
         if (ready < 0 && errno == EINTR)
             continue;
-        if (ready <= 0)
+        if (ready <= 0 || net_now_ms() >= deadline)
             return 0;
         int readable = 0;
         for (nfds_t j = 0; j < m; j++) {
             short got = fds[j].revents;
             if (which[j] == reader && (got & (POLLIN | POLLHUP | POLLERR)))
                 readable = 1;
-            if ((got & (POLLOUT | POLLHUP | POLLERR)) && n->links[which[j]].count &&
-                progress(n, &n->links[which[j]]))
-                *deadline = net_now_ms() + n->r->io_timeout_ms;
+            if ((got & (POLLOUT | POLLHUP | POLLERR)) && n->links[which[j]].count)
+                progress(n, &n->links[which[j]]);
         }
         if (readable)
             return 1;
     }
 }
 
+/* Reads size bytes before deadline (the whole frame's, not renewed by each byte). */
 static void read_exact(struct net *n, uint32_t link, uint8_t *into, uint64_t size,
-                       const char *what)
+                       const char *what, uint64_t deadline)
 {
     struct net_link *k = &n->links[link];
-    uint64_t deadline = net_now_ms() + n->r->io_timeout_ms, got = 0;
+    uint64_t got = 0;
     while (got < size) {
-        if (!wait_ready(n, link, &deadline))
+        if (!wait_ready(n, link, deadline))
             refuse(REFUSAL_PEER_TIMEOUT, "no %s from %s (%s) in round %u within %u ms", what,
                    k->link->peer_name, k->address, (unsigned)n->round + 1,
                    (unsigned)n->r->io_timeout_ms);
@@ -142,7 +147,6 @@ static void read_exact(struct net *n, uint32_t link, uint8_t *into, uint64_t siz
             lost(n, k, r == 0 ? "closed its connection" : "reset its connection",
                  r < 0 ? errno : 0);
         got += (uint64_t)r;
-        deadline = net_now_ms() + n->r->io_timeout_ms;
     }
 }
 
@@ -164,8 +168,9 @@ static void send_frame(struct net *n, uint32_t link, struct frame_header *h,
     *s = (struct net_send){.payload = payload, .bytes = bytes, .tail = tail,
                            .tail_bytes = tail_bytes};
     frame_encode_header(h, s->header);
+    frame_mac(&k->send_key, k->send_seq++, s->header, payload, bytes, tail, tail_bytes, s->mac);
     k->count++;
-    n->frames++, n->bytes += FRAME_HEADER_BYTES + bytes + tail_bytes;
+    n->frames++, n->bytes += FRAME_HEADER_BYTES + bytes + tail_bytes + FRAME_MAC_BYTES;
     progress(n, k);
 }
 
@@ -175,29 +180,42 @@ static void recv_frame(struct net *n, uint32_t link, struct frame_expect *e, uin
                        const char *what)
 {
     struct net_link *k = &n->links[link];
-    uint8_t header[FRAME_HEADER_BYTES];
-    read_exact(n, link, header, sizeof header, "frame header");
+    uint64_t deadline = net_now_ms() + n->r->io_timeout_ms;
+    uint8_t header[FRAME_HEADER_BYTES], mac[FRAME_MAC_BYTES];
+    read_exact(n, link, header, sizeof header, "frame header", deadline);
     e->sender = k->link->peer;
     e->round = n->round;
     e->count = (bytes + tail_bytes) / 4;
     struct frame_header h;
-    const char *refused = frame_decode_header_at(header, sizeof header, &h, e, start);
+    /* The size first (so that no more is read than expected), then the MAC over the bytes as
+     * they came (so that a forged frame is named forged whatever its fields say), then the
+     * fields. */
+    const char *refused = frame_decode_shape(header, sizeof header, &h, e->count);
+    if (!refused && h.payload_bytes != bytes + tail_bytes)
+        refused = frame_check_fields(&h, e, start);
     if (!refused) {
-        read_exact(n, link, payload, bytes, what);
-        read_exact(n, link, tail, tail_bytes, what);
-        uint32_t crc = crc32c_update(crc32c(payload, bytes), tail, tail_bytes);
-        if (crc != h.payload_crc) {
-            refused = REFUSAL_FRAME_CORRUPT;
+        read_exact(n, link, payload, bytes, what, deadline);
+        read_exact(n, link, tail, tail_bytes, what, deadline);
+        read_exact(n, link, mac, sizeof mac, what, deadline);
+        refused = frame_check_mac(&k->recv_key, k->recv_seq, header, payload, bytes, tail,
+                                  tail_bytes, mac);
+        uint32_t crc = refused ? 0 : crc32c_update(crc32c(payload, bytes), tail, tail_bytes);
+        if (!refused && crc != h.payload_crc) {
             snprintf(n->reason, sizeof n->reason, "payload checksum %08x, computed %08x",
                      (unsigned)h.payload_crc, (unsigned)crc);
+            refuse(REFUSAL_FRAME_CORRUPT, "a frame from %s in round %u, expected to be %s: %s",
+                   k->link->peer_name, (unsigned)n->round + 1, what, n->reason);
         }
-    } else {
-        snprintf(n->reason, sizeof n->reason, "%s", frame_reason());
+        if (!refused)
+            refused = frame_check_fields(&h, e, start);
     }
+    if (refused)
+        snprintf(n->reason, sizeof n->reason, "%s", frame_reason());
+    k->recv_seq++;
     if (refused)
         refuse(refused, "a frame from %s in round %u, expected to be %s: %s",
                k->link->peer_name, (unsigned)n->round + 1, what, n->reason);
-    n->frames++, n->bytes += FRAME_HEADER_BYTES + bytes + tail_bytes;
+    n->frames++, n->bytes += FRAME_HEADER_BYTES + bytes + tail_bytes + FRAME_MAC_BYTES;
 }
 
 /* A piece's elements [start, start + count) (count 0: all) and its loss float. */
@@ -260,10 +278,11 @@ void net_recv_ack(struct net *n, uint32_t link, uint8_t digest[32])
 void net_flush(struct net *n)
 {
     uint64_t deadline = net_now_ms() + n->r->io_timeout_ms;
-    if (!wait_ready(n, n->n_links, &deadline))
+    if (!wait_ready(n, n->n_links, deadline))
         for (uint32_t i = 0; i < n->n_links; i++)
             if (n->links[i].count)
-                refuse(REFUSAL_PEER_TIMEOUT, "%s (%s) took no data for %u ms in round %u",
+                refuse(REFUSAL_PEER_TIMEOUT, "%s (%s) did not take what was sent to it "
+                       "within %u ms in round %u",
                        n->links[i].link->peer_name, n->links[i].address,
                        (unsigned)n->r->io_timeout_ms, (unsigned)n->round + 1);
 }

@@ -1,6 +1,7 @@
 /* Links between roles: TCP connections opened at start-up (handshake.c) and the frames sent and
  * received on them every round (net.c). Every wait has a deadline and ends in a named refusal:
- * peer-unreachable, peer-timeout, peer-lost, or one of the frame and identity refusals. */
+ * peer-unreachable, peer-timeout, peer-lost, or one of the frame and identity refusals. Every
+ * frame after the handshake carries a MAC under its link's key for that direction (frame.h). */
 #ifndef ALPHA_NET_H
 #define ALPHA_NET_H
 
@@ -8,6 +9,7 @@
 #include <stdint.h>
 
 #include "alpha_program.h"
+#include "hmac.h"
 
 /* One queued outgoing frame: its header, then the payload it points to (a piece the schedule
  * keeps until the round ends), then a tail (a piece's loss float, when not contiguous). */
@@ -16,7 +18,8 @@ struct net_send {
     const uint8_t *payload, *tail;
     uint64_t bytes;         /* payload bytes */
     uint32_t tail_bytes;
-    uint64_t done;          /* bytes sent, header included */
+    uint64_t done;          /* bytes sent, header and MAC included */
+    uint8_t mac[32];        /* sent after the tail */
 };
 
 struct net_link {
@@ -25,6 +28,8 @@ struct net_link {
     char address[64];       /* the peer's address and port, for messages */
     struct net_send *queue; /* a ring of `cap` sends, `count` of them from `head` */
     uint32_t cap, head, count;
+    struct hmac send_key, recv_key; /* keyed states of the link's two keys (handshake.c) */
+    uint64_t send_seq, recv_seq;    /* frames sent and received on the link since it opened */
 };
 
 struct net {
@@ -41,8 +46,10 @@ struct net {
 
 /* Prepares n for the role's links (checking them: program-invalid); opens nothing. */
 void net_init(struct net *n, const struct alpha_program *p, const struct alpha_role *r);
-/* Opens every link of the role and runs the handshake on each (handshake.c). */
-void net_open(struct net *n, const struct alpha_program *p, const struct alpha_role *r);
+/* Opens every link of the role and runs the authenticated handshake on each (handshake.c),
+ * keyed by the launch secret (secret.h; unused when the role has no links). */
+void net_open(struct net *n, const struct alpha_program *p, const struct alpha_role *r,
+              const uint8_t secret[32]);
 
 /* Queues elements [start, start + count) of piece [lo, hi) (count 0: all n_params) and its loss
  * float on a link, and sends what the socket takes now; the piece stays unchanged until

@@ -30,6 +30,11 @@
 #define REFUSAL_PLAN_IDENTITY_MISMATCH "plan-identity-mismatch"
 #define REFUSAL_ROLE_IDENTITY_MISMATCH "role-identity-mismatch"
 #define REFUSAL_MEMBERSHIP_EPOCH_MISMATCH "membership-epoch-mismatch"
+#define REFUSAL_PEER_UNAUTHENTICATED "peer-unauthenticated" /* a handshake proof did not verify */
+#define REFUSAL_FRAME_FORGED "frame-forged"           /* a frame's MAC did not verify */
+/* The launch secret (secret.c). */
+#define REFUSAL_SECRET_MISSING "secret-missing"       /* a role with links and no secret */
+#define REFUSAL_SECRET_UNREADABLE "secret-unreadable" /* not 32 bytes, not private, unreadable */
 /* Checkpoints (checkpoint.c, resume.c). */
 #define REFUSAL_CHECKPOINT_WRITE_FAILED "checkpoint-write-failed" /* a pack, folder or publication */
 #define REFUSAL_CHECKPOINT_INCOMPLETE "checkpoint-incomplete" /* missing, unpublished, gaps */

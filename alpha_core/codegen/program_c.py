@@ -70,6 +70,7 @@ def role_c(role: RoleSchedule) -> str:
         "checkpoint_keep": f"{role.checkpoint_keep}u",
         "state_start": f"{role.state_start}u",
         "state_count": f"{role.state_count}u",
+        "secret_file": _c_string(role.secret_file),
     }
     parts.append("const struct alpha_role ALPHA_ROLE = {\n")
     parts.extend(f"    .{k} = {v},\n" for k, v in fields.items())

@@ -453,6 +453,50 @@ _ENTRIES = [
         "combine anything.",
     ),
     Refusal(
+        "peer-unauthenticated",
+        FIRST_MESSAGE,
+        "a peer did not prove it holds the launch secret",
+        "Opening a link is a mutual challenge-response: each side sends a fresh nonce and "
+        "proves it knows the launch's secret with an HMAC-SHA256 over both nonces, the plan "
+        "identity, both roles and the epoch. A role that dials and is answered without a valid "
+        "proof stops with this name (it chose the address, so what answers there is not its "
+        "peer). A listener never stops for a connection that has not proven itself: it drops "
+        "it, naming it in a `stranger-dropped` event with this name (or the frame refusal its "
+        "bytes earned), and keeps waiting for its real peer until the connect deadline.",
+    ),
+    Refusal(
+        "frame-forged",
+        FIRST_MESSAGE,
+        "a frame's MAC does not verify under its link's key",
+        "Every frame after the handshake is followed by an HMAC-SHA256 of its header, payload "
+        "and sequence number on the link, keyed by a key of that link and direction derived "
+        "from the handshake. A frame made without the key, changed on the way, replayed, "
+        "delivered out of order or copied from another link (or another launch) fails it and "
+        "stops the round with this name; the round commits nothing.",
+    ),
+    Refusal(
+        "secret-missing",
+        START_UP,
+        "a role with links has no launch secret",
+        "A role that talks to other roles needs the launch's 256-bit secret before it opens a "
+        "link: from `--secret-file PATH`, from an inherited descriptor named by the "
+        "ALPHA_SECRET_FD environment variable (how `alpha run`, alpha-tui and bench/round.py "
+        "give a fresh one per launch), or from the path `alpha build --secret-file` compiled "
+        "in. None given, a file that does not exist or a descriptor that is not open stops "
+        "the role at start-up with this name. A single-process build needs no secret.",
+    ),
+    Refusal(
+        "secret-unreadable",
+        START_UP,
+        "the launch secret cannot be used",
+        "A secret file must be a regular file of exactly 32 bytes that only its owner may "
+        "access (mode 0600); a descriptor must be a pipe or a regular file giving exactly 32 "
+        "bytes. Anything else (another size, a directory, a FIFO or device, a file its group "
+        "or others may read, an open or read error) stops the role at start-up with this "
+        "name and the reason. The check happens before any byte is read, so nothing in place "
+        "of the file can hold the role.",
+    ),
+    Refusal(
         "checkpoint-write-failed",
         START_UP,
         "a pack or folder of a capture could not be written, synced or renamed",

@@ -7,22 +7,35 @@ Every frame is a 64-byte little-endian header followed by `payload_bytes` bytes:
     magic "ALPH" u32 | version u16 | kind u16 | sender u32 | round u32 | tensor u32 | lo u32 |
     hi u32 | reserved u32 | start u64 | count u64 | payload_bytes u64 | payload_crc u32 |
     header_crc u32 (CRC-32C of the 60 bytes before it)
+
+Version 2 authenticates (runtime/frame.h): the dialer's HELLO (with its nonce), the acceptor's
+HELLO (its nonce and proof), the dialer's AUTH (its proof); then every frame is followed by
+HMAC-SHA256 under the link's key for its direction of header || payload || sequence number.
+`proof`, `link_keys` and `seal` compute what a role computes, so a test can be a peer.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import struct
 from dataclasses import dataclass, replace
 
 MAGIC = 0x48504C41  # b"ALPH"
-VERSION = 1
+VERSION = 2
 HEADER_BYTES = 64
 HELLO = 1
 PIECE = 2
+ACK = 3
+AUTH = 4
 ANY = 0xFFFFFFFF
-HELLO_COUNT = 12
+HELLO_COUNT = 28
 HELLO_BYTES = HEADER_BYTES + 4 * HELLO_COUNT
+AUTH_COUNT = 8
+AUTH_BYTES = HEADER_BYTES + 4 * AUTH_COUNT
+MAC_BYTES = 32
 TENSOR_GRADIENT = 0
+TENSOR_PARAMS = 1
 
 _LAYOUT = struct.Struct("<IHHIIIIIIQQQI")  # everything up to the header CRC: 60 bytes
 assert _LAYOUT.size == 60
@@ -32,6 +45,7 @@ REFUSALS = (
     "frame-version-mismatch",
     "frame-oversize",
     "frame-unexpected",
+    "frame-forged",
 )
 
 
@@ -100,26 +114,107 @@ def frame(header: Header, payload: bytes) -> bytes:
     return replace(header, payload_crc=crc32c(payload)).encode() + payload
 
 
-def hello_payload(plan_identity: bytes, receiver: int, epoch: int, n_roles: int) -> bytes:
-    if len(plan_identity) != 32:
-        raise ValueError("a plan identity is 32 bytes (a SHA-256)")
-    return plan_identity + struct.pack("<IIII", receiver, epoch, n_roles, 0)
+def hello_payload(
+    plan_identity: bytes,
+    receiver: int,
+    epoch: int,
+    n_roles: int,
+    nonce: bytes = bytes(32),
+    proof: bytes = bytes(32),
+) -> bytes:
+    if len(plan_identity) != 32 or len(nonce) != 32 or len(proof) != 32:
+        raise ValueError("a plan identity, a nonce and a proof are 32 bytes each")
+    return plan_identity + struct.pack("<IIII", receiver, epoch, n_roles, 0) + nonce + proof
+
+
+def _identity(plan_identity: bytes | str) -> bytes:
+    return bytes.fromhex(plan_identity) if isinstance(plan_identity, str) else plan_identity
 
 
 def hello(
-    plan_identity: bytes | str, sender: int, receiver: int, epoch: int, n_roles: int
+    plan_identity: bytes | str,
+    sender: int,
+    receiver: int,
+    epoch: int,
+    n_roles: int,
+    nonce: bytes = bytes(32),
+    proof: bytes = bytes(32),
 ) -> bytes:
-    """A complete HELLO frame (112 bytes); plan_identity as 32 bytes or 64 hex digits."""
-    identity = bytes.fromhex(plan_identity) if isinstance(plan_identity, str) else plan_identity
-    payload = hello_payload(identity, receiver, epoch, n_roles)
+    """A complete HELLO frame (176 bytes); plan_identity as 32 bytes or 64 hex digits."""
+    payload = hello_payload(_identity(plan_identity), receiver, epoch, n_roles, nonce, proof)
     return frame(Header(HELLO, sender, count=HELLO_COUNT), payload)
 
 
-def piece(sender: int, round_: int, lo: int, hi: int, values: bytes) -> bytes:
+@dataclass(frozen=True)
+class Hello:
+    """The fields of a HELLO that a proof covers (the sender's own), and its nonce and proof."""
+
+    plan_identity: bytes
+    sender: int
+    receiver: int
+    epoch: int
+    n_roles: int
+    nonce: bytes = bytes(32)
+    proof: bytes = bytes(32)
+
+    def encode(self) -> bytes:
+        return hello(self.plan_identity, self.sender, self.receiver, self.epoch, self.n_roles,
+                     self.nonce, self.proof)  # fmt: skip
+
+    @staticmethod
+    def parse(data: bytes) -> Hello:
+        """The fields of a whole HELLO frame (checked by the caller)."""
+        (sender,) = struct.unpack_from("<I", data, 8)
+        p = data[HEADER_BYTES:]
+        receiver, epoch, n_roles, _ = struct.unpack_from("<IIII", p, 32)
+        return Hello(p[:32], sender, receiver, epoch, n_roles, p[48:80], p[80:112])
+
+
+def _transcript(label: str, dialer_nonce: bytes, acceptor_nonce: bytes, h: Hello) -> bytes:
+    fields = struct.pack("<IIII", h.sender, h.receiver, h.epoch, h.n_roles)
+    return label.encode() + b"\0" + dialer_nonce + acceptor_nonce + h.plan_identity + fields
+
+
+def proof(
+    secret: bytes, from_dialer: bool, own: Hello, dialer_nonce: bytes, acceptor_nonce: bytes
+) -> bytes:
+    """A side's proof of the secret over both nonces and its own HELLO fields."""
+    label = "alpha-2 dialer proof" if from_dialer else "alpha-2 acceptor proof"
+    message = _transcript(label, dialer_nonce, acceptor_nonce, own)
+    return hmac.new(secret, message, hashlib.sha256).digest()
+
+
+def link_keys(secret: bytes, dialer: Hello, acceptor_nonce: bytes) -> tuple[bytes, bytes]:
+    """(the key of frames to the acceptor, the key of frames to the dialer)."""
+    keys = []
+    for label in ("alpha-2 key dialer to acceptor", "alpha-2 key acceptor to dialer"):
+        message = _transcript(label, dialer.nonce, acceptor_nonce, dialer)
+        keys.append(hmac.new(secret, message, hashlib.sha256).digest())
+    return keys[0], keys[1]
+
+
+def auth(sender: int, proof_bytes: bytes) -> bytes:
+    """A complete AUTH frame carrying the dialer's proof."""
+    return frame(Header(AUTH, sender, count=AUTH_COUNT), proof_bytes)
+
+
+def mac(key: bytes, seq: int, data: bytes) -> bytes:
+    """The MAC of a frame (header and payload in data) sent as the seq-th on its link."""
+    return hmac.new(key, data + struct.pack("<Q", seq), hashlib.sha256).digest()
+
+
+def seal(key: bytes, seq: int, data: bytes) -> bytes:
+    """The frame followed by its MAC, as a role sends it."""
+    return data + mac(key, seq, data)
+
+
+def piece(
+    sender: int, round_: int, lo: int, hi: int, values: bytes, tensor: int = TENSOR_GRADIENT
+) -> bytes:
     """A PIECE frame carrying values (little-endian float32 bytes: gradients, then the loss)."""
     if len(values) % 4:
         raise ValueError("a piece is whole float32 values")
-    header = Header(PIECE, sender, round_, TENSOR_GRADIENT, lo, hi, count=len(values) // 4)
+    header = Header(PIECE, sender, round_, tensor, lo, hi, count=len(values) // 4)
     return frame(header, values)
 
 

@@ -112,6 +112,7 @@ class RoleSchedule:
     checkpoint_keep: int = 0  # published captures the root keeps; 0: every one
     state_start: int = 0  # the elements whose learner state this role holds
     state_count: int = 0  # 0: all of them
+    secret_file: str = ""  # where the role reads the launch secret (a path, never the secret)
 
     def show(self) -> str:
         lines = [f"role {self.name} (index {self.index} of {self.n_roles}), plan {self.plan}"]
