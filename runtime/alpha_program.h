@@ -47,6 +47,8 @@ struct alpha_program {
     uint32_t state_slots;        /* learner state arrays per element: sgd 0, momentum 1, adam 2 */
     uint32_t state_scalars;      /* learner scalars after them: adam's beta powers, 2 */
     const char *learner;         /* "sgd", "momentum", "adam" */
+    uint64_t data_size;          /* bytes of the CSV file the digest is of; 0: not compiled in
+                                  * (a hand-written program), only the digest decides */
 };
 
 extern const struct alpha_program ALPHA_PROGRAM;

@@ -6,7 +6,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "checkpoint.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 #include "files.h"
 #include "manifest.h"
 #include "refusal.h"
+#include "retention.h"
 #include "sha256.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -37,6 +37,20 @@ static _Noreturn void write_failed(const char *what, const char *path)
 {
     refuse(REFUSAL_CHECKPOINT_WRITE_FAILED, "cannot write %s %s: %s", what, path,
            strerror(errno));
+}
+
+/* mkdir, or a real folder already there (left by a crash in this round): never a link, which
+ * would lead the packs somewhere else. */
+static int made_folder(const char *path)
+{
+    struct stat st;
+    if (mkdir(path, 0755) == 0)
+        return 1;
+    if (errno != EEXIST)
+        return 0;
+    if (lstat(path, &st) != 0)
+        return 0;
+    return S_ISDIR(st.st_mode) ? 1 : (errno = ENOTDIR, 0);
 }
 
 /* Starts this round's capture on its first checkpoint op: the partial folder and the pack. */
@@ -62,13 +76,14 @@ static void begin(struct capture *c, uint32_t round)
         snprintf(c->pack, sizeof c->pack, "parts/%s.pack", name);
     if (files_mkdirs(c->dir) != 0)
         write_failed("checkpoint folder", c->dir);
-    if (mkdir(c->partial, 0755) != 0 && errno != EEXIST)
+    if (!made_folder(c->partial))
         write_failed("capture folder", c->partial);
     snprintf(path, sizeof path, "%s/parts", c->partial);
-    if (!c->root && mkdir(path, 0755) != 0 && errno != EEXIST)
+    if (!c->root && !made_folder(path))
         write_failed("folder", path);
     snprintf(path, sizeof path, "%s/%s", c->partial, c->pack);
-    if ((c->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+    if ((c->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                      0644)) < 0)
         write_failed("file", path);
 }
 
@@ -210,71 +225,6 @@ static void failpoint(uint32_t round)
     }
 }
 
-struct published {
-    uint64_t round;
-    char name[32];          /* round-<digits>, at most 26 characters */
-};
-
-static int newest_first(const void *a, const void *b)
-{
-    const struct published *x = a, *y = b;
-    return x->round < y->round ? 1 : x->round > y->round ? -1 : strcmp(y->name, x->name);
-}
-
-/* Removes one capture folder: first out of the published names (a crash part way leaves no
- * torn capture under one), then its files. */
-static void expire(const struct capture *c, const char *name)
-{
-    char from[4400], to[4500];
-    snprintf(from, sizeof from, "%s/%s", c->dir, name);
-    snprintf(to, sizeof to, "%s.expired-%.12s", from, c->r->plan_identity);
-    if (rename(from, to) != 0 || files_remove_tree(to) != 0)
-        write_failed("(removing) capture folder", from);
-}
-
-/* --checkpoint-keep: after round R is published, the published captures of rounds below R but
- * the keep - 1 newest, and this plan's partial or expiring folders of rounds below R. Rounds
- * above R (an older timeline, resumed from) are left alone. */
-static void prune(const struct capture *c)
-{
-    DIR *d = opendir(c->dir);
-    if (!d)
-        write_failed("checkpoint folder", c->dir);
-    struct published *rounds = NULL;
-    uint64_t round;
-    uint32_t n = 0, cap = 0;
-    char partial[64], expiring[64], name[4400];
-    snprintf(partial, sizeof partial, ".partial-%.12s", c->r->plan_identity);
-    snprintf(expiring, sizeof expiring, ".expired-%.12s", c->r->plan_identity);
-    for (struct dirent *e; (e = readdir(d));) {
-        const char *dot = strchr(e->d_name, '.');
-        if (manifest_published(e->d_name, &round)) {
-            if (round >= c->round)
-                continue;
-            rounds = checked_grow(rounds, n, &cap, sizeof *rounds, 16, "the capture list");
-            rounds[n].round = round;
-            snprintf(rounds[n++].name, sizeof rounds->name, "%.26s", e->d_name);
-            continue;
-        }
-        if (!dot || (strcmp(dot, partial) != 0 && strcmp(dot, expiring) != 0))
-            continue;
-        snprintf(name, sizeof name, "%.*s", (int)(dot - e->d_name), e->d_name);
-        if (!manifest_published(name, &round) || round >= c->round)
-            continue;
-        snprintf(name, sizeof name, "%s/%s", c->dir, e->d_name);
-        if (files_remove_tree(name) != 0)
-            write_failed("(removing) capture folder", name);
-    }
-    closedir(d);
-    if (n)
-        qsort(rounds, n, sizeof *rounds, newest_first);
-    for (uint32_t i = c->keep - 1; i < n; i++)
-        expire(c, rounds[i].name);
-    free(rounds);
-    if (n >= c->keep)
-        files_sync_dir(c->dir);
-}
-
 void capture_publish(struct capture *c, uint32_t round, float loss)
 {
     begin(c, round);
@@ -283,11 +233,12 @@ void capture_publish(struct capture *c, uint32_t round, float loss)
      * The folder's names, then the rename that publishes them, then the rename made durable. */
     files_sync_dir(c->partial);
     failpoint(round);
+    capture_claim(c, c->path); /* another system's capture of this round is never swapped out */
     if (files_replace_dir(c->partial, c->path, !no_swap()) != 0)
         write_failed("capture folder", c->path);
     files_sync_dir(c->dir);
     c->open = 0;
     event(c, 1);
     if (c->keep)
-        prune(c);
+        capture_prune(c);
 }

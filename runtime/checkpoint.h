@@ -73,9 +73,10 @@ void capture_child(struct capture *c, uint32_t round, const char *role,
  * digest. */
 const uint8_t *capture_seal(struct capture *c, uint32_t round);
 /* PUBLISH: ends top.pack with the capture's manifest, makes it durable, then renames the
- * capture into place. `loss` is the round's loss. With keep > 0 it then removes the published
- * captures of earlier rounds but the keep - 1 newest, and this plan's abandoned partial
- * captures of earlier rounds. */
+ * capture into place (refused with checkpoint-folder-foreign when the name holds anything but
+ * a capture of this system). `loss` is the round's loss. With keep > 0 it then removes this
+ * system's published captures of earlier rounds but the keep - 1 newest, and this plan's
+ * abandoned partial captures of earlier rounds (retention.h). */
 void capture_publish(struct capture *c, uint32_t round, float loss);
 
 #endif

@@ -7,13 +7,18 @@
  * and a trailing \r are allowed. Numbers are decimal
  * ([+-]digits[.digits][e[+-]digits]) and are parsed by musl's strtof, which rounds correctly,
  * so x86-64 and AArch64 read the same float32 values. */
+#define _POSIX_C_SOURCE 200809L
 #include "data.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "files.h"
 #include "refusal.h"
 #include "sha256.h"
 
@@ -22,33 +27,49 @@ struct bytes {
     size_t size;
 };
 
-static struct bytes read_file(const char *path)
+/* The data file's bytes. Only a regular file is opened (O_NONBLOCK: a FIFO never holds the
+ * open) and only one of the size the program was built against is read, so a FIFO, a device
+ * such as /dev/zero or a larger file is refused before a byte of it is read. */
+static struct bytes read_file(const struct alpha_program *p, const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
         if (errno == ENOENT)
             refuse(REFUSAL_DATA_MISSING, "data file %s does not exist", path);
         refuse(REFUSAL_DATA_UNREADABLE, "cannot open data file %s: %s", path, strerror(errno));
     }
-    struct bytes b = {NULL, 0};
-    size_t capacity = 0;
-    for (;;) {
-        if (b.size == capacity) {
-            capacity = capacity ? capacity * 2 : 65536;
-            char *grown = realloc(b.data, capacity + 1);
-            if (!grown)
-                refuse(REFUSAL_OUT_OF_MEMORY, "cannot hold data file %s (%zu bytes read)", path,
-                       b.size);
-            b.data = grown;
-        }
-        size_t got = fread(b.data + b.size, 1, capacity - b.size, f);
-        b.size += got;
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        refuse(REFUSAL_DATA_UNREADABLE, "cannot read data file %s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        refuse(REFUSAL_DATA_UNREADABLE, "data file %s is %s, not a regular file", path,
+               files_kind(st.st_mode));
+    uint64_t size = (uint64_t)st.st_size;
+    if (p->data_size && size != p->data_size)
+        refuse(REFUSAL_DATA_DIGEST_MISMATCH, "data file %s has %llu bytes, but the program was "
+               "built for a file of %llu bytes (sha256 %s)", path, (unsigned long long)size,
+               (unsigned long long)p->data_size, p->data_sha256);
+    if (size >= SIZE_MAX)
+        refuse(REFUSAL_OUT_OF_MEMORY, "cannot hold data file %s (%llu bytes)", path,
+               (unsigned long long)size);
+    struct bytes b = {malloc((size_t)size + 1), 0};
+    if (!b.data)
+        refuse(REFUSAL_OUT_OF_MEMORY, "cannot hold data file %s (%llu bytes)", path,
+               (unsigned long long)size);
+    /* Exactly the size seen: a file that grows meanwhile is not followed; one that shrank
+     * ends early and fails its digest. */
+    while (b.size < size) {
+        ssize_t got = read(fd, b.data + b.size, (size_t)(size - b.size));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            refuse(REFUSAL_DATA_UNREADABLE, "cannot read data file %s: %s", path,
+                   strerror(errno));
         if (got == 0)
             break;
+        b.size += (size_t)got;
     }
-    if (ferror(f))
-        refuse(REFUSAL_DATA_UNREADABLE, "cannot read data file %s", path);
-    fclose(f);
+    close(fd);
     b.data[b.size] = '\0';
     return b;
 }
@@ -153,7 +174,7 @@ static int is_class_index(float label, uint32_t classes)
 
 static void load_csv(const struct alpha_program *p, const char *path, struct dataset *d)
 {
-    struct bytes file = read_file(path);
+    struct bytes file = read_file(p, path);
     struct sha256 s;
     uint8_t digest[32];
     sha256_init(&s);

@@ -24,11 +24,24 @@ void files_sync_dir(const char *folder);
  * where the kernel can and `swap` allows, else moved aside first; then removed): 0, or -1
  * with errno. */
 int files_replace_dir(const char *from, const char *to, int swap);
-/* rm -r of a folder two levels deep at most (a capture): 0, or -1 with errno. */
+/* rm -r of a folder (a capture: two levels deep), never following a link: a link at `path` or
+ * anywhere below it is unlinked itself, its target untouched. 0 (also when nothing is there),
+ * or -1 with errno. */
 int files_remove_tree(const char *path);
+/* Opens path for reading only when it is a regular file (not a link, FIFO, device or folder),
+ * without ever waiting (O_NONBLOCK) or following a final link (O_NOFOLLOW): the descriptor and
+ * its size in *size (may be NULL), or -1 with `why` saying what it is instead ("it is a FIFO,
+ * not a regular file") or the error's text. */
+int files_open_regular(const char *path, char why[96], uint64_t *size);
+/* "a regular file", "a FIFO", "a character device", "a symbolic link", ... of an st_mode. */
+const char *files_kind(unsigned mode);
 /* A whole small file, NUL-terminated, of at most `limit` bytes: NULL with errno (EFBIG when it
  * is larger). Free it with free(). */
 char *files_read_text(const char *path, uint64_t limit, uint64_t *size);
+/* Whether files can be made at path (a folder, made by mkdir -p when missing): its nearest
+ * existing folder is a folder in which this process can create a file (tried with an unnamed
+ * O_TMPFILE, which leaves nothing behind). 0, or -1 with the reason in why. */
+int files_writable_folder(const char *path, char why[200]);
 /* Whether path exists (as anything). */
 int files_exist(const char *path);
 /* Seconds since an arbitrary start, for reporting durations. */

@@ -17,6 +17,7 @@
 #include "refusal.h"
 #include "net.h"
 #include "resume.h"
+#include "retention.h"
 #include "schedule.h"
 #include "secret.h"
 #include "sha256.h"
@@ -194,6 +195,10 @@ int main(int argc, char **argv)
     schedule_check(&s, p, role);
     event_start(p);
 
+    /* Where the run will write is checked before anything is read or trained, so a run that
+     * cannot publish its parameters refuses now rather than after its last round. */
+    if (role->writes_params && !o.evaluate_only)
+        params_check(o.params_out);
     /* The launch secret, read at start-up by a role with links (and only then). */
     uint8_t secret[SECRET_BYTES] = {0};
     if (role->n_links > 0 && !o.evaluate_only)
@@ -216,6 +221,7 @@ int main(int argc, char **argv)
         s.loss = resumed.loss;
     }
 
+    capture_start(&s.capture, s.first_round); /* the checkpoint folder, before round 0 */
     struct net net;
     net_open(&net, p, role, secret);
     hmac_wipe(secret, sizeof secret); /* the links hold their own keys now */

@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "refusal.h"
 #include "sha256.h"
 
@@ -52,12 +54,68 @@ static void sync_folder(const char *path)
     }
 }
 
-void params_write(const char *path, const float *params, uint64_t n, char hex[65])
+/* `name` (the parameter file or its temporary) may be replaced only when it is absent or a
+ * regular file: never a device, a FIFO, a folder or a link (lstat: the name itself). */
+static void only_regular(const char *path, const char *name)
+{
+    struct stat st;
+    if (lstat(name, &st) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR) /* its folder is looked at next */
+            return;
+        refuse(REFUSAL_PARAMS_WRITE_FAILED, "cannot write parameter file %s: %s: %s", path, name,
+               strerror(errno));
+    }
+    if (!S_ISREG(st.st_mode))
+        refuse(REFUSAL_PARAMS_WRITE_FAILED, "cannot write parameter file %s: %s is %s, and only "
+               "a regular file is ever replaced", path, name, files_kind(st.st_mode));
+}
+
+static char *temporary(const char *path)
 {
     size_t tmp_size = strlen(path) + 5;
     char *tmp = checked_calloc(tmp_size, 1, "a file name");
     snprintf(tmp, tmp_size, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    return tmp;
+}
+
+/* The folder holding path. */
+static void folder_of(const char *path, char folder[4096])
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(folder, 4096, ".");
+    else
+        snprintf(folder, 4096, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+}
+
+void params_check(const char *path)
+{
+    char *tmp = temporary(path), folder[4096], why[200];
+    only_regular(path, path);
+    only_regular(path, tmp);
+    free(tmp);
+    /* A folder that does not exist yet is made when the file is written (as the checkpoint
+     * folder is); the one above it that exists must take a new file now. */
+    folder_of(path, folder);
+    if (files_writable_folder(folder, why) != 0)
+        refuse(REFUSAL_PARAMS_WRITE_FAILED, "cannot write parameter file %s: %s", path, why);
+}
+
+void params_write(const char *path, const float *params, uint64_t n, char hex[65])
+{
+    char *tmp = temporary(path);
+    /* Checked at start-up (params_check) and again now, the names may have changed since. A
+     * leftover temporary (a crash) is removed; O_EXCL then never opens an existing name, so
+     * no link is followed and no FIFO waited on. */
+    char folder[4096];
+    folder_of(path, folder);
+    if (files_mkdirs(folder) != 0)
+        refuse(REFUSAL_PARAMS_WRITE_FAILED, "cannot make folder %s for parameter file %s: %s",
+               folder, path, strerror(errno));
+    only_regular(path, path);
+    only_regular(path, tmp);
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
         refuse(REFUSAL_PARAMS_WRITE_FAILED, "cannot create %s: %s", tmp, strerror(errno));
 

@@ -41,6 +41,7 @@
 #define REFUSAL_CHECKPOINT_MALFORMED "checkpoint-malformed"   /* not a manifest this reads */
 #define REFUSAL_CHECKPOINT_IDENTITY_MISMATCH "checkpoint-identity-mismatch"
 #define REFUSAL_CHECKPOINT_DIGEST_MISMATCH "checkpoint-digest-mismatch"
+#define REFUSAL_CHECKPOINT_FOLDER_FOREIGN "checkpoint-folder-foreign" /* not this system's */
 
 /* What every refused event names besides the refusal: the role and the round (1-based, as in
  * step events; 0 before and after the rounds, printed as null). */

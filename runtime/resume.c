@@ -4,11 +4,9 @@
 #include "resume.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "checkpoint.h"
@@ -129,15 +127,16 @@ static uint32_t open_pack(struct reader *r, const char *file, const char *sha, c
     struct pack *pk = &r->packs[k];
     *pk = (struct pack){.end = 0};
     snprintf(pk->file, sizeof pk->file, "%s", file);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0)
-        incomplete("checkpoint pack %s cannot be read: %s", path, strerror(errno));
+    /* Never opened as anything but a regular file: a FIFO in a pack's place would otherwise
+     * hold the open (and the role) until something writes to it. */
+    char why[96];
+    uint64_t bytes = 0;
+    int fd = files_open_regular(path, why, &bytes);
+    if (fd < 0)
+        incomplete("checkpoint pack %s cannot be read: %s", path, why);
     r->n_packs++;
-    if (!S_ISREG(st.st_mode))
-        incomplete("checkpoint pack %s cannot be read: %s", path, "not a regular file");
     uint8_t trailer[CHECKPOINT_TRAILER];
-    uint64_t length = 0, bytes = (uint64_t)st.st_size;
+    uint64_t length = 0;
     if (bytes < CHECKPOINT_TRAILER ||
         files_read_at(fd, trailer, CHECKPOINT_TRAILER, bytes - CHECKPOINT_TRAILER) != 0 ||
         memcmp(trailer + 40, CHECKPOINT_MAGIC, 8) != 0)
@@ -259,14 +258,15 @@ static uint64_t load(struct reader *r, const struct shard *s, float *dst, uint64
     if (r->fd < 0 || r->open_pack != s->pack) {
         if (r->fd >= 0)
             close(r->fd);
-        struct stat st;
-        r->fd = open(path, O_RDONLY | O_CLOEXEC), r->open_pack = s->pack;
-        if (r->fd < 0 || fstat(r->fd, &st) != 0)
-            incomplete("checkpoint pack %s cannot be read: %s", path, strerror(errno));
-        if ((uint64_t)st.st_size != k->size)
+        char why[96];
+        uint64_t size = 0;
+        r->fd = files_open_regular(path, why, &size), r->open_pack = s->pack;
+        if (r->fd < 0)
+            incomplete("checkpoint pack %s cannot be read: %s", path, why);
+        if (size != k->size)
             refuse(REFUSAL_CHECKPOINT_DIGEST_MISMATCH, "checkpoint pack %s changed while it was "
                    "read (%llu bytes, then %llu)", path, (unsigned long long)k->size,
-                   (unsigned long long)st.st_size);
+                   (unsigned long long)size);
     }
     static float chunk[1 << 18];
     struct sha256 h;

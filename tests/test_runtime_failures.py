@@ -54,7 +54,9 @@ def test_a_checkpoint_folder_that_cannot_be_made(tmp_path: Path, in_the_way: Pat
     assert code == 3, stderr
     last = events[-1]
     assert last["event"] == "refused" and last["name"] == "checkpoint-write-failed", last
-    assert str(in_the_way / "ckpt") in str(last["message"]) and last["round"] == 50
+    # checked at start-up (issue 9, item 4): refused before round 0, not after round 50
+    assert str(in_the_way / "ckpt") in str(last["message"]) and last["round"] is None
+    assert not [e for e in events if e["event"] == "step"]
     assert "error[checkpoint-write-failed]" in stderr
     assert not (tmp_path / "p").exists()
 

@@ -157,4 +157,5 @@ def _table(
         holdout,
         digest,
         path=path,
+        size=len(content),
     )

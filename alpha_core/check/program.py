@@ -38,6 +38,7 @@ class DataSpec:
     path: str | None = None  # table: absolute path at build time
     seed: int = 0  # synthetic
     noise: float = 0.0  # synthetic
+    size: int = 0  # table: the file's bytes (the runtime refuses another size before reading)
 
     @property
     def train_rows(self) -> int:

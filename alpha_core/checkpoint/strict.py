@@ -3,6 +3,7 @@ duplicate keys or non-finite constants, and the field types a manifest may hold.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -36,15 +37,37 @@ def safe_name(name: str) -> bool:
     )
 
 
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "a special file")
+
+
 def read_sized(path: Path, limit: int) -> bytes:
-    """A regular file's bytes, refused (OSError) above `limit` before anything is read."""
-    with path.open("rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise IsADirectoryError(f"{path} is not a regular file")
-        if size > limit:
-            raise OSError(f"{path} has {size} bytes, more than {limit}")
-        return f.read(size)
+    """A regular file's bytes, refused (OSError) above `limit` before anything is read. Opened
+    without following a final link and without waiting (O_NONBLOCK), so a FIFO in a pack's
+    place is refused at once instead of holding the reader until something writes to it."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        if error.errno == errno.ELOOP and path.is_symlink():
+            raise OSError("it is a symbolic link, not a regular file") from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"it is {_kind(info.st_mode)}, not a regular file")
+        if info.st_size > limit:
+            raise OSError(f"{path} has {info.st_size} bytes, more than {limit}")
+        return f.read(info.st_size)
 
 
 def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -119,6 +119,8 @@ def program_c(program: Program, data_path: str | None, role: RoleSchedule | None
         "state_slots": f"{program.state_slots}u",
         "state_scalars": f"{program.state_scalars}u",
         "learner": _c_string(program.learner.kind),
+        # the CSV's size: the runtime refuses another size before reading a byte of it
+        "data_size": f"{d.size}ull",
     }
     parts.append("const struct alpha_program ALPHA_PROGRAM = {\n")
     parts.extend(f"    .{k} = {v},\n" for k, v in fields.items())

@@ -159,10 +159,11 @@ _ENTRIES = [
         "data-unreadable",
         COMPILE,
         "a data set named by the system cannot be read",
-        "The build reads a table data set once to compile in its SHA-256 and row count; the "
-        "executable refuses any other file at start-up (`data-digest-mismatch`). The "
+        "The build reads a table data set once to compile in its SHA-256, size and row count; "
+        "the executable refuses any other file at start-up (`data-digest-mismatch`). The "
         "executable gives the same name at start-up when its data file exists but cannot be "
-        "read.",
+        "read, or is not a regular file (a FIFO, a device such as /dev/zero, a folder): it "
+        "opens it without waiting and refuses it before reading a byte.",
         _tiny(
             head=_DIGITS_HEAD.replace(
                 "synthetic(rows: 64, features: 4, classes: 3, seed: 1)",
@@ -318,9 +319,11 @@ _ENTRIES = [
         "data-digest-mismatch",
         START_UP,
         "the data set is not the one the executable was built for",
-        "The executable compiles in the SHA-256 of the data set it was built against. At "
-        "start-up it hashes the file it is given; any difference (an edited, truncated or "
-        "different file) is refused before training starts, and nothing is written.",
+        "The executable compiles in the SHA-256 and the size of the data set it was built "
+        "against. At start-up a file of another size is refused before a byte of it is read "
+        "(so a huge file costs nothing); one of the right size is hashed, and any difference "
+        "(an edited, truncated or different file) is refused before training starts, and "
+        "nothing is written.",
     ),
     Refusal(
         "data-missing",
@@ -361,7 +364,11 @@ _ENTRIES = [
         "the final parameters could not be written",
         "The parameter file is written beside its final name, synced and renamed into place, "
         "so a reader never sees a partial file. When any step fails the executable stops with "
-        "this refusal and the previous file, if any, is left as it was.",
+        "this refusal and the previous file, if any, is left as it was. Before round 0 the "
+        "executable checks that the path is absent or a regular file (a device, a FIFO, a "
+        "folder or a symbolic link is never replaced) and that its folder, or the nearest one "
+        "above it that exists (the rest is made when the file is written), takes a new file, "
+        "so a run that could not publish its parameters refuses before training.",
     ),
     Refusal(
         "internal-error",
@@ -537,6 +544,18 @@ _ENTRIES = [
         "Every shard is listed with its SHA-256 by its manifest, every manifest by its pack's "
         "trailer and by the manifest above it. A flipped byte anywhere is refused by name, "
         "naming the file; nothing is loaded and nothing is written.",
+    ),
+    Refusal(
+        "checkpoint-folder-foreign",
+        START_UP,
+        "the run would publish a capture over something that is not this system's",
+        "Captures belong to the system identity that wrote them. Before round 0 the root looks "
+        "at every round it will publish: where the checkpoint folder already holds that "
+        "`round-<R>` and it is not a capture of this system (another system's, a symbolic "
+        "link, a file, or a folder holding files the runtime never writes) the run stops with "
+        "this name, naming it, and leaves it as it is; the same check is made again right "
+        "before each publication. Retention (`--checkpoint-keep`) never counts nor removes such "
+        "folders. Give the run its own `--checkpoint-dir`, or move the folder away.",
     ),
     Refusal(
         "usage",

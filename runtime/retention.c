@@ -1,0 +1,283 @@
+/* Which captures of a checkpoint folder belong to this system, and the root's clean-up of its
+ * own (retention.h). A folder is only ever removed, swapped out or counted when it is laid out
+ * as this runtime writes a capture (a real folder holding top.pack and parts/<role>.pack and
+ * nothing else, no link anywhere) and, for a published capture, when top.pack's trailer and
+ * manifest say it is of this system identity. Everything else is left as it is. */
+#define _POSIX_C_SOURCE 200809L
+#include "retention.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "files.h"
+#include "json.h"
+#include "manifest.h"
+#include "refusal.h"
+#include "sha256.h"
+
+#define MANIFEST_LIMIT (64u << 20)
+
+/* Whether fd (a regular file of `size` bytes) ends with a pack trailer; its manifest length
+ * and SHA-256 in *length and digest. */
+static int trailer_of(int fd, uint64_t size, uint64_t *length, uint8_t digest[32])
+{
+    uint8_t t[CHECKPOINT_TRAILER];
+    if (size < CHECKPOINT_TRAILER || files_read_at(fd, t, sizeof t, size - sizeof t) != 0 ||
+        memcmp(t + 40, CHECKPOINT_MAGIC, 8) != 0)
+        return 0;
+    *length = 0;
+    for (int i = 7; i >= 0; i--)
+        *length = *length << 8 | t[i];
+    memcpy(digest, t + 8, 32);
+    return *length <= size - CHECKPOINT_TRAILER;
+}
+
+/* The regular file `name` in folder dfd, opened without following a link or waiting on a FIFO;
+ * -1 when it is anything else. */
+static int open_file(int dfd, const char *name, uint64_t *size)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)))
+        close(fd), fd = -1;
+    if (fd >= 0)
+        *size = (uint64_t)st.st_size;
+    return fd;
+}
+
+/* parts/: only <role>.pack regular files (sealed: each with its trailer). */
+static int parts_ok(int dfd, int sealed, char why[200])
+{
+    int fd = openat(dfd, "parts", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return snprintf(why, 200, "its parts is not a folder"), 0;
+    }
+    int ok = 1;
+    for (struct dirent *e; ok && (e = readdir(d));) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        size_t n = strlen(e->d_name);
+        uint64_t size, length;
+        uint8_t digest[32];
+        int pack = n > 5 && n < 128 && strcmp(e->d_name + n - 5, ".pack") == 0
+                       ? open_file(fd, e->d_name, &size) : -1;
+        ok = pack >= 0 && (!sealed || trailer_of(pack, size, &length, digest));
+        if (pack >= 0)
+            close(pack);
+        if (!ok)
+            snprintf(why, 200, "parts/%.64s is not a pack this runtime writes", e->d_name);
+    }
+    closedir(d);
+    return ok;
+}
+
+/* The identity in top.pack's manifest (sealed, its SHA-256 the trailer's) into found. */
+static int top_identity(int dfd, char found[72], char why[200])
+{
+    uint64_t size, length;
+    uint8_t said[32], digest[32];
+    int fd = open_file(dfd, CHECKPOINT_TOP, &size);
+    if (fd < 0)
+        return snprintf(why, 200, "it holds no regular %s", CHECKPOINT_TOP), 0;
+    int ok = trailer_of(fd, size, &length, said) && length <= MANIFEST_LIMIT;
+    char *text = ok ? malloc(length + 1) : NULL;
+    ok = text && files_read_at(fd, text, length, size - CHECKPOINT_TRAILER - length) == 0;
+    close(fd);
+    if (ok) {
+        struct sha256 h;
+        sha256_init(&h);
+        sha256_update(&h, text, length);
+        sha256_final(&h, digest);
+        text[length] = '\0';
+        ok = memcmp(digest, said, 32) == 0;
+    }
+    char error[160];
+    struct json *m = ok ? json_parse(text, error) : NULL;
+    const char *format = json_get_string(m, "format"), *id = json_get_string(m, "identity");
+    ok = format && id && strcmp(format, CHECKPOINT_FORMAT) == 0 && strlen(id) < 72;
+    if (ok)
+        snprintf(found, 72, "%s", id);
+    else
+        snprintf(why, 200, "its %s has no pack trailer and capture manifest", CHECKPOINT_TOP);
+    json_free(m);
+    free(text);
+    return ok;
+}
+
+enum capture_owner capture_owner(const char *folder, int sealed, const char *identity,
+                                 char found[72], char why[200])
+{
+    struct stat st;
+    *found = '\0';
+    if (lstat(folder, &st) != 0)
+        return snprintf(why, 200, "%s", strerror(errno)), CAPTURE_UNKNOWN;
+    if (!S_ISDIR(st.st_mode))
+        return snprintf(why, 200, "it is %s", files_kind(st.st_mode)), CAPTURE_UNKNOWN;
+    int dfd = open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return snprintf(why, 200, "%s", strerror(errno)), CAPTURE_UNKNOWN;
+    }
+    int ok = 1, top = 0;
+    for (struct dirent *e; ok && (e = readdir(d));) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        uint64_t size;
+        int fd = strcmp(e->d_name, CHECKPOINT_TOP) == 0 ? open_file(dfd, e->d_name, &size) : -1;
+        if (fd >= 0)
+            close(fd), top = 1;
+        else if (strcmp(e->d_name, "parts") == 0)
+            ok = parts_ok(dfd, sealed, why);
+        else
+            ok = 0, snprintf(why, 200, "it holds %.64s, which this runtime never writes there",
+                             e->d_name);
+    }
+    if (ok && sealed && !top)
+        ok = 0, snprintf(why, 200, "it holds no regular %s", CHECKPOINT_TOP);
+    if (ok && sealed)
+        ok = top_identity(dfd, found, why);
+    closedir(d);
+    if (!ok)
+        return CAPTURE_UNKNOWN;
+    if (sealed && strcmp(found, identity) != 0)
+        return snprintf(why, 200, "it is a capture of system identity %.16s", found),
+               CAPTURE_FOREIGN;
+    return CAPTURE_OURS;
+}
+
+static _Noreturn void foreign(const struct capture *c, const char *folder, const char *why)
+{
+    refuse(REFUSAL_CHECKPOINT_FOLDER_FOREIGN, "%s is not a capture of this system (identity "
+           "%.16s) and is left as it is: %s; this run would publish over it (use another "
+           "--checkpoint-dir)", folder, c->p->identity, why);
+}
+
+void capture_claim(const struct capture *c, const char *folder)
+{
+    char found[72], why[200];
+    struct stat st;
+    if (lstat(folder, &st) != 0 && errno == ENOENT)
+        return;
+    if (capture_owner(folder, 1, c->p->identity, found, why) != CAPTURE_OURS)
+        foreign(c, folder, why);
+}
+
+void capture_start(struct capture *c, uint32_t first_round)
+{
+    const struct alpha_role *r = c->r;
+    int writes = 0;
+    for (uint32_t i = 0; i < r->n_ops; i++)
+        writes |= r->ops[i].kind >= ALPHA_OP_CHECKPOINT && r->ops[i].kind <= ALPHA_OP_PUBLISH;
+    if (!writes || !r->checkpoint_every || first_round >= c->p->steps)
+        return;
+    char why[200];
+    if (files_writable_folder(c->dir, why) != 0)
+        refuse(REFUSAL_CHECKPOINT_WRITE_FAILED, "checkpoint folder %s cannot be written: %s",
+               c->dir, why);
+    DIR *d = c->root ? opendir(c->dir) : NULL;
+    if (!d)
+        return; /* not there yet: mkdir makes it at the first capture */
+    /* Every round this run will publish, already held by something not of this system: refused
+     * now, before round 0, rather than after training up to it. */
+    uint64_t round, lowest = UINT64_MAX;
+    char folder[4400], found[72], first[4400] = "", said[200] = "";
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!manifest_published(e->d_name, &round) || round <= first_round ||
+            round > c->p->steps || (round % r->checkpoint_every && round != c->p->steps))
+            continue;
+        snprintf(folder, sizeof folder, "%s/%s", c->dir, e->d_name);
+        if (round < lowest && capture_owner(folder, 1, c->p->identity, found, why) !=
+                                  CAPTURE_OURS) /* the first one the run would reach */
+            lowest = round, memcpy(first, folder, sizeof first), memcpy(said, why, sizeof why);
+    }
+    closedir(d);
+    if (*first)
+        foreign(c, first, said);
+}
+
+struct published {
+    uint64_t round;
+    char name[32];          /* round-<digits>, at most 26 characters */
+};
+
+static int newest_first(const void *a, const void *b)
+{
+    const struct published *x = a, *y = b;
+    return x->round < y->round ? 1 : x->round > y->round ? -1 : strcmp(y->name, x->name);
+}
+
+static _Noreturn void remove_failed(const char *folder)
+{
+    refuse(REFUSAL_CHECKPOINT_WRITE_FAILED, "cannot remove capture folder %s: %s", folder,
+           strerror(errno));
+}
+
+/* Removes one capture folder of this system: first out of the published names (a crash part
+ * way leaves no torn capture under one), then its files, never following a link. */
+static void expire(const struct capture *c, const char *name)
+{
+    char from[4400], to[4500];
+    snprintf(from, sizeof from, "%s/%s", c->dir, name);
+    snprintf(to, sizeof to, "%s.expired-%.12s", from, c->r->plan_identity);
+    if (rename(from, to) != 0 || files_remove_tree(to) != 0)
+        remove_failed(from);
+}
+
+void capture_prune(const struct capture *c)
+{
+    DIR *d = opendir(c->dir);
+    if (!d)
+        refuse(REFUSAL_CHECKPOINT_WRITE_FAILED, "cannot read checkpoint folder %s: %s", c->dir,
+               strerror(errno));
+    struct published *rounds = NULL;
+    uint64_t round;
+    uint32_t n = 0, cap = 0;
+    char partial[64], expiring[64], name[4400], found[72], why[200];
+    snprintf(partial, sizeof partial, ".partial-%.12s", c->r->plan_identity);
+    snprintf(expiring, sizeof expiring, ".expired-%.12s", c->r->plan_identity);
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *dot = strchr(e->d_name, '.');
+        snprintf(name, sizeof name, "%s/%s", c->dir, e->d_name);
+        if (manifest_published(e->d_name, &round)) {
+            /* Only this system's captures count and go; another's (or a stranger's folder)
+             * is neither counted nor touched. */
+            if (round >= c->round || capture_owner(name, 1, c->p->identity, found, why) !=
+                                         CAPTURE_OURS)
+                continue;
+            rounds = checked_grow(rounds, n, &cap, sizeof *rounds, 16, "the capture list");
+            rounds[n].round = round;
+            snprintf(rounds[n++].name, sizeof rounds->name, "%.26s", e->d_name);
+            continue;
+        }
+        if (!dot || (strcmp(dot, partial) != 0 && strcmp(dot, expiring) != 0))
+            continue;
+        char base[64];
+        snprintf(base, sizeof base, "%.*s", (int)(dot - e->d_name) & 63, e->d_name);
+        /* This plan's abandoned folder: removed only when it holds nothing but pack files. */
+        if (!manifest_published(base, &round) || round >= c->round ||
+            capture_owner(name, 0, c->p->identity, found, why) != CAPTURE_OURS)
+            continue;
+        if (files_remove_tree(name) != 0)
+            remove_failed(name);
+    }
+    closedir(d);
+    if (n)
+        qsort(rounds, n, sizeof *rounds, newest_first);
+    for (uint32_t i = c->keep - 1; i < n; i++)
+        expire(c, rounds[i].name);
+    free(rounds);
+    if (n >= c->keep)
+        files_sync_dir(c->dir);
+}
