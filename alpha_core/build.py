@@ -15,8 +15,9 @@ from alpha_core.codegen.kernels import build_kernels
 from alpha_core.codegen.program_c import program_c
 from alpha_core.codegen.target import TARGETS, object_code
 from alpha_core.link.link import link_executable
-from alpha_core.plan.admission import admit, admit_program
+from alpha_core.plan.admission import admit, admit_program, refuse_unless_admitted
 from alpha_core.plan.model import Pairing, Plan
+from alpha_core.plan.profiles import machine_profile
 from alpha_core.plan.projection import project
 from alpha_core.plan.schedule import single_process
 
@@ -84,6 +85,9 @@ def build_program(
     Raises alpha_core.link.toolchain.LinkError when the toolchain fails.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
+    # admitted before anything is compiled, against this machine: there is no pairing
+    admission = admit_program(program, machine_profile())
+    refuse_unless_admitted(admission, f"system `{program.name}`")
     host = TARGETS[target]
     exe = out_dir / program.name
     d = deployment or Deployment(data_path=data_path)
@@ -101,7 +105,6 @@ def build_program(
     source = program_c(program, data_path or d.data_path, role)
     link_executable(host.zig, kernels_object(program, target, d.cpu), source, exe)
     content = exe.read_bytes()
-    admission = admit_program(program)
     digest = hashlib.sha256(content).hexdigest()
     built = BuiltExecutable(
         "main", str(exe), target, len(content), digest, admission.total, admission.headroom
@@ -136,6 +139,11 @@ def build_plan(
     objects: dict[str, bytes] = {}
     built: list[BuiltExecutable] = []
     indices = range(plan.membership.total) if roles is None else roles
+    # every role admitted before anything is compiled; without a pairing against this machine
+    machine = machine_profile() if pairing is None else None
+    admissions = {index: admit(plan, pairing, index, machine) for index in indices}
+    for a in admissions.values():
+        refuse_unless_admitted(a, f"{a.role} of plan `{plan.name}`")
     for index in indices:
         target = pairing.host_of(index) if pairing is not None else "x86_64"
         if target not in objects:
@@ -153,7 +161,7 @@ def build_plan(
         source = program_c(program, deployment.data_path, schedule)
         link_executable(TARGETS[target].zig, objects[target], source, exe)
         content = exe.read_bytes()
-        admission = admit(plan, pairing, index)
+        admission = admissions[index]
         digest = hashlib.sha256(content).hexdigest()
         built.append(
             BuiltExecutable(

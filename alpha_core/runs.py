@@ -12,6 +12,7 @@ from alpha_core.build import BuildResult, BuiltExecutable, Deployment, build_pla
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.launch import command_for
 from alpha_core.link.toolchain import LinkError
+from alpha_core.plan.admission import AdmissionRefused
 from alpha_core.plan.model import Plan
 from alpha_core.workspace import Analysis
 
@@ -55,6 +56,8 @@ def build_choice(
         roles = role_indices(plan, choice.role, "build")
         d = deployment(plan.membership.total)
         return build_plan(plan, pairing, into, d, roles, on_built), []
+    except AdmissionRefused as e:
+        return None, [e.diagnostic]
     except LinkError as e:
         return None, [Diagnostic("link-failed", str(e), None)]
 

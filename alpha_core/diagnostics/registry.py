@@ -307,12 +307,16 @@ _ENTRIES = [
     Refusal(
         "memory-admission",
         COMPILE,
-        "a role's memory demand exceeds what its pairing gives it",
+        "a role's memory demand exceeds what its pairing, or the build machine, gives it",
         "Each role's demand (parameters, learner state, the gradient pieces its schedule "
         "holds, kernel buffers, data, frame buffers, a runtime reserve) is admitted against "
         "the memory of its profile: a host's `memory N gib` or the default, or a device "
         "profile. The refusal lists the breakdown; `alpha build` prints each role's demand and "
-        "headroom.",
+        "headroom. Without a pairing, `alpha build`, `alpha run` and alpha-tui admit the "
+        "system (or each role of a plan) against the machine that builds it, before anything "
+        "is compiled: its MemTotal in /proc/meminfo, or its container's memory limit when "
+        "lower, or the default host profile when the machine does not say. `alpha check` and "
+        "the editor admit only what a pairing names, so they answer alike on every machine.",
         _tiny() + _PLAN + "pairing lab for duo {\n  worker[*]: host x86_64, memory 1 mib\n}\n",
     ),
     Refusal(

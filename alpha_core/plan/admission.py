@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from alpha_core.autodiff.reverse import training_step
 from alpha_core.check.program import Program
 from alpha_core.codegen.graph_emit import live_nodes
+from alpha_core.diagnostics import Diagnostic
 from alpha_core.ir.graph import concrete, size
 from alpha_core.plan.model import Pairing, Plan
 from alpha_core.plan.profiles import Profile, host_profile
@@ -127,6 +128,33 @@ def demand(program: Program, schedule: RoleSchedule) -> list[tuple[str, int]]:
     return items
 
 
+class AdmissionRefused(Exception):
+    """A build refused before anything is compiled: a role does not fit its machine."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+def refuse_unless_admitted(a: Admission, what: str) -> None:
+    """Raise AdmissionRefused (`memory-admission`, with the breakdown) when `a` does not fit.
+    Used by the build without a pairing, against the build machine (`machine_profile`): a
+    pairing's roles were admitted by the checker against their own profiles."""
+    if a.admitted:
+        return
+    raise AdmissionRefused(
+        Diagnostic(
+            "memory-admission",
+            f"{what} needs {a.total:,} bytes but {a.profile.name} has {a.profile.memory:,}: "
+            "without a pairing a build is admitted against the machine that builds it",
+            None,
+            notes=tuple(f"{item}: {n:,} bytes" for item, n in a.items),
+            help="build on a machine with that memory, pair the roles of a plan with hosts "
+            "that have it (`memory N gib`), or make the system smaller",
+        )
+    )
+
+
 def admit_program(program: Program, profile: Profile | None = None) -> Admission:
     schedule = single_process(program.leaves, program.identity())
     return Admission(
@@ -140,10 +168,16 @@ def role_profile(pairing: Pairing | None, index: int) -> Profile:
     return pairing.profile_of(index)
 
 
-def admit(plan: Plan, pairing: Pairing | None, index: int) -> Admission:
+def admit(
+    plan: Plan, pairing: Pairing | None, index: int, profile: Profile | None = None
+) -> Admission:
+    """Role `index` against `profile`, or else its pairing's profile (the default host
+    profile without a pairing)."""
     schedule = project(plan, index)
     return Admission(
-        schedule.name, role_profile(pairing, index), tuple(demand(plan.system, schedule))
+        schedule.name,
+        profile or role_profile(pairing, index),
+        tuple(demand(plan.system, schedule)),
     )
 
 
