@@ -42,4 +42,5 @@ def show_refusals(diags: list[Diagnostic], a: Analysis) -> None:
 
 
 def error_line(name: str, message: str) -> None:
-    err.print(f"[bold red]error\\[{escape(name)}][/]: {escape(message)}")
+    # messages from the runtime and the OS echo paths: no raw control character reaches a terminal
+    err.print(f"[bold red]error\\[{escape(name)}][/]: {escape(visible(message))}")

@@ -91,3 +91,12 @@ async def test_language_server_messages_and_rendered_text(client: Client) -> Non
         assert not RAW.search(rendered.replace("\n", " ")), repr(rendered)
     unreadable = next(d for d in diags if d.code == "data-unreadable")
     assert "a␛[2J␇b\\u{202e}.csv" in unreadable.message
+
+
+def test_a_refusal_outside_a_source_echoes_its_path_drawn(tmp_path: Path) -> None:
+    """Refusals that are not about a source (a checkpoint path, the OS's messages) go through
+    the CLI's one error line, which draws control characters too."""
+    proc = cli("inspect", str(tmp_path / "no\x1b[2Jsuch"))
+    assert proc.returncode != 0
+    assert "no␛[2Jsuch" in proc.stderr
+    assert not RAW.search(proc.stderr), repr(proc.stderr)
