@@ -24,91 +24,80 @@
 
 #define MANIFEST_LIMIT (64u << 20)
 
-/* Whether fd (a regular file of `size` bytes) ends with a pack trailer; its manifest length
- * and SHA-256 in *length and digest. */
-static int trailer_of(int fd, uint64_t size, uint64_t *length, uint8_t digest[32])
-{
-    uint8_t t[CHECKPOINT_TRAILER];
-    if (size < CHECKPOINT_TRAILER || files_read_at(fd, t, sizeof t, size - sizeof t) != 0 ||
-        memcmp(t + 40, CHECKPOINT_MAGIC, 8) != 0)
-        return 0;
-    *length = 0;
-    for (int i = 7; i >= 0; i--)
-        *length = *length << 8 | t[i];
-    memcpy(digest, t + 8, 32);
-    return *length <= size - CHECKPOINT_TRAILER;
-}
-
-/* The regular file `name` in folder dfd, opened without following a link or waiting on a FIFO;
- * -1 when it is anything else. */
-static int open_file(int dfd, const char *name, uint64_t *size)
+/* The regular file `name` of folder dfd, opened without following a link or waiting on a FIFO,
+ * and (sealed) ending with a pack trailer, copied to t; -1 when it is anything else. */
+static int pack_at(int dfd, const char *name, int sealed, uint8_t t[CHECKPOINT_TRAILER],
+                   uint64_t *size)
 {
     int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
-    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)))
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+                    (sealed && ((*size = (uint64_t)st.st_size) < CHECKPOINT_TRAILER ||
+                                files_read_at(fd, t, CHECKPOINT_TRAILER,
+                                              *size - CHECKPOINT_TRAILER) != 0 ||
+                                memcmp(t + 40, CHECKPOINT_MAGIC, 8) != 0))))
         close(fd), fd = -1;
-    if (fd >= 0)
-        *size = (uint64_t)st.st_size;
     return fd;
 }
 
-/* parts/: only <role>.pack regular files (sealed: each with its trailer). */
-static int parts_ok(int dfd, int sealed, char why[200])
+/* Folder dfd (closed here) holds only what this runtime writes in it: top.pack and parts/ at
+ * the top, <role>.pack files in parts/. The first entry that is anything else goes to bad. */
+static int only_packs(int dfd, int in_parts, int sealed, char bad[72])
 {
-    int fd = openat(dfd, "parts", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
-        return snprintf(why, 200, "its parts is not a folder"), 0;
-    }
+    DIR *d = fdopendir(dfd);
+    if (!d)
+        return close(dfd), snprintf(bad, 72, "parts"), 0;
     int ok = 1;
     for (struct dirent *e; ok && (e = readdir(d));) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+        const char *n = e->d_name;
+        size_t len = strlen(n);
+        uint8_t t[CHECKPOINT_TRAILER];
+        uint64_t size;
+        if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
             continue;
-        size_t n = strlen(e->d_name);
-        uint64_t size, length;
-        uint8_t digest[32];
-        int pack = n > 5 && n < 128 && strcmp(e->d_name + n - 5, ".pack") == 0
-                       ? open_file(fd, e->d_name, &size) : -1;
-        ok = pack >= 0 && (!sealed || trailer_of(pack, size, &length, digest));
-        if (pack >= 0)
-            close(pack);
-        if (!ok)
-            snprintf(why, 200, "parts/%.64s is not a pack this runtime writes", e->d_name);
+        if (!in_parts && strcmp(n, "parts") == 0) {
+            int fd = openat(dfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            ok = fd >= 0 && only_packs(fd, 1, sealed, bad);
+            if (fd < 0)
+                snprintf(bad, 72, "parts");
+            continue;
+        }
+        int fd = (in_parts ? len > 5 && len < 128 && strcmp(n + len - 5, ".pack") == 0
+                           : strcmp(n, CHECKPOINT_TOP) == 0)
+                     ? pack_at(dfd, n, sealed, t, &size) : -1;
+        if (fd >= 0)
+            close(fd);
+        else
+            ok = 0, snprintf(bad, 72, "%s%.60s", in_parts ? "parts/" : "", n);
     }
     closedir(d);
     return ok;
 }
 
 /* The identity in top.pack's manifest (sealed, its SHA-256 the trailer's) into found. */
-static int top_identity(int dfd, char found[72], char why[200])
+static int top_identity(int dfd, char found[72])
 {
-    uint64_t size, length;
-    uint8_t said[32], digest[32];
-    int fd = open_file(dfd, CHECKPOINT_TOP, &size);
+    uint8_t t[CHECKPOINT_TRAILER];
+    uint64_t size, length = 0;
+    int fd = pack_at(dfd, CHECKPOINT_TOP, 1, t, &size);
     if (fd < 0)
-        return snprintf(why, 200, "it holds no regular %s", CHECKPOINT_TOP), 0;
-    int ok = trailer_of(fd, size, &length, said) && length <= MANIFEST_LIMIT;
-    char *text = ok ? malloc(length + 1) : NULL;
-    ok = text && files_read_at(fd, text, length, size - CHECKPOINT_TRAILER - length) == 0;
+        return 0;
+    for (int i = 7; i >= 0; i--)
+        length = length << 8 | t[i];
+    char *text = length <= MANIFEST_LIMIT && length <= size - CHECKPOINT_TRAILER
+                     ? calloc(length + 1, 1) : NULL;
+    char hex[65], said[65], error[160];
+    int ok = text && files_read_at(fd, text, length, size - CHECKPOINT_TRAILER - length) == 0;
     close(fd);
     if (ok) {
-        struct sha256 h;
-        sha256_init(&h);
-        sha256_update(&h, text, length);
-        sha256_final(&h, digest);
-        text[length] = '\0';
-        ok = memcmp(digest, said, 32) == 0;
+        sha256_text(text, length, hex);
+        sha256_hex(t + 8, said);
     }
-    char error[160];
-    struct json *m = ok ? json_parse(text, error) : NULL;
+    struct json *m = ok && strcmp(hex, said) == 0 ? json_parse(text, error) : NULL;
     const char *format = json_get_string(m, "format"), *id = json_get_string(m, "identity");
     ok = format && id && strcmp(format, CHECKPOINT_FORMAT) == 0 && strlen(id) < 72;
     if (ok)
         snprintf(found, 72, "%s", id);
-    else
-        snprintf(why, 200, "its %s has no pack trailer and capture manifest", CHECKPOINT_TOP);
     json_free(m);
     free(text);
     return ok;
@@ -118,37 +107,21 @@ enum capture_owner capture_owner(const char *folder, int sealed, const char *ide
                                  char found[72], char why[200])
 {
     struct stat st;
+    char bad[72];
     *found = '\0';
     if (lstat(folder, &st) != 0)
         return snprintf(why, 200, "%s", strerror(errno)), CAPTURE_UNKNOWN;
-    if (!S_ISDIR(st.st_mode))
+    int dfd = S_ISDIR(st.st_mode) ? open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                                  : -1;
+    if (dfd < 0)
         return snprintf(why, 200, "it is %s", files_kind(st.st_mode)), CAPTURE_UNKNOWN;
-    int dfd = open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
-        return snprintf(why, 200, "%s", strerror(errno)), CAPTURE_UNKNOWN;
-    }
-    int ok = 1, top = 0;
-    for (struct dirent *e; ok && (e = readdir(d));) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        uint64_t size;
-        int fd = strcmp(e->d_name, CHECKPOINT_TOP) == 0 ? open_file(dfd, e->d_name, &size) : -1;
-        if (fd >= 0)
-            close(fd), top = 1;
-        else if (strcmp(e->d_name, "parts") == 0)
-            ok = parts_ok(dfd, sealed, why);
-        else
-            ok = 0, snprintf(why, 200, "it holds %.64s, which this runtime never writes there",
-                             e->d_name);
-    }
-    if (ok && sealed && !top)
-        ok = 0, snprintf(why, 200, "it holds no regular %s", CHECKPOINT_TOP);
-    if (ok && sealed)
-        ok = top_identity(dfd, found, why);
-    closedir(d);
+    int top = dup(dfd); /* only_packs closes the one it walks */
+    int ok = only_packs(dfd, 0, sealed, bad);
+    if (!ok)
+        snprintf(why, 200, "it holds %s, which is not a file this runtime writes there", bad);
+    else if (sealed && !top_identity(top, found))
+        ok = 0, snprintf(why, 200, "its %s holds no sealed capture manifest", CHECKPOINT_TOP);
+    close(top);
     if (!ok)
         return CAPTURE_UNKNOWN;
     if (sealed && strcmp(found, identity) != 0)
