@@ -148,3 +148,85 @@ def test_rows_are_read_once_per_file_digest(tmp_path: Path) -> None:
     [refusal] = ws.analyze(str(source), SOURCE).diagnostics
     assert refusal.name == "data-malformed" and re.search(r"line 3: column 5 ", refusal.message)
     assert csv_rows.READS.tables - before <= 2
+
+
+STRTOF = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+/* each line of stdin: the bits of musl's strtof of it, as the runtime reads a field */
+int main(void) {
+    char line[512];
+    while (fgets(line, sizeof line, stdin)) {
+        line[strcspn(line, "\n")] = '\0';
+        float v = strtof(line, NULL);
+        unsigned bits;
+        memcpy(&bits, &v, sizeof bits);
+        printf("%08x\n", bits);
+    }
+    return 0;
+}
+"""
+
+
+def _hard_decimals() -> list[str]:
+    """Decimals at and next to the halfway points between neighbouring float32s (where a double
+    rounded again to float32 can differ from strtof), the overflow threshold, subnormals, and
+    ordinary numbers."""
+    import random
+    import struct
+    from decimal import Decimal, getcontext
+    from fractions import Fraction
+
+    getcontext().prec = 220
+    rng = random.Random(9)
+    out: list[str] = ["3.4028235677973366e38", "3.40282357e38", "1e-46", "7.0064923216e-46"]
+
+    def exact(q: Fraction) -> Decimal:
+        return Decimal(q.numerator) / Decimal(q.denominator)
+
+    for _ in range(600):
+        bits = rng.choice(
+            [rng.randrange(0x00000001, 0x7F7FFFFF), rng.randrange(0x3F000000, 0x41000000)]
+        )
+        a = struct.unpack("<f", struct.pack("<I", bits))[0]
+        b = struct.unpack("<f", struct.pack("<I", bits + 1))[0]
+        mid = exact((Fraction(a) + Fraction(b)) / 2)
+        nudge = Decimal(10) ** (mid.adjusted() - rng.randrange(18, 40))
+        out += [f"{mid:e}", f"{mid + nudge:e}", f"{mid - nudge:e}"]
+    limit = exact(Fraction(2**128 - 2**103))
+    out += [f"{limit:e}", f"{limit - Decimal(10) ** 10:e}", f"{limit + Decimal(10) ** 10:e}"]
+    out += [f"{rng.uniform(-1e6, 1e6):.{rng.randrange(1, 20)}f}" for _ in range(300)]
+    return out
+
+
+def test_fields_read_as_musl_strtof_reads_them(tmp_path: Path) -> None:
+    """The checker's float32 of a field is musl's strtof's, bit for bit, including the halfway
+    cases where rounding the double once more would differ (a real strtof, linked as the
+    runtime is)."""
+    import struct
+    import subprocess
+
+    from alpha_core.link.link import LINK_FLAGS
+    from alpha_core.link.toolchain import run_zig
+
+    (tmp_path / "strtof.c").write_text(STRTOF)
+    run_zig(
+        ["cc", "-target", "x86_64-linux-musl", *LINK_FLAGS, "strtof.c", "-o", "strtof"], tmp_path
+    )
+    decimals = _hard_decimals()
+    done = subprocess.run(
+        [str(tmp_path / "strtof")],
+        input="\n".join(decimals) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    for text, hex_bits in zip(decimals, done.stdout.split(), strict=True):
+        theirs = struct.unpack("<f", bytes.fromhex(hex_bits)[::-1])[0]
+        ours = csv_rows.field_float32(text.encode())
+        if theirs in (float("inf"), float("-inf")):
+            assert ours is None, text
+        else:
+            assert ours is not None and struct.pack("<f", ours) == struct.pack("<f", theirs), text
