@@ -95,6 +95,8 @@ def _deployment(args: argparse.Namespace, roles: int) -> Deployment:
         args.cpu,
         str(Path(args.resume).resolve()) if args.resume else "",
         args.checkpoint_keep or 0,
+        # A path to read the launch secret from, compiled in; never the secret itself.
+        str(Path(args.secret_file).resolve()) if getattr(args, "secret_file", None) else "",
     )
 
 
@@ -343,6 +345,13 @@ def parser() -> argparse.ArgumentParser:
         )
         if name == "build":
             b.add_argument("--role", default=None, help="build only this role")
+            b.add_argument(
+                "--secret-file",
+                default=None,
+                metavar="PATH",
+                help="where every role reads the launch secret (32 bytes, mode 0600); the path "
+                "is compiled in, never the secret (deployment input; alpha run gives one)",
+            )
         b.add_argument("--target", default="x86_64", choices=["x86_64", "aarch64"])
         b.add_argument(
             "--cpu",

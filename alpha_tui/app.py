@@ -353,6 +353,9 @@ class AlphaTui(App[None]):
         elif kind == "refused":
             name, message = event.get("name"), escape(str(event.get("message")))
             self.log_line(f"[red]{escape(role)}: refused[/] {name}: {message}")
+        elif kind == "stranger-dropped":  # a connection that could not prove the launch secret
+            source, name = escape(str(event.get("from"))), escape(str(event.get("name")))
+            self.log_line(f"[yellow]{escape(role)}: dropped a stranger[/] from {source} ({name})")
 
     def finish(self, result: RunResult) -> None:
         self.result = result
