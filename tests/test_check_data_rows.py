@@ -18,7 +18,9 @@ import re
 from pathlib import Path
 
 import pytest
+import pytest_lsp
 from conftest import build, cli, program_of, run_exe
+from test_lsp_session import CONFIG, Client, init_params
 
 from alpha_core.check.program import DataSpec
 from alpha_core.data import csv_rows
@@ -230,3 +232,20 @@ def test_fields_read_as_musl_strtof_reads_them(tmp_path: Path) -> None:
             assert ours is None, text
         else:
             assert ours is not None and struct.pack("<f", ours) == struct.pack("<f", theirs), text
+
+
+@pytest_lsp.fixture(scope="module", config=CONFIG)
+async def client(lsp_client: Client):  # type: ignore[no-untyped-def]
+    await lsp_client.initialize_session(init_params())
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_editor_shows_a_bad_row_in_the_middle(client: Client, tmp_path: Path) -> None:
+    data = tmp_path / "d.csv"
+    data.write_bytes(_file(b"1,2,3,4,0") + _file(b"1,2,inf,4,0"))
+    uri = (tmp_path / "tiny.alpha").as_uri()
+    [diag] = await client.published_for(uri, client.open(uri, SOURCE))
+    assert diag.code == "data-malformed"
+    assert diag.message == f"{data} line 8: column 3 is not a finite decimal number"
