@@ -8,8 +8,10 @@ is bounded by a subprocess timeout, so a hang fails the test instead of hanging 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import select
 import shutil
 import stat
 import subprocess
@@ -170,8 +172,8 @@ def test_a_capture_holding_a_users_file_is_not_removed(
 
 def test_publishing_over_a_link_is_refused_before_round_0(blobs: Path, tmp_path: Path) -> None:
     """round-00000050 is a link to a user's folder: the run would publish round 50 over it.
-    Refused before round 0, naming it; the target is whole. (Before: the link was swapped out
-    with renameat2 and the folder behind it emptied.)"""
+    Refused before round 0, naming it; the target is whole. (Before: 50 rounds were trained,
+    then checkpoint-write-failed.)"""
     into = tmp_path / "ckpt"
     into.mkdir()
     target = precious(tmp_path / "mine")
@@ -184,6 +186,59 @@ def test_publishing_over_a_link_is_refused_before_round_0(blobs: Path, tmp_path:
     intact(target)
     assert (into / "round-00000050").is_symlink()
     assert not (tmp_path / "p").exists()
+
+
+def test_a_folder_put_there_during_the_run_is_not_published_over(
+    blobs: Path, tmp_path: Path
+) -> None:
+    """The check is made again right before each publication: a user's folder put under
+    round 50's name after round 1 (the run cannot be past round 30 then: its stdout is a 4 KiB
+    pipe this test stops reading, which about 27 step events fill) is refused at round 50, the
+    capture left under its partial name, the user's folder whole. (Before: it was swapped out
+    with renameat2 and removed.)"""
+    into = tmp_path / "ckpt"
+    into.mkdir()
+    # The pipe is made small before the run starts, so it never holds more than 4 KiB.
+    fd, write_end = os.pipe()
+    fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 4096)
+    proc = subprocess.Popen(
+        [str(blobs), "--checkpoint-dir", str(into), "--params-out", str(tmp_path / "p")],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+    )
+    os.close(write_end)
+
+    def line() -> dict[str, object]:
+        """One event, read a byte at a time: nothing beyond it leaves the pipe."""
+        got = b""
+        while not got.endswith(b"\n"):
+            byte = os.read(fd, 1)
+            assert byte, got
+            got += byte
+        return dict(json.loads(got))
+
+    try:
+        assert line()["event"] == "start" and line()["step"] == 1
+        target = precious(into / "round-00000050")
+        out = b""
+        while select.select([fd], [], [], BOUND)[0]:  # a silent run ends the loop: no hang
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            out += chunk
+        _, err = proc.communicate(timeout=BOUND)
+    finally:
+        os.close(fd)
+        proc.kill()
+        proc.wait()
+    last = json.loads(out.splitlines()[-1])
+    assert proc.returncode == 3 and last["name"] == "checkpoint-folder-foreign", err.decode()
+    assert last["round"] == 50 and "not a file this runtime writes" in str(last["message"])
+    intact(target)
+    assert sorted(q.name[:23] for q in into.iterdir()) == [
+        "round-00000050",
+        "round-00000050.partial-",
+    ]
 
 
 # ---- 2: captures belong to a system identity ---------------------------------------------------
