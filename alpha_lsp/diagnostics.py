@@ -9,14 +9,18 @@ to its entry in docs/refusals.md, its related spans, and the text `alpha check` 
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
+from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.render import render
 from alpha_lsp.server import AlphaServer, Snapshot
 
+logger = logging.getLogger(__name__)
 SOURCE = "alpha"
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "refusals.md"
 SEVERITY = {
@@ -63,6 +67,9 @@ def publish(ls: AlphaServer, uri: str) -> None:
         snap = ls.snapshot(uri)
         found = diagnostics_of(snap)
         version = snap.version
+    except JsonRpcException as refusal:  # a save of a document not open, which cannot be read
+        logger.warning("no diagnostics for %s: %s", uri, refusal.message)
+        return
     except Exception as error:  # the checker failed: say so where the user looks
         ls.report("diagnostics", error)
         found = [
@@ -75,7 +82,8 @@ def publish(ls: AlphaServer, uri: str) -> None:
                 source=SOURCE,
             )
         ]
-        version = ls.workspace.get_text_document(uri).version
+        doc = ls.workspace.text_documents.get(unquote(uri))
+        version = doc.version if doc is not None else None
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=uri, diagnostics=found, version=version)
     )

@@ -4,26 +4,23 @@ role runs" (like rust-analyzer's `viewHir`).
 Params `{uri, plan, role, pairing?}` (role as `worker[3]` or `hub`; the pairing, if given,
 chooses the profile the admission is measured against); result `{plan, role, index, roles,
 text, ops, links, admission}`. A plan that does not exist or is refused, or a role the plan
-does not have, is answered with an LSP error whose message says which.
+does not have, is answered with RequestFailed, a document that is not open and cannot be read
+with DocumentUnreadable (alpha_lsp/errors.py), each with a message that says which.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcInvalidParams
 
 from alpha_core.plan.projection import project
+from alpha_lsp.errors import RequestFailed
 from alpha_lsp.server import AlphaServer
 
 METHOD = "alpha/projection"
 # the ops that talk to a peer: their `link` indexes `links`
 LINKED = frozenset({"send", "recv", "send_params", "recv_params", "ack_recv", "ack_send"})
-REQUEST_FAILED = -32803  # LSP's RequestFailed: the request was valid but cannot be answered
-
-
-class RequestFailed(JsonRpcException):
-    CODE = REQUEST_FAILED
 
 
 def _param(params: Any, name: str) -> str:

@@ -14,19 +14,21 @@ import gc
 import logging
 import os
 import re
-import stat
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar, cast
+from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
+from alpha_core.files import NotReadable, read_regular
+from alpha_core.memo import Lru
 from alpha_core.workspace import Analysis, Workspace
 from alpha_lsp import __version__
+from alpha_lsp.errors import AlphaProtocol, DocumentUnreadable, configure_logging, one_line
 from alpha_lsp.positions import Lines
 
 logger = logging.getLogger(__name__)
@@ -47,26 +49,38 @@ class Snapshot:
     lines: Lines
 
 
+# A document the editor has not opened is read from disk only when it is a regular file of at
+# most this many bytes (a request naming /dev/stdin must not read the server's own input).
+DOCUMENT_LIMIT = 64 << 20
+# A data file a system names: larger ones are not read (the system is refused data-unreadable).
+DATA_LIMIT = 1 << 30
+DATA_KEPT_BYTES = 256 << 20  # the bytes of data files kept between checks, least recent out
+
+
 class DataFiles:
     """The data files systems name, read from disk: regular files only (a system naming
-    /dev/stdin must not read the server's own input), kept while their size and time stand."""
+    /dev/stdin must not read the server's own input), kept while their size and time stand,
+    up to DATA_KEPT_BYTES of them."""
 
     def __init__(self) -> None:
-        self._kept: dict[str, tuple[tuple[int, int], bytes]] = {}
+        self._kept: Lru[str, tuple[tuple[int, int], bytes]] = Lru(
+            "lsp.data_files", 256, DATA_KEPT_BYTES
+        )
 
     def read(self, path: str) -> bytes | None:
         try:
             info = os.stat(path)
-            if not stat.S_ISREG(info.st_mode):
-                return None
-            key = (info.st_mtime_ns, info.st_size)
-            kept = self._kept.get(path)
-            if kept is not None and kept[0] == key:
-                return kept[1]
-            content = Path(path).read_bytes()
         except (OSError, ValueError):  # ValueError: a path with a NUL in it
             return None
-        self._kept[path] = (key, content)
+        key = (info.st_mtime_ns, info.st_size)
+        kept = self._kept.get(path)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        try:
+            content = read_regular(path, DATA_LIMIT)
+        except NotReadable:
+            return None
+        self._kept.put(path, (key, content), len(content))
         return content
 
 
@@ -77,7 +91,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 class AlphaServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("alpha-lsp", __version__)
+        super().__init__("alpha-lsp", __version__, protocol_cls=AlphaProtocol)
         self.data_files = DataFiles()
         self.core = Workspace(read_file=self.data_files.read)
         self.debounce_ms = DEFAULT_DEBOUNCE_MS
@@ -88,24 +102,44 @@ class AlphaServer(LanguageServer):
         # an unsaved buffer has no path: its data files are looked for from the working folder
         return path if path else os.path.join(os.getcwd(), "untitled.alpha")
 
+    def document(self, uri: str) -> tuple[str, int | None]:
+        """The text and version of a document: as the editor has it if it is open, else read
+        from disk if its URI names a regular file (DocumentUnreadable if not)."""
+        doc = self.workspace.text_documents.get(unquote(uri))
+        if doc is not None:
+            return doc.source, doc.version
+        if not uri.startswith("file:"):
+            raise JsonRpcInvalidParams(f"`{uri}` is not open and is not a file: URI")
+        path = to_fs_path(uri)
+        if not path:
+            raise JsonRpcInvalidParams(f"`{uri}` names no file path")
+        try:
+            data = read_regular(path, DOCUMENT_LIMIT)
+        except NotReadable as why:
+            raise DocumentUnreadable(f"{uri} is not open, and {why}") from None
+        return data.decode("utf-8", errors="replace"), None
+
     def snapshot(self, uri: str) -> Snapshot:
-        """The document as the editor has it now, analysed (memoized by its text)."""
-        doc = self.workspace.get_text_document(uri)
-        text = _SURROGATE.sub("\ufffd", doc.source)
+        """The document as the editor has it now, analysed (memoized by its text). Only open
+        documents keep a snapshot; one read from disk is analysed anew each time (the
+        workspace's memos make that a lookup while the file stands)."""
+        source, version = self.document(uri)
+        text = _SURROGATE.sub("\ufffd", source)
         old = self._snapshots.get(uri)
         encoding = str(self.workspace.position_encoding or types.PositionEncodingKind.Utf16)
         if old is not None and old.text == text and old.lines.encoding == encoding:
             # the data files it read may have changed on disk: the workspace re-validates
             analysis = self.core.analyze(old.path, text)
             if analysis is old.analysis:
-                if old.version != doc.version:  # an edit undone: the same text, a new version
-                    old = dataclasses.replace(old, version=doc.version)
+                if old.version != version:  # an edit undone: the same text, a new version
+                    old = dataclasses.replace(old, version=version)
                     self._snapshots[uri] = old
                 return old
         path = self.path_of(uri)
         analysis = self.core.analyze(path, text)
-        snap = Snapshot(uri, path, doc.version, text, analysis, Lines(text, encoding))
-        self._snapshots[uri] = snap
+        snap = Snapshot(uri, path, version, text, analysis, Lines(text, encoding))
+        if unquote(uri) in self.workspace.text_documents:
+            self._snapshots[uri] = snap
         return snap
 
     def forget(self, uri: str) -> None:
@@ -120,22 +154,28 @@ class AlphaServer(LanguageServer):
                 self.debounce_ms = int(value)
 
     def report(self, where: str, error: BaseException) -> None:
-        """A failure inside a handler: logged to the editor, never fatal to the server."""
-        text = "".join(traceback.format_exception(error))
-        logger.error("%s failed: %s", where, text)
+        """A failure inside a handler: one line to the editor's log and to stderr (the
+        exception's type and message, no traceback), never fatal to the server."""
+        logger.error("%s failed: %s", where, one_line(error))
         self.window_log_message(
-            types.LogMessageParams(type=types.MessageType.Error, message=f"{where}: {text}")
+            types.LogMessageParams(
+                type=types.MessageType.Error, message=f"{where} failed: {one_line(error)}"
+            )
         )
 
 
 def guarded(default: Callable[[], object]) -> Callable[[F], F]:
-    """Run a handler; on any exception, log it to the editor and answer `default()`."""
+    """Run a handler; a refusal (a JsonRpcException: a bad param, a document that cannot be
+    read) is the request's error response; any other exception is logged and answered with
+    `default()`."""
 
     def wrap(handler: F) -> F:
         @functools.wraps(handler)
         def run(ls: AlphaServer, params: Any) -> object:
             try:
                 return handler(ls, params)
+            except JsonRpcException:
+                raise
             except Exception as error:  # an editor request must always get an answer
                 ls.report(handler.__name__, error)
                 return default()
@@ -196,7 +236,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
     parser.add_argument("--log-level", default="WARNING", help="logging level on stderr")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper())
+    configure_logging(args.log_level)
     server = build()
     _tune_collector()
     if args.tcp:
