@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from alpha_cli.environment import Refused, StdoutUnwritable, drop_stdout, guard_stdout
 from alpha_cli.render import diagnostic_json, err, error_line, out, show_refusals
 from alpha_cli.run_view import run_with_progress
 from alpha_core.build import BuildResult, BuiltExecutable, Deployment, build_program
@@ -20,7 +21,9 @@ from alpha_core.diagnostics.registry import REGISTRY
 from alpha_core.launch import LaunchError, RoleOutcome, free_port_base
 from alpha_core.link.toolchain import LinkError
 from alpha_core.plan.projection import project
+from alpha_core.ports import ephemeral_overlap
 from alpha_core.runs import Choice, ChoiceError, build_choice, role_commands, role_indices
+from alpha_core.source_file import SourceRefusal, read_source
 from alpha_core.workspace import Analysis, Workspace
 
 OK, REFUSED, USAGE, INTERNAL = 0, 1, 2, 101
@@ -31,10 +34,10 @@ class Usage(Exception):
 
 
 def _analysis(path: str) -> Analysis:
-    p = Path(path)
-    if not p.is_file():
-        raise Usage(f"no such file: {path}")
-    return Workspace().analyze_file(str(p))
+    text = read_source(path)
+    if isinstance(text, SourceRefusal):
+        raise Refused(text.name, text.message)
+    return Workspace().analyze(path, text)
 
 
 def _refused(a: Analysis, diags: list[Diagnostic], as_json: bool) -> int:
@@ -81,8 +84,16 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _deployment(args: argparse.Namespace, roles: int) -> Deployment:
     if args.checkpoint_keep is not None and args.checkpoint_keep < 1:
-        raise Usage(f"--checkpoint-keep needs a count of 1 or more, not {args.checkpoint_keep}")
+        # 0 means "every capture" to the build; given, a count must be positive
+        raise Refused(
+            "bad-argument",
+            f"--checkpoint-keep {args.checkpoint_keep} is out of range: 1 to 999,999,999 "
+            "captures (leave it out to keep every one)",
+        )
     base = args.port_base if args.port_base is not None else free_port_base(roles)
+    overlap = ephemeral_overlap(base, min(base + roles - 1, 65535))
+    if args.port_base is not None and overlap:
+        err.print(f"[yellow]warning[/]: {escape(overlap)}")
     ckpt = str(Path(args.checkpoint_dir).resolve()) if args.checkpoint_dir else ""
     return Deployment(
         base,
@@ -229,13 +240,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                     {
                         "checkpoint": args.checkpoint,
                         "ok": False,
-                        "refusals": [{"name": e.name, "message": str(e)}],
+                        "refusals": [{"name": e.name, "message": e.message}],
                     },
                     indent=2,
                 )
             )
         else:
-            error_line(e.name, str(e))
+            error_line(e.name, e.message)
         return REFUSED
     if args.json:
         print(json.dumps({"checkpoint": args.checkpoint, "ok": True, **ckpt.to_json()}, indent=2))
@@ -254,7 +265,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         try:
             result = build_program(program, Path(tmp), "x86_64", args.data)
         except LinkError as e:
-            return _refused(a, [Diagnostic("link-failed", str(e), None)], args.json)
+            return _refused(a, [Diagnostic(e.name, e.message, None)], args.json)
         command = [
             result.executables[0].path,
             "--resume",
@@ -404,21 +415,40 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _command_refused(args: argparse.Namespace, name: str, message: str) -> int:
+    """A refusal of the command itself (no source span), as JSON with --json."""
+    if getattr(args, "json", False):
+        refusal: dict[str, object] = {"name": name, "message": message, "span": None}
+        subject = getattr(args, "file", None) or getattr(args, "checkpoint", None)
+        print(json.dumps({"file": subject, "ok": False, "refusals": [refusal]}, indent=2))
+        sys.stdout.flush()
+    else:
+        error_line(name, message)
+    return REFUSED
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        code: int = args.func(args)
+        guard_stdout()
+        try:
+            code: int = args.func(args)
+        except Refused as r:
+            code = _command_refused(args, r.name, r.message)
+        except LaunchError as e:
+            code = _command_refused(args, e.name, str(e))
+        sys.stdout.flush()  # a full or closed stdout is found here, not at interpreter exit
         return code
+    except Refused as r:  # standard output closed
+        error_line(r.name, r.message)
+        return REFUSED
+    except StdoutUnwritable as e:
+        drop_stdout()
+        error_line("stdout-unwritable", str(e))
+        return REFUSED
     except Usage as u:
         error_line("usage", str(u))
         return USAGE
-    except LaunchError as e:
-        if getattr(args, "json", False):
-            refusal: dict[str, object] = {"name": e.name, "message": str(e), "span": None}
-            print(json.dumps({"file": args.file, "ok": False, "refusals": [refusal]}, indent=2))
-        else:
-            error_line(e.name, str(e))
-        return REFUSED
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # a compiler bug: say so by name, never with a traceback

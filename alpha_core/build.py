@@ -15,11 +15,13 @@ from alpha_core.codegen.kernels import build_kernels
 from alpha_core.codegen.program_c import program_c
 from alpha_core.codegen.target import TARGETS, object_code
 from alpha_core.link.link import link_executable
+from alpha_core.link.toolchain import LinkError, os_reason, writable_folder
 from alpha_core.plan.admission import admit, admit_program, refuse_unless_admitted
 from alpha_core.plan.model import Pairing, Plan
 from alpha_core.plan.profiles import machine_profile
 from alpha_core.plan.projection import project
 from alpha_core.plan.schedule import single_process
+from alpha_core.ports import DEFAULT_PORT_BASE
 
 MANIFEST = "alpha-build.json"
 
@@ -52,7 +54,7 @@ class BuildResult:
 class Deployment:
     """Deployment inputs: compile-time arguments, never part of what is computed."""
 
-    port_base: int = 47000
+    port_base: int = DEFAULT_PORT_BASE  # below the kernel's ephemeral range (ports.py)
     host: str = "127.0.0.1"
     data_path: str | None = None
     connect_timeout_ms: int = 10_000
@@ -82,9 +84,11 @@ def build_program(
 ) -> BuildResult:
     """Compile and link one executable for the system; write the manifest beside it.
 
-    Raises alpha_core.link.toolchain.LinkError when the toolchain fails.
+    Raises alpha_core.link.toolchain.LinkError when the toolchain fails (`link-failed`), the
+    object cache is unusable (`cache-unusable`) or out_dir cannot be written
+    (`output-unwritable`).
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
+    writable_folder(out_dir, "output-unwritable", "the build's output folder")
     # admitted before anything is compiled, against this machine: there is no pairing
     admission = admit_program(program, machine_profile())
     refuse_unless_admitted(admission, f"system `{program.name}`")
@@ -113,9 +117,7 @@ def build_program(
     result = BuildResult(
         program.name, program.identity(), program.n_params, program.n_state, (built,), str(manifest)
     )
-    tmp = manifest.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result.to_json(), indent=2) + "\n")
-    os.replace(tmp, manifest)
+    _write_manifest(manifest, result.to_json())
     return result
 
 
@@ -134,7 +136,7 @@ def build_plan(
 ) -> BuildResult:
     """One executable per role (or per role asked for), the kernels compiled once per target.
     `on_built(executable, done, total)` is told of each as it is linked (for progress)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    writable_folder(out_dir, "output-unwritable", "the build's output folder")
     program = plan.system
     objects: dict[str, bytes] = {}
     built: list[BuiltExecutable] = []
@@ -185,7 +187,19 @@ def build_plan(
         tuple(built),
         str(manifest),
     )
-    tmp = manifest.with_suffix(".tmp")
-    tmp.write_text(json.dumps({**result.to_json(), "plan": plan.name}, indent=2) + "\n")
-    os.replace(tmp, manifest)
+    _write_manifest(manifest, {**result.to_json(), "plan": plan.name})
     return result
+
+
+def _write_manifest(manifest: Path, body: dict[str, object]) -> None:
+    """The manifest written beside its name and renamed over it; a failure (a full disk)
+    leaves no temporary file and raises LinkError `output-unwritable`."""
+    tmp = manifest.with_suffix(".tmp")
+    try:
+        tmp.write_text(json.dumps(body, indent=2) + "\n")
+        os.replace(tmp, manifest)
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        raise LinkError(
+            "output-unwritable", f"cannot write the manifest {manifest}: {os_reason(error)}"
+        ) from None

@@ -211,13 +211,24 @@ def run_roles(
 
 
 def free_port_base(count: int, host: str = "127.0.0.1") -> int:
-    """A base port such that base .. base+count-1 can all be bound on `host` right now."""
+    """A base port such that base .. base+count-1 can all be bound on `host` right now, drawn
+    outside the kernel's ephemeral range (below it, or above it when there is no room below),
+    so that no outgoing connection's source port can take one of them later."""
     import random
     import socket
 
+    from alpha_core.ports import HIGHEST_PORT, ephemeral_range
+
+    low, high = ephemeral_range()
+    floor = 20_000 if low - count > 20_000 else 1024  # clear of well-known services
+    below = (floor, low - count + 1)  # [start, stop) of bases whose ports all lie below it
+    above = (high + 1, HIGHEST_PORT - count + 2)
+    start, stop = below if below[0] < below[1] else above
+    if start >= stop:
+        raise LaunchError(f"no {count} consecutive ports outside the ephemeral range {low}..{high}")
     rng = random.Random()
     for _ in range(200):
-        base = rng.randrange(20000, 60000 - count)
+        base = rng.randrange(start, stop)
         sockets = []
         try:
             for port in range(base, base + count):
@@ -230,7 +241,7 @@ def free_port_base(count: int, host: str = "127.0.0.1") -> int:
         finally:
             for s in sockets:
                 s.close()
-    raise RuntimeError(f"no {count} consecutive free ports on {host}")
+    raise LaunchError(f"no {count} consecutive free ports on {host} in {start}..{stop + count - 2}")
 
 
 def command_for(path: str, target: str) -> list[str]:

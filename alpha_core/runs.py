@@ -9,11 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from alpha_core.build import BuildResult, BuiltExecutable, Deployment, build_plan, build_program
+from alpha_core.deployment_check import deployment_refusals
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.launch import command_for
 from alpha_core.link.toolchain import LinkError
 from alpha_core.plan.admission import AdmissionRefused
 from alpha_core.plan.model import Plan
+from alpha_core.plan.projection import project
 from alpha_core.workspace import Analysis
 
 ALL_ROLES_LIMIT = 64  # a plan with more roles is built (and projected) one role at a time
@@ -49,17 +51,37 @@ def build_choice(
             program, diags = a.program(choice.system)
             if program is None:
                 return None, diags
-            return build_program(program, into, target, data, deployment(1)), []
+            d = deployment(1)
+            refused = deployment_refusals(d, [target])
+            if refused:
+                return None, refused
+            return build_program(program, into, target, data, d), []
         plan, pairing, diags = a.plan(choice.plan, choice.pairing)
         if plan is None:
             return None, diags
         roles = role_indices(plan, choice.role, "build")
         d = deployment(plan.membership.total)
+        hosts = [pairing.host_of(i) if pairing is not None else "x86_64" for i in roles]
+        refused = deployment_refusals(d, hosts, role_ports(plan, roles, d))
+        if refused:
+            return None, refused
         return build_plan(plan, pairing, into, d, roles, on_built), []
     except AdmissionRefused as e:
         return None, [e.diagnostic]
     except LinkError as e:
-        return None, [Diagnostic("link-failed", str(e), None)]
+        return None, [Diagnostic(e.name, e.message, None)]
+
+
+def role_ports(plan: Plan, roles: Sequence[int], d: Deployment) -> tuple[int, int] | None:
+    """The lowest and highest port the `roles` listen on or dial, or None when none has a
+    link: role i listens on port_base + i."""
+    ports: list[int] = []
+    for index in roles:
+        links = project(plan, index, d.port_base, d.host).links
+        if any(k.accept for k in links):
+            ports.append(d.port_base + index)
+        ports += [k.port for k in links if not k.accept]
+    return (min(ports), max(ports)) if ports else None
 
 
 def role_indices(plan: Plan, role: str | None, doing: str) -> list[int]:

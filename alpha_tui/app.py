@@ -11,6 +11,7 @@ so a flood of step events costs one redraw per tick.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import threading
 from collections import deque
@@ -29,6 +30,7 @@ from alpha_core.diagnostics.render import render
 from alpha_core.launch import Launch, LaunchError, free_port_base
 from alpha_core.run_state import RunResult, RunState
 from alpha_core.runs import Choice, ChoiceError, build_choice, role_commands
+from alpha_core.source_file import SourceRefusal, read_source
 from alpha_core.workspace import Analysis, Workspace
 
 COLUMNS = ("role", "round", "loss", "frames", "bytes", "captured", "state")
@@ -71,6 +73,7 @@ class AlphaTui(App[None]):
         self.checkpoint_every = checkpoint_every
         self.folder = tempfile.TemporaryDirectory(prefix="alpha-tui-")
         self.analysis: Analysis | None = None
+        self.unreadable: SourceRefusal | None = None  # why the file has no text, if it has none
         self.built: BuildResult | None = None
         self.launch: Launch | None = None
         self.state: RunState | None = None
@@ -106,12 +109,18 @@ class AlphaTui(App[None]):
     # ---- checking and choosing ------------------------------------------------------------
 
     def read(self) -> str | None:
-        try:
-            return Path(self.path).read_text()
-        except (OSError, UnicodeDecodeError) as e:
-            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            self.say(f"[red]cannot read {escape(self.path)}: {escape(why)}")
+        """The file's text, read as the CLI reads it (alpha_core.source_file). When it cannot
+        be read (deleted, replaced by a folder or a FIFO) the old analysis is dropped, so
+        nothing is built from text that is no longer there, and the refusal is shown."""
+        text = read_source(self.path)
+        if isinstance(text, SourceRefusal):
+            self.unreadable, self.analysis, self.built = text, None, None
+            line = f"error[{text.name}]: {text.message}"
+            self.query_one("#refusals", Static).update(escape(line))
+            self.say(f"[red]refused[/]: {escape(line)}")
             return None
+        self.unreadable = None
+        return text
 
     def check(self, keep: bool = False) -> None:
         """Checks the file; `keep`: the current choice stays chosen if it still exists."""
@@ -197,6 +206,8 @@ class AlphaTui(App[None]):
         if a is None or choice is None:
             errors = sum(d.severity == "error" for d in a.diagnostics) if a else 0
             why = f"{errors} refusal(s) in the file" if errors else "the file declares no system"
+            if self.unreadable is not None:
+                why = escape(f"{self.unreadable.name}: {self.unreadable.message}")
             self.call_from_thread(self.say, f"[red]refused[/]: {why}; nothing built")
             return
         self.call_from_thread(self.say, "building…")
@@ -434,8 +445,10 @@ def main(argv: list[str] | None = None) -> int:
         help="where captures are published (default: a temporary folder, removed on exit)",
     )
     args = parser.parse_args(argv)
-    if not Path(args.file).is_file():
-        parser.error(f"no such file: {args.file}")
+    unreadable = read_source(args.file)
+    if isinstance(unreadable, SourceRefusal):
+        print(f"error[{unreadable.name}]: {unreadable.message}", file=sys.stderr)
+        return 1
     AlphaTui(args.file, args.plan, args.pairing, args.checkpoint_every, args.checkpoint_dir).run()
     return 0
 

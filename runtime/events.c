@@ -1,7 +1,35 @@
-/* JSON-lines events. Every event is one line on stdout, flushed as soon as it is complete. */
+/* JSON-lines events. Every event is one line on stdout, flushed as soon as it is complete.
+ *
+ * A stdout that cannot be written (the reader of the pipe exited, a full device) must not cost
+ * the run: SIGPIPE is ignored, the first failed write is remembered and no further step event
+ * is attempted, and main() refuses events-unwritable only once the parameters are written. */
 #include "events.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <string.h>
+
+static int lost_errno; /* the first failed write's errno; 0 while every event was written */
+
+void events_init(void)
+{
+    /* Without this the first write into a closed pipe kills the process (status 141) before
+     * it writes its parameters; sockets already send with MSG_NOSIGNAL. */
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* Flushes the event just printed; remembers the first failure. */
+static void event_end(void)
+{
+    /* the write may already have failed inside printf (stdout starts line-buffered) */
+    if ((fflush(stdout) != 0 || ferror(stdout)) && !lost_errno)
+        lost_errno = errno ? errno : EIO;
+}
+
+int events_lost(void)
+{
+    return lost_errno ? lost_errno : ferror(stdout) ? EIO : 0;
+}
 
 void json_string(FILE *f, const char *s)
 {
@@ -57,6 +85,8 @@ static void metric_field(FILE *f, const char *key, double v, int present)
 
 void event_start(const struct alpha_program *p)
 {
+    if (ferror(stdout))
+        return;
     fputs("{\"event\":\"start\",\"system\":", stdout);
     json_string(stdout, p->system);
     fputs(",\"identity\":", stdout);
@@ -64,12 +94,14 @@ void event_start(const struct alpha_program *p)
     printf(",\"params\":%llu,\"steps\":%u,\"batch\":%u,\"leaves\":%u,\"leaf_size\":%u}\n",
            (unsigned long long)p->n_params, (unsigned)p->steps, (unsigned)p->batch,
            (unsigned)p->leaves, (unsigned)p->leaf_size);
-    fflush(stdout);
+    event_end();
 }
 
 void event_step(uint32_t step, float loss, const char *role, const struct addition *adds,
                 uint32_t n_adds, uint64_t frames, uint64_t bytes)
 {
+    if (ferror(stdout))
+        return; /* nobody reads them any more: train on quietly */
     printf("{\"event\":\"step\",\"step\":%u,", (unsigned)step);
     loss_fields(stdout, "loss", loss);
     fputs(",\"role\":", stdout);
@@ -82,11 +114,13 @@ void event_step(uint32_t step, float loss, const char *role, const struct additi
     }
     printf("],\"frames\":%llu,\"bytes\":%llu}\n", (unsigned long long)frames,
            (unsigned long long)bytes);
-    fflush(stdout);
+    event_end();
 }
 
 void event_done(const struct alpha_program *p, const struct run_report *r)
 {
+    if (ferror(stdout))
+        return;
     fputs("{\"event\":\"done\",\"system\":", stdout);
     json_string(stdout, p->system);
     fputs(",\"role\":", stdout);
@@ -98,7 +132,7 @@ void event_done(const struct alpha_program *p, const struct run_report *r)
         fputs("\"final_loss\":null,\"final_loss_bits\":null", stdout);
     if (!r->params_file && !r->evaluate_only) {
         fputs("}\n", stdout);
-        fflush(stdout);
+        event_end();
         return;
     }
     fputs(",\"params_file\":", stdout);
@@ -111,5 +145,5 @@ void event_done(const struct alpha_program *p, const struct run_report *r)
     const char *key = p->label_kind == ALPHA_LABEL_CLASS ? "holdout_accuracy" : "holdout_mse";
     metric_field(stdout, key, r->holdout_metric, r->holdout_rows > 0);
     fputs("}\n", stdout);
-    fflush(stdout);
+    event_end();
 }

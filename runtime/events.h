@@ -25,6 +25,12 @@ struct run_report {
     int evaluate_only;          /* --evaluate-only: params_sha256 and the metric, no file */
 };
 
+/* At start: a closed stdout pipe is a failed write (EPIPE), never SIGPIPE. */
+void events_init(void);
+/* The errno of the first event that could not be written (this module's or any other write
+ * to stdout), or 0 when every one was. */
+int events_lost(void);
+
 /* Writes s as a JSON string literal, quotes included. */
 void json_string(FILE *f, const char *s);
 

@@ -3,6 +3,7 @@
  * publish the parameters (the role that writes them), report. Every failure is a named refusal
  * (refusal.h); the parameter file is written only after the last round, so a refused run leaves
  * none behind. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +163,18 @@ static void event_resumed(const struct resumed *r, double seconds)
     fflush(stdout);
 }
 
+/* Once everything is written: a run whose events could not all be written says so by name
+ * (a closed pipe loses the report, never the parameters). */
+static void events_check(const char *params_file)
+{
+    int lost = events_lost();
+    if (lost)
+        refuse(REFUSAL_EVENTS_UNWRITABLE, "events could not be written to standard output (%s); "
+               "the run went on%s%s", lost == EPIPE ? "broken pipe: its reader exited"
+               : strerror(lost), params_file ? " and wrote its parameters to " : "",
+               params_file ? params_file : "");
+}
+
 /* --evaluate-only: the capture's parameters evaluated; nothing trained, nothing written. */
 static _Noreturn void evaluate_only(const struct alpha_program *p, const struct dataset *d,
                                     const float *params, const struct resumed *resumed)
@@ -181,6 +194,7 @@ static _Noreturn void evaluate_only(const struct alpha_program *p, const struct 
     sha256_hex(digest, report.params_sha256);
     report.holdout_metric = evaluate_holdout(p, d, params);
     event_done(p, &report);
+    events_check(NULL);
     exit(0);
 }
 
@@ -188,6 +202,7 @@ int main(int argc, char **argv)
 {
     const struct alpha_program *p = &ALPHA_PROGRAM;
     const struct alpha_role *role = &ALPHA_ROLE;
+    events_init();
     refusal_context(role->name, 0);
     struct options o = parse_options(argc, argv);
     check_program(p);
@@ -241,5 +256,6 @@ int main(int argc, char **argv)
         params_write(o.params_out, params, p->n_params, r.params_sha256);
     }
     event_done(p, &r);
+    events_check(r.params_file);
     return 0;
 }

@@ -18,6 +18,7 @@
 #define REFUSAL_DATA_MALFORMED "data-malformed"       /* bad row, column count, label, row count */
 #define REFUSAL_OUT_OF_MEMORY "out-of-memory"
 #define REFUSAL_PARAMS_WRITE_FAILED "params-write-failed"
+#define REFUSAL_EVENTS_UNWRITABLE "events-unwritable" /* stdout failed; after the parameters */
 /* Between roles (net.c, frame.c). */
 #define REFUSAL_LISTEN_FAILED "listen-failed"         /* cannot listen on listen_host:port */
 #define REFUSAL_PEER_UNREACHABLE "peer-unreachable"   /* a peer never connected or accepted */

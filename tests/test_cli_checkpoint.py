@@ -102,9 +102,10 @@ def test_run_keeps_the_newest_captures_and_resumes(
     assert read_checkpoint(into).round == 200
 
 
-def test_a_keep_of_zero_is_a_usage_error() -> None:
+def test_a_keep_of_zero_is_refused_with_its_range() -> None:
     proc = cli("run", str(EXAMPLES / "blobs.alpha"), "--checkpoint-keep", "0")
-    assert proc.returncode == 2 and "error[usage]" in proc.stderr, proc.stderr
+    assert proc.returncode == 1, proc.stderr
+    assert "error[bad-argument]: --checkpoint-keep 0 is out of range: 1 to" in proc.stderr
 
 
 def test_the_root_removes_abandoned_partial_captures(

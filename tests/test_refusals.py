@@ -411,5 +411,7 @@ def test_check_json_accepts_the_digits_example(capsys: pytest.CaptureFixture[str
 
 
 def test_check_json_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert alpha(["check", str(tmp_path / "absent.alpha"), "--json"]) == 2
-    assert "no such file" in capsys.readouterr().err
+    assert alpha(["check", str(tmp_path / "absent.alpha"), "--json"]) == 1
+    [refusal] = json.loads(capsys.readouterr().out)["refusals"]
+    assert refusal["name"] == "source-unreadable"
+    assert "no such file" in refusal["message"]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
+import subprocess
+import sys
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
@@ -34,6 +37,60 @@ TARGETS = {
 def _init() -> None:
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
+
+
+# LLVM lists a target's CPUs when a target machine is made for the CPU `help`; it prints them on
+# the process's own stderr (not Python's), so the list is read from a child interpreter. An
+# unknown CPU is not an error to LLVM: it warns once per target machine and then aborts the
+# process on x86-64 ("64-bit code requested on a subtarget that doesn't support it").
+_LIST_CPUS = """
+import llvmlite.binding as llvm
+llvm.initialize_all_targets()
+llvm.Target.from_triple(%r).create_target_machine(cpu="help", features=%r)
+"""
+
+
+@functools.cache
+def known_cpus(target: str) -> tuple[str, ...]:
+    """The CPU names LLVM knows for a target of TARGETS (empty if LLVM would not say)."""
+    host = TARGETS[target]
+    try:
+        listed = subprocess.run(
+            [sys.executable, "-c", _LIST_CPUS % (host.triple, host.features)],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=120,
+            check=False,
+        ).stderr
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    rest = listed.partition("Available CPUs for this target:")[2]
+    names = []
+    for line in rest.partition("Available features for this target:")[0].splitlines():
+        name, dash, _ = line.strip().partition(" - ")
+        if dash and name.strip():
+            names.append(name.strip())
+    return tuple(sorted(set(names)))
+
+
+def cpu_problem(target: str, cpu: str) -> str | None:
+    """Why `cpu` is not a CPU of `target` (the nearest names first, then every valid one), or
+    None when LLVM knows it."""
+    names = known_cpus(target)
+    if not names or cpu in names:
+        return None
+    near = difflib.get_close_matches(cpu, names, n=4, cutoff=0.5)
+    arch = TARGETS[target].triple.split("-")[0]
+    here = llvm.get_host_cpu_name()
+    if cpu == "native" and here in names and llvm.get_process_triple().split("-")[0] == arch:
+        # builds are reproducible, so they name their CPU: offer this machine's own
+        near = [f"{here} (this machine)", *[n for n in near if n != here]]
+    hint = f"; did you mean {', '.join(near)}?" if near else ";"
+    return (
+        f"--cpu {cpu} is not a CPU LLVM knows for target {target}{hint} the {len(names)} "
+        f"valid ones: {', '.join(names)}"
+    )
 
 
 def _machine(target: HostTarget) -> llvm.TargetMachine:

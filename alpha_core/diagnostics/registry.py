@@ -382,6 +382,58 @@ _ENTRIES = [
         "101 instead of a Python traceback. Please report it with the input that caused it.",
     ),
     Refusal(
+        "source-unreadable",
+        USAGE,
+        "the source file named cannot be read",
+        "`alpha check`, `build`, `run`, `project`, `eval` and alpha-tui read only a regular "
+        "file: a missing path, a directory, a FIFO, a device such as /dev/null, or a file the "
+        "system will not let them read is refused by this name, saying which (exit status 1). "
+        "A FIFO is recognised without opening it for a blocking read, so it never hangs the "
+        "command. Bytes that are not UTF-8 are not this refusal: they are read and refused "
+        "where they stand as `syntax-error`.",
+    ),
+    Refusal(
+        "output-unwritable",
+        USAGE,
+        "the build's output folder cannot be written",
+        "`alpha build -o DIR` makes DIR (and its parents) and proves it writable before "
+        "compiling anything. A file in its place, a folder that cannot be made (a read-only "
+        "file system, no permission) or a disk that fills up while an executable or the "
+        "manifest is written is refused by this name with the path and the system's reason. "
+        "Each file is written beside its name and renamed into place, so a failed build "
+        "leaves no temporary file and no half-written executable or manifest behind.",
+    ),
+    Refusal(
+        "cache-unusable",
+        USAGE,
+        "the object cache cannot be used",
+        "The runtime's compiled objects and zig's own cache live under $ALPHA_CACHE_DIR "
+        "(default ~/.cache/alpha). When that path is a file, or its folders cannot be made or "
+        "written, the build stops with this name and the path, rather than with a toolchain "
+        "error that names neither. Point ALPHA_CACHE_DIR at a writable folder.",
+    ),
+    Refusal(
+        "stdout-unwritable",
+        USAGE,
+        "the command's standard output cannot be written",
+        "Standard output was closed before the command started, is a full device "
+        "(/dev/full), or is a pipe whose reader went away (`alpha check --json F | head -1`). "
+        "The command stops writing, says so on standard error by this name and exits with "
+        "status 1, so a script sees that the output it reads is incomplete. Work already done "
+        "(a build on disk) stays done.",
+    ),
+    Refusal(
+        "events-unwritable",
+        START_UP,
+        "an executable's event stream could not be written",
+        "An executable writes its events as JSON lines on standard output. When that fails "
+        "(the pipe's reader exited, the output is a full device) the executable does not die "
+        "of SIGPIPE: it stops writing events, keeps training with its peers, writes its "
+        "checkpoints and its parameter file as it would have, and only then exits with this "
+        "refusal (status 3) on standard error, so the parameters are never lost to a closed "
+        "pipe and the caller still learns that the event stream is incomplete.",
+    ),
+    Refusal(
         "listen-failed",
         START_UP,
         "a role cannot listen on its address",

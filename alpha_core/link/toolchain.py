@@ -34,7 +34,9 @@ _CACHE_VERSION = b"alpha-runtime-object-1"
 
 
 class LinkError(Exception):
-    """A toolchain failure, carrying the refusal name the caller reports (`link-failed`)."""
+    """An executable that could not be made, carrying the refusal name the caller reports:
+    `link-failed` (the toolchain), `cache-unusable` (the object cache), `output-unwritable`
+    (the output folder)."""
 
     def __init__(self, name: str, message: str) -> None:
         super().__init__(f"{name}: {message}")
@@ -44,6 +46,29 @@ class LinkError(Exception):
 
 def _failed(message: str) -> LinkError:
     return LinkError("link-failed", message)
+
+
+def os_reason(error: OSError) -> str:
+    """An OS error as a message says it: `no space left on device`, lowercase, no errno."""
+    return (error.strerror or type(error).__name__).lower()
+
+
+def writable_folder(folder: Path, name: str, what: str) -> Path:
+    """`folder`, made if need be and proven writable by creating a file in it; anything else
+    (a file in its place, a read-only or full file system, no permission) raises LinkError
+    `name`, naming `what` the folder is for."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, probe = tempfile.mkstemp(prefix=".alpha-probe-", dir=folder)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as error:
+        blocked = folder.exists() and not folder.is_dir()
+        detail = "it is not a folder" if blocked else os_reason(error)
+        culprit = str(error.filename or folder)  # the folder, or the file found in its way
+        where = f" ({culprit})" if culprit != str(folder) else ""
+        raise LinkError(name, f"cannot use {folder} as {what}: {detail}{where}") from None
+    return folder
 
 
 def zig_command() -> list[str]:
@@ -58,6 +83,9 @@ def zig_version() -> str:
         return importlib.metadata.version("ziglang")
     except importlib.metadata.PackageNotFoundError as error:
         raise _failed(f"the ziglang package is not installed for {sys.executable}") from error
+
+
+_CACHE_WHAT = "the object cache (ALPHA_CACHE_DIR, default ~/.cache/alpha)"
 
 
 def cache_root() -> Path:
@@ -144,17 +172,28 @@ def runtime_objects(target: str) -> list[Path]:
     folder = runtime_dir()
     sources = sorted(folder.glob("*.c"))
     headers = sorted(folder.glob("*.h"))
-    cache = cache_root() / "runtime" / target
-    cache.mkdir(parents=True, exist_ok=True)
+    # The zig cache is checked here too: zig's own words about a cache it cannot write name
+    # neither the cache nor ALPHA_CACHE_DIR.
+    writable_folder(cache_root() / "zig", "cache-unusable", _CACHE_WHAT)
+    cache = writable_folder(cache_root() / "runtime" / target, "cache-unusable", _CACHE_WHAT)
     objects = [cache / f"{s.stem}-{_object_key(target, s, headers)[:32]}.o" for s in sources]
 
     def build(source: Path, obj: Path) -> None:
         # Compile beside the final name, then rename: concurrent builds never see half a file.
-        handle, staged = tempfile.mkstemp(prefix=f".{obj.name}.", dir=cache)
-        os.close(handle)
+        try:
+            handle, staged = tempfile.mkstemp(prefix=f".{obj.name}.", dir=cache)
+            os.close(handle)
+        except OSError as error:
+            raise LinkError(
+                "cache-unusable", f"cannot write in {cache} ({_CACHE_WHAT}): {os_reason(error)}"
+            ) from None
         try:
             compile_c(target, source.name, Path(staged), cwd=folder)
             os.replace(staged, obj)
+        except OSError as error:
+            raise LinkError(
+                "cache-unusable", f"cannot write {obj} ({_CACHE_WHAT}): {os_reason(error)}"
+            ) from None
         finally:
             Path(staged).unlink(missing_ok=True)
 
