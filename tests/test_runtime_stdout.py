@@ -94,3 +94,29 @@ def test_a_full_device_as_stdout_keeps_the_parameters(
     assert proc.returncode == 3, proc.stderr
     assert "no space left on device" in _refusal(proc.stderr).lower()
     assert _sha(params) == sha
+
+
+def test_sigpipe_is_ignored_on_aarch64_too(blobs: tuple[Path, str], tmp_path: Path) -> None:
+    """events_init calls rt_sigaction with the kernel's struct itself: the same layout must
+    hold on AArch64 (run under qemu-user, as the mixed-host tests run it)."""
+    from alpha_core.launch import command_for
+
+    _, sha = blobs
+    built = cli("build", str(EXAMPLES / "blobs.alpha"), "-o", str(tmp_path), "--target", "aarch64")
+    assert built.returncode == 0, built.stderr
+    params = tmp_path / "p.params"
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [*command_for(str(tmp_path / "blobs"), "aarch64"), "--params-out", str(params)],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=600,
+        )
+    finally:
+        os.close(write)
+    assert proc.returncode == 3, (proc.returncode, proc.stderr)
+    assert "broken pipe" in _refusal(proc.stderr)
+    assert _sha(params) == sha  # the same bits on either instruction set
