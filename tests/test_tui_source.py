@@ -1,4 +1,5 @@
-"""alpha-tui reads its file as the CLI does (issue 9, item 20): a file deleted or replaced by a
+"""alpha-tui reads its file as the CLI does (issue 9, item 20), and range-checks deployment inputs
+as it does (item 14): a file deleted or replaced by a
 folder or a FIFO after the app opened it is refused `source-unreadable` and nothing is built
 from the text it had (the old app built the old text), and bytes that are not UTF-8 are the
 CLI's `syntax-error`, not Python's codec error. The real app through Textual's pilot."""
@@ -72,3 +73,17 @@ async def test_bytes_that_are_not_utf8_are_the_clis_syntax_error(tmp_path: Path)
         for name in set(names):  # the same refusals as the CLI, as many of each
             assert shown.count(f"error[{name}]") == names.count(name), shown
         assert "codec" not in shown and "codec" not in status(app)
+
+
+@IN_LOOP
+async def test_a_deployment_input_out_of_range_is_refused_by_the_tui_too() -> None:
+    # the range checks live in alpha_core's build_choice, shared by both faces (item 14)
+    app = AlphaTui(str(EXAMPLES / "blobs.alpha"), checkpoint_every=2**40)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("b")
+        await until(pilot, lambda: "refused" in status(app), "the build to be refused")
+        await pilot.pause()
+        shown = str(app.query_one("#refusals").render())
+        assert "error[bad-argument]" in shown and "--checkpoint-every 1099511627776" in shown
+        assert app.built is None
