@@ -1,8 +1,8 @@
-"""alpha-tui reads its file as the CLI does (issue 9, item 20), and range-checks deployment inputs
-as it does (item 14): a file deleted or replaced by a
+"""alpha-tui reads its file as the CLI does (issue 9, item 20): a file deleted or replaced by a
 folder or a FIFO after the app opened it is refused `source-unreadable` and nothing is built
 from the text it had (the old app built the old text), and bytes that are not UTF-8 are the
-CLI's `syntax-error`, not Python's codec error. The real app through Textual's pilot."""
+CLI's `syntax-error`, not Python's codec error. It range-checks deployment inputs as the CLI does
+(item 14). The real app through Textual's pilot."""
 
 from __future__ import annotations
 
