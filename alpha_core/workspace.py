@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
 
 from alpha_core.check.module import (
     CheckedModule,
@@ -31,14 +29,14 @@ from alpha_core.check.module import (
     shift_check,
 )
 from alpha_core.check.program import Program
+from alpha_core.collector import collector_paused
 from alpha_core.data import synthetic
 from alpha_core.diagnostics import Diagnostic
+from alpha_core.files import NotReadable, read_regular
+from alpha_core.memo import Lru, MemoStats
 from alpha_core.plan.model import Pairing, Plan
 from alpha_core.syntax import ast, parser
 from alpha_core.syntax.parser import ParsedFile, parse_file
-
-K = TypeVar("K")
-V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -113,35 +111,15 @@ class Analysis:
         return self.checked.programs[systems[0].name], []
 
 
+DATA_LIMIT = 1 << 30  # a data file larger than this is not read (the system: data-unreadable)
+
+
 def read_disk(path: str) -> bytes | None:
     """A data file's bytes, or None. Only regular files: never a FIFO, a device or stdin."""
     try:
-        p = Path(path)
-        if not p.is_file():
-            return None
-        return p.read_bytes()
-    except (OSError, ValueError):  # ValueError: a path with a NUL byte
+        return read_regular(path, DATA_LIMIT)
+    except NotReadable:
         return None
-
-
-class _Lru(Generic[K, V]):
-    """A bounded memo table: the least recently used entry goes first."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._entries: OrderedDict[K, V] = OrderedDict()
-
-    def get(self, key: K) -> V | None:
-        value = self._entries.get(key)
-        if value is not None:
-            self._entries.move_to_end(key)
-        return value
-
-    def put(self, key: K, value: V) -> None:
-        self._entries[key] = value
-        self._entries.move_to_end(key)
-        if len(self._entries) > self.capacity:
-            self._entries.popitem(last=False)
 
 
 @dataclass
@@ -167,6 +145,15 @@ class _Checker:
         self.base_dir = base_dir
         self.seen = seen  # the data files read so far in this analysis
         self.reads: Reads = {}  # every data file the analysis depends on, with its digest
+        # each data file's bytes, read once per analysis however many systems name it (a file
+        # of 30,000 systems on one table read and hashed it 30,000 times)
+        self.contents: dict[str, bytes | None] = {}
+
+    def read(self, path: str) -> bytes | None:
+        if path not in self.contents:
+            self.contents[path] = content = self.ws._read(path)
+            self.seen[path] = self.ws._digest(path, content)
+        return self.contents[path]
 
     def system(self, d: Placed) -> DeclCheck:
         ws = self.ws
@@ -178,13 +165,13 @@ class _Checker:
         reads: Reads = {}
 
         def tracked_read(p: str) -> bytes | None:
-            content = ws._read(p)
-            reads[p] = ws._digest(p, content)
+            content = self.read(p)
+            reads[p] = self.seen[p]
             return content
 
         check = check_system_decl(d.decl, tracked_read, self.base_dir)
         ws.counts.systems += 1
-        ws._systems.put(key, (reads, check))
+        ws._systems.put(key, (reads, check), len(d.text))
         self.reads.update(reads)
         return check
 
@@ -194,7 +181,7 @@ class _Checker:
             assert isinstance(system.value, Program)
             kept = check_plan_decl(d.decl, system.value)
             self.ws.counts.plans += 1
-            self.ws._plans.put((d.text, system), kept)
+            self.ws._plans.put((d.text, system), kept, len(d.text))
         return kept
 
     def pairing(self, d: Placed, plan: DeclCheck) -> DeclCheck:
@@ -203,7 +190,7 @@ class _Checker:
             assert isinstance(plan.value, Plan)
             kept = check_pairing_decl(d.decl, plan.value)
             self.ws.counts.pairings += 1
-            self.ws._pairings.put((d.text, plan), kept)
+            self.ws._pairings.put((d.text, plan), kept, len(d.text))
         return kept
 
     def placed(
@@ -216,37 +203,69 @@ class _Checker:
         if kept is not None and kept[0] is target:
             return kept[1]
         placed = shift_check(check, offset, target)
-        self.ws._placed.put(key, (target, placed))
+        # weighed by what a move copies: its findings (diagnostics, types, definitions)
+        findings = 1 + len(check.diagnostics) + len(check.types) + len(check.definitions)
+        self.ws._placed.put(key, (target, placed), findings)
         return placed
 
 
 class Workspace:
-    """Analyses of files, and the memos they share: up to `capacity` whole analyses (by path
-    and text) and `declarations` entries per declaration-level memo (checks of systems, plans
-    and pairings, and checks moved to an offset). `counts` says how many declarations were
-    checked anew; `parser.parse_cache_info()` how many were parsed anew."""
+    """Analyses of files, and the memos they share, each bounded (`alpha_core.memo.Lru`,
+    least recently used out): whole analyses by (path, text), up to `capacity` of them and
+    `text_budget` characters of their texts together; per declaration (checks of systems, plans
+    and pairings) up to `declarations` entries and `text_budget` characters of declaration text
+    each; checks moved to an offset up to `declarations` entries and `findings` findings.
+    `counts` says how many declarations were checked anew; `parser.parse_cache_info()` how many
+    were parsed anew; `memo_stats()` what every table holds."""
 
     def __init__(
         self,
         read_file: Callable[[str], bytes | None] = read_disk,
         capacity: int = 64,
-        declarations: int = 8192,
+        declarations: int = 16384,
+        text_budget: int = 4_000_000,
+        findings: int = 2_000_000,
+        one_shot: bool = False,
     ) -> None:
         self._read = read_file
-        self._capacity = capacity
+        # a workspace of a process that analyses once and exits (`alpha check`): what an
+        # analysis built is frozen out of the cyclic collector (`collector_paused`)
+        self._one_shot = one_shot
+        if one_shot:  # nothing is asked twice: keep no analysis and no check (half its memory)
+            capacity = declarations = 0
         # key: (path, text digest) → (the data files read with their digests, analysis)
-        self._analyses: dict[tuple[str, str], tuple[Reads, Analysis]] = {}
+        self._analyses: Lru[tuple[str, str], tuple[Reads, Analysis]] = Lru(
+            "workspace.analyses", capacity, text_budget
+        )
         # per declaration; checks are compared by identity, so a plan's key holds its system's
-        self._systems: _Lru[tuple[str, str], tuple[Reads, DeclCheck]] = _Lru(declarations)
-        self._plans: _Lru[tuple[str, DeclCheck], DeclCheck] = _Lru(declarations)
-        self._pairings: _Lru[tuple[str, DeclCheck], DeclCheck] = _Lru(declarations)
-        self._placed: _Lru[
+        self._systems: Lru[tuple[str, str], tuple[Reads, DeclCheck]] = Lru(
+            "workspace.systems", declarations, text_budget
+        )
+        self._plans: Lru[tuple[str, DeclCheck], DeclCheck] = Lru(
+            "workspace.plans", declarations, text_budget
+        )
+        self._pairings: Lru[tuple[str, DeclCheck], DeclCheck] = Lru(
+            "workspace.pairings", declarations, text_budget
+        )
+        self._placed: Lru[
             tuple[DeclCheck, int, int | None], tuple[Program | Plan | None, DeclCheck]
-        ] = _Lru(declarations)
+        ] = Lru("workspace.placed", declarations, findings)
         # the last bytes seen of each data file and their digest: a reader that hands back the
         # same bytes object (the language server's, while the file stands) is not hashed again
-        self._digests: dict[str, tuple[bytes, str]] = {}
+        self._digests: Lru[str, tuple[bytes, str]] = Lru("workspace.digests", 256, 1 << 40)
         self.counts = CheckCounts()
+
+    def memo_stats(self) -> list[MemoStats]:
+        """What this workspace's memo tables hold now (entries, weight, bounds)."""
+        tables = (
+            self._analyses,
+            self._systems,
+            self._plans,
+            self._pairings,
+            self._placed,
+            self._digests,
+        )
+        return [t.stats() for t in tables]
 
     def _digest(self, path: str, content: bytes | None) -> str | None:
         if content is None:
@@ -255,7 +274,7 @@ class Workspace:
         if kept is not None and kept[0] is content:
             return kept[1]
         digest = hashlib.sha256(content).hexdigest()
-        self._digests[path] = (content, digest)
+        self._digests.put(path, (content, digest))
         return digest
 
     def _current(self, path: str, seen: Reads) -> str | None:
@@ -272,17 +291,17 @@ class Workspace:
             reads, analysis = cached
             if all(self._current(p, seen) == d for p, d in reads.items()):
                 return analysis
-        parsed = parse_file(text)
-        checked, reads = self._check(path, parsed, seen)
+        with collector_paused(freeze=self._one_shot):
+            parsed = parse_file(text)
+            checked, reads = self._check(path, parsed, seen)
         analysis = Analysis(path, text, parsed, checked)
-        if len(self._analyses) >= self._capacity:
-            self._analyses.pop(next(iter(self._analyses)))
-        self._analyses[key] = (reads, analysis)
+        self._analyses.put(key, (reads, analysis), len(text))
         return analysis
 
     def check(self, path: str, parsed: ParsedFile) -> CheckedModule:
         """Check a parsed file (the second half of `analyze`, reusing what it kept)."""
-        return self._check(path, parsed, {})[0]
+        with collector_paused():
+            return self._check(path, parsed, {})[0]
 
     def _check(self, path: str, parsed: ParsedFile, seen: Reads) -> tuple[CheckedModule, Reads]:
         checker = _Checker(self, os.path.dirname(os.path.abspath(path)), seen)

@@ -20,7 +20,9 @@ from typing import Any
 
 import lark
 
+from alpha_core.collector import collector_paused
 from alpha_core.diagnostics import Diagnostic, Related
+from alpha_core.memo import CacheInfo, Lru, memoized
 from alpha_core.syntax import ast
 from alpha_core.syntax.build import Build, SyntaxFailure
 from alpha_core.syntax.pieces import DeclPieces, cut_decls, scan_decl
@@ -111,28 +113,59 @@ class ParsedDecl:
     diagnostics: tuple[Diagnostic, ...]
 
 
-@functools.lru_cache(maxsize=65536)
-def _parse_piece(text: str, start: str) -> tuple[Any, Diagnostic | None]:
-    """Parse one piece at offset 0. Memoized by text: the unit of incremental reparsing.
+# memo budgets, in characters of the pieces' text (a parsed piece's memory grows with its text):
+# ample for a 10 MB file's pieces, bounded over a long editing session
+PIECES = 131072
+PIECE_TEXT = 24_000_000
+PLACED = 16384
+PLACED_TEXT = 4_000_000
 
-    `start` is a grammar start rule, or DECLARATION for a whole declaration (a ParsedDecl,
+
+_PIECES: Lru[tuple[str, str], tuple[Any, Diagnostic | None, int]] = Lru(
+    "parser.pieces", PIECES, PIECE_TEXT
+)
+
+
+def _parse_piece(text: str, start: str, at: int = 0) -> tuple[Any, Diagnostic | None]:
+    """Parse one piece, its spans starting at `at`. Memoized by text: the unit of incremental
+    reparsing. A piece is built where it first stood and moved on a later hit elsewhere, so the
+    tree a declaration holds is the memoized one (an item was built at 0 and then copied to
+    its place in its declaration, every item of a cold check twice).
+
+    `start` is a grammar start rule, or DECLARATION for a whole declaration (a ParsedDecl at 0,
     whose items come from this same table), so clearing it forgets every parse."""
+    kept = _PIECES.get((text, start))
+    if kept is None:
+        value, err = _build_piece(text, start, at)
+        _PIECES.put((text, start), (value, err, at), len(text))
+        return value, err
+    value, err, origin = kept
+    if origin == at:
+        return value, err
+    by = at - origin
+    return (
+        shift(value, by) if value is not None else None,
+        shift_diagnostic(err, by) if err is not None else None,
+    )
+
+
+def _build_piece(text: str, start: str, at: int) -> tuple[Any, Diagnostic | None]:
     if start == DECLARATION:
         diags: list[Diagnostic] = []
         decl = _parse_decl(scan_decl(text), diags)
         return ParsedDecl(text, decl, tuple(diags)), None
     try:
         tree = _parser().parse(text, start=start)
-        return Build(text).node(tree), None
+        return Build(text, at).node(tree), None
     except lark.exceptions.UnexpectedInput as err:  # a grammar error must not hide as input's
-        return None, _syntax_diagnostic(err, text, 0)
+        return None, _syntax_diagnostic(err, text, at)
     except SyntaxFailure as failure:
         return None, failure.diagnostic
     except RecursionError:
         return None, Diagnostic(
             "syntax-error",
             "this item nests too deeply to parse",
-            Span(0, len(text)),
+            Span(at, at + len(text)),
             help="split the expression with `let`",
         )
 
@@ -144,13 +177,14 @@ def parse_decl(text: str) -> ParsedDecl:
     return parsed
 
 
-def parse_cache_info() -> Any:
+def parse_cache_info() -> CacheInfo:
     """Hits and misses of the parse memo (declarations and items together): a miss is a
     declaration or an item parsed anew."""
-    return _parse_piece.cache_info()
+    t = _PIECES
+    return CacheInfo(t.hits, t.misses, t.max_entries, len(t))
 
 
-@functools.lru_cache(maxsize=8192)
+@memoized("parser.placed", PLACED, PLACED_TEXT, lambda parsed, offset: len(parsed.text))
 def _placed(parsed: ParsedDecl, offset: int) -> ast.Decl:
     """A declaration's tree at its offset in the file; kept while that offset is in use."""
     return shift(parsed.decl, offset)
@@ -158,7 +192,7 @@ def _placed(parsed: ParsedDecl, offset: int) -> ast.Decl:
 
 def clear_memos() -> None:
     """Forget every parsed piece and placed declaration."""
-    _parse_piece.cache_clear()
+    _PIECES.clear()
     _placed.cache_clear()
 
 
@@ -183,7 +217,8 @@ class ParsedFile:
     @functools.cached_property
     def module(self) -> ast.Module:
         """The tree with spans into the file, made when first asked for."""
-        return ast.Module(tuple(_placed(parsed, offset) for parsed, offset in self.decls))
+        with collector_paused():
+            return ast.Module(tuple(_placed(parsed, offset) for parsed, offset in self.decls))
 
 
 def parse_file(text: str) -> ParsedFile:
@@ -217,11 +252,11 @@ def parse(text: str) -> tuple[ast.Module, list[Diagnostic]]:
 
 
 def _parse_decl(dp: DeclPieces, diags: list[Diagnostic]) -> ast.Decl:
-    header, err = _parse_piece(dp.header.text, "header")
+    header, err = _parse_piece(dp.header.text, "header", dp.header.span.start)
     if err is not None:
-        diags.append(shift_diagnostic(err, dp.header.span.start))
+        diags.append(err)
         return ast.Decl("error", "", dp.header.span, None, None, (), dp.span, dp.body)
-    kind, name, name_span, target, target_span = shift(header, dp.header.span.start)
+    kind, name, name_span, target, target_span = header
     if dp.missing_open:
         at = dp.header.span.end  # the character after the header; none at the end of the text
         diags.append(
@@ -246,10 +281,10 @@ def _parse_decl(dp: DeclPieces, diags: list[Diagnostic]) -> ast.Decl:
         if start is None:
             items.append(ast.ErrorItem(piece.text, piece.span))
             continue
-        item, err = _parse_piece(piece.text, start)
+        item, err = _parse_piece(piece.text, start, piece.span.start)
         if err is not None:
-            diags.append(shift_diagnostic(err, piece.span.start))
+            diags.append(err)
             items.append(ast.ErrorItem(piece.text, piece.span))
         else:
-            items.append(shift(item, piece.span.start))
+            items.append(item)
     return ast.Decl(kind, name, name_span, target, target_span, tuple(items), dp.span, dp.body)
