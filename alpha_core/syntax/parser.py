@@ -24,6 +24,7 @@ from alpha_core.collector import collector_paused
 from alpha_core.diagnostics import Diagnostic, Related
 from alpha_core.memo import CacheInfo, Lru, memoized
 from alpha_core.syntax import ast
+from alpha_core.syntax import quick as syntax_quick
 from alpha_core.syntax.build import Build, SyntaxFailure
 from alpha_core.syntax.pieces import DeclPieces, cut_decls, scan_decl
 from alpha_core.syntax.shift import shift
@@ -124,6 +125,9 @@ PLACED_TEXT = 4_000_000
 _PIECES: Lru[tuple[str, str], tuple[Any, Diagnostic | None, int]] = Lru(
     "parser.pieces", PIECES, PIECE_TEXT
 )
+_MOVED: Lru[tuple[str, str, int], tuple[Any, Diagnostic | None]] = Lru(
+    "parser.moved_pieces", PIECES, PIECE_TEXT // 4
+)
 
 
 def _parse_piece(text: str, start: str, at: int = 0) -> tuple[Any, Diagnostic | None]:
@@ -142,11 +146,17 @@ def _parse_piece(text: str, start: str, at: int = 0) -> tuple[Any, Diagnostic | 
     value, err, origin = kept
     if origin == at:
         return value, err
-    by = at - origin
-    return (
-        shift(value, by) if value is not None else None,
-        shift_diagnostic(err, by) if err is not None else None,
-    )
+    # the same text at the same place in another declaration is the same tree: the items of
+    # a file of many similar systems are shared, not copied once per system
+    moved = _MOVED.get((text, start, at))
+    if moved is None:
+        by = at - origin
+        moved = (
+            shift(value, by) if value is not None else None,
+            shift_diagnostic(err, by) if err is not None else None,
+        )
+        _MOVED.put((text, start, at), moved, len(text))
+    return moved
 
 
 def _build_piece(text: str, start: str, at: int) -> tuple[Any, Diagnostic | None]:
@@ -154,6 +164,15 @@ def _build_piece(text: str, start: str, at: int) -> tuple[Any, Diagnostic | None
         diags: list[Diagnostic] = []
         decl = _parse_decl(scan_decl(text), diags)
         return ParsedDecl(text, decl, tuple(diags)), None
+    quick = (
+        syntax_quick.header(text, at)
+        if start == "header"
+        else syntax_quick.steps(text, at)
+        if start == "system_item" and text.startswith("steps")
+        else None
+    )
+    if quick is not None:
+        return quick, None
     try:
         tree = _parser().parse(text, start=start)
         return Build(text, at).node(tree), None
@@ -193,6 +212,7 @@ def _placed(parsed: ParsedDecl, offset: int) -> ast.Decl:
 def clear_memos() -> None:
     """Forget every parsed piece and placed declaration."""
     _PIECES.clear()
+    _MOVED.clear()
     _placed.cache_clear()
 
 

@@ -20,6 +20,9 @@ _ATOMS = frozenset({"str", "int", "float", "bool", "None"})
 # a node class → (fields holding a span or None, fields holding subtrees, tuples or None)
 _PLANS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 _new = object.__new__
+# the slots' descriptors, looked up once (what `object.__setattr__` finds each time)
+_set_start = vars(Span)["start"].__set__
+_set_end = vars(Span)["end"].__set__
 
 
 def node_fields(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -41,10 +44,10 @@ def node_fields(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def span(s: Span, by: int) -> Span:
+    # a slotted frozen dataclass: its slots filled directly, without running `__init__`
     moved = _new(Span)
-    fields = moved.__dict__
-    fields["start"] = s.start + by
-    fields["end"] = s.end + by
+    _set_start(moved, s.start + by)
+    _set_end(moved, s.end + by)
     return moved
 
 

@@ -9,9 +9,12 @@ from dataclasses import dataclass
 _NEWLINE = re.compile("\n")
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class Span:
-    """A half-open range [start, end) of character offsets into a source text."""
+    """A half-open range [start, end) of character offsets into a source text.
+
+    Slotted: a tree, its checks and their moved copies hold millions of spans in a large file,
+    and a span without a `__dict__` is a third of the memory (48 bytes against 152)."""
 
     start: int
     end: int
