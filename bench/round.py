@@ -1,6 +1,7 @@
 """Per-round latency and throughput on loopback: Alpha against gloo and a bare TCP round trip.
 
     python bench/round.py [--repeats R] [--short N1] [--long N2] [--json OUT] [--no-gloo]
+                          [--large | --no-large]
 
 The gradient is 2,410 float32 values (the size of the digits model's parameters). Measured side
 by side in one run:
@@ -18,6 +19,11 @@ by side in one run:
 - bare TCP: bench/tcp_pingpong/pingpong.c (gcc -O2, or `python -m ziglang cc -O2`): two
   processes, one sends 9,640 bytes, the other sends them back, TCP_NODELAY, timed over many
   round trips; best of R.
+
+- Alpha with 4 MB frames (`--large`, on by default): the same three realisations of a system of
+  1,024,000 parameters (`relu(x @ w1) @ w2`, w1: f32[240, 4096], w2: f32[4096, 10]), so every
+  piece and parameter frame carries 4,096,004 or 4,096,000 bytes; built with `steps N1/20` and
+  `steps N2/20` (at least 2 apart).
 
 An Alpha round also computes the leaves and applies the learner; gloo's figure is the
 all-reduce alone. This is a benchmark, never a test: nothing here asserts a timing.
@@ -72,6 +78,16 @@ plan tree8 for round {
 }
 """
 
+# 1,024,000 parameters: every frame of a round carries 4 MB (the bytes matter, not the model).
+SOURCE_LARGE = (
+    SOURCE.replace("round.py: 2,410 parameters (as digits)", "round.py: 4 MB frames")
+    .replace(
+        "param w: f32[240, 10] = zeros\n  param b: f32[10] = zeros",
+        "param w1: f32[240, 4096] = zeros\n  param w2: f32[4096, 10] = zeros",
+    )
+    .replace("return x @ w + b", "return relu(x @ w1) @ w2")
+)
+
 
 @dataclass
 class Result:
@@ -94,10 +110,11 @@ class AlphaBuilds:
 
     configs = (("single", None), ("pair", "pair"), ("tree8", "tree8"))
 
-    def __init__(self, work: Path, short: int, long: int) -> None:
+    def __init__(self, work: Path, short: int, long: int, source: str = SOURCE) -> None:
         self.work = work
         self.short = short
         self.long = long
+        self.source = source
         self.commands: dict[tuple[str, int], list[tuple[str, list[str]]]] = {}
         self.best: dict[tuple[str, int], float] = {}
         self.sha: dict[tuple[str, int], set[str]] = {}
@@ -112,7 +129,7 @@ class AlphaBuilds:
             folder = self.work / f"alpha{steps}"
             folder.mkdir(parents=True)
             path = folder / "round.alpha"
-            path.write_text(SOURCE.replace("STEPS", str(steps)))
+            path.write_text(self.source.replace("STEPS", str(steps)))
             analysis = Workspace().analyze_file(str(path))
             errors = [d for d in analysis.diagnostics if d.severity == "error"]
             if errors:
@@ -303,6 +320,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pingpong-iters", type=int, default=20000)
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
     parser.add_argument("--no-gloo", action="store_true", help="skip the gloo peer")
+    parser.add_argument(
+        "--large",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also the 4 MB-frame system (N1/20 and N2/20 rounds)",
+    )
     parser.add_argument("--gloo-rank", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--gloo-world", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--gloo-port", type=int, help=argparse.SUPPRESS)
@@ -343,6 +366,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"alpha: build failed ({exc}); reporting the peers alone")
             alpha = None
 
+        large: AlphaBuilds | None = None
+        if args.large:
+            short4 = max(1, args.short // 20)
+            large = AlphaBuilds(
+                work / "large", short4, max(short4 + 2, args.long // 20), SOURCE_LARGE
+            )
+            try:
+                large.build()
+            except Exception as exc:  # report it and go on with the rest
+                print(f"alpha 4 MB: build failed ({exc})")
+                large = None
+
         try:
             exe, compiler = build_pingpong(work)
         except (OSError, subprocess.CalledProcessError) as exc:
@@ -356,6 +391,10 @@ def main(argv: list[str] | None = None) -> int:
                 for config, _ in alpha.configs:
                     for steps in (args.short, args.long):
                         alpha.sample(config, steps)
+            if large is not None:
+                for config, _ in large.configs:
+                    for steps in (large.short, large.long):
+                        large.sample(config, steps)
             if exe is not None:
                 run = pingpong(exe, args.pingpong_iters)
                 if best_pp is None or run["seconds"] < best_pp["seconds"]:
@@ -369,6 +408,13 @@ def main(argv: list[str] | None = None) -> int:
             results["single"] = alpha.result("single", "Alpha, one process")
             results["pair"] = alpha.result("pair", "Alpha plan pair (2 workers)")
             results["tree8"] = alpha.result("tree8", "Alpha plan hierarchy(fanout: 2), 8 workers")
+        if large is not None:
+            info["alpha_4mb_same_bits_as_one_process"] = large.same_bits()
+            same = "identical" if large.same_bits() else "DIFFERENT"
+            print(f"alpha 4 MB: parameters of pair and tree8 vs one process: {same}")
+            results["single_4mb"] = large.result("single", "Alpha 4 MB, one process")
+            results["pair_4mb"] = large.result("pair", "Alpha 4 MB plan pair (2 workers)")
+            results["tree8_4mb"] = large.result("tree8", "Alpha 4 MB hierarchy, 8 workers")
         if best_pp is not None:
             results["tcp"] = Result(
                 f"bare TCP round trip, {BYTES:,} bytes",
@@ -398,8 +444,11 @@ def main(argv: list[str] | None = None) -> int:
         "tree8 / one process": ratio(get("tree8"), get("single")),
     }
     comm: dict[str, float | None] = {}
-    for k in ("pair", "tree8"):
-        us, single = get(k).us, get("single").us
+    if args.large:
+        ratios["pair 4 MB / one process 4 MB"] = ratio(get("pair_4mb"), get("single_4mb"))
+        ratios["tree8 4 MB / one process 4 MB"] = ratio(get("tree8_4mb"), get("single_4mb"))
+    for k in ("pair", "tree8", "pair_4mb", "tree8_4mb"):
+        us, single = get(k).us, get("single_4mb" if k.endswith("4mb") else "single").us
         comm[k] = None if us is None or single is None else us - single
     print()
     for k, v in ratios.items():

@@ -118,6 +118,7 @@ const char *frame_decode_shape(const uint8_t *bytes, size_t n, struct frame_head
         return fail(REFUSAL_FRAME_CORRUPT, "a header of %llu bytes, not %llu", n,
                     FRAME_HEADER_BYTES);
     read_fields(bytes, out);
+    /* Magic and version come first and never move, so a later version is named as such. */
     if (out->magic != FRAME_MAGIC)
         return fail(REFUSAL_FRAME_CORRUPT, "bad magic %08llx (expected %08llx)", out->magic,
                     FRAME_MAGIC);
@@ -199,33 +200,8 @@ const char *frame_open(const struct hmac *key, uint64_t seq, const uint8_t *byte
 const char *frame_decode_header_at(const uint8_t *bytes, size_t n, struct frame_header *out,
                                    const struct frame_expect *expect, uint64_t start)
 {
-    memset(out, 0, sizeof *out);
-    if (n < FRAME_HEADER_BYTES)
-        return fail(REFUSAL_FRAME_CORRUPT, "a header of %llu bytes, not %llu", n,
-                    FRAME_HEADER_BYTES);
-    read_fields(bytes, out);
-    /* Magic and version come first and never move, so a later version is named as such. */
-    if (out->magic != FRAME_MAGIC)
-        return fail(REFUSAL_FRAME_CORRUPT, "bad magic %08llx (expected %08llx)", out->magic,
-                    FRAME_MAGIC);
-    if (out->version != FRAME_VERSION)
-        return fail(REFUSAL_FRAME_VERSION_MISMATCH, "frame version %llu, this role speaks %llu",
-                    out->version, FRAME_VERSION);
-    if (crc32c(bytes, 60) != out->header_crc)
-        return fail(REFUSAL_FRAME_CORRUPT, "header checksum %08llx, computed %08llx",
-                    out->header_crc, crc32c(bytes, 60));
-    if (out->reserved != 0)
-        return fail(REFUSAL_FRAME_CORRUPT, "reserved word %llu is not 0", out->reserved, 0);
-    if (out->kind != expect->kind)
-        return fail(REFUSAL_FRAME_UNEXPECTED, "a frame of kind %llu where kind %llu was expected",
-                    out->kind, expect->kind);
-    if (out->count > expect->count || out->payload_bytes > 4 * expect->count)
-        return fail(REFUSAL_FRAME_OVERSIZE, "%llu payload bytes, at most %llu allowed",
-                    out->payload_bytes, 4 * expect->count);
-    if (out->payload_bytes != 4 * out->count)
-        return fail(REFUSAL_FRAME_OVERSIZE, "%llu payload bytes for %llu elements of 4 bytes",
-                    out->payload_bytes, out->count);
-    return check_expected(out, expect, start);
+    const char *refused = frame_decode_shape(bytes, n, out, expect->count);
+    return refused ? refused : frame_check_fields(out, expect, start);
 }
 
 const char *frame_check_payload(const struct frame_header *h, const uint8_t *payload, size_t n)

@@ -97,7 +97,8 @@ struct hello {
 /* Sets magic, version and header_crc, then writes the 64 header bytes. */
 void frame_encode_header(struct frame_header *h, uint8_t out[FRAME_HEADER_BYTES]);
 
-/* Decodes and checks the first 64 of n bytes against expect. Returns NULL, or the refusal name
+/* Decodes and checks the first 64 of n bytes against expect: frame_decode_shape (at most
+ * expect->count elements), then frame_check_fields. Returns NULL, or the refusal name
  * (frame-corrupt, frame-version-mismatch, frame-oversize, frame-unexpected); frame_reason()
  * then says which check failed. */
 const char *frame_decode_header(const uint8_t *bytes, size_t n, struct frame_header *out,

@@ -16,6 +16,7 @@
  * epoch) refuses the run. A dialer refuses whatever answers it wrongly: it chose the address. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -104,9 +105,17 @@ static int send_bytes(struct opening *o, int fd, const uint8_t *bytes, size_t si
     return socket_send_all(fd, bytes, size, o->deadline);
 }
 
-/* A stranger leaves: told in the event stream, never a refusal of this role. */
-static void drop(struct opening *o, struct conn *c, const char *name, const char *message)
+/* A stranger leaves: told in the event stream, never a refusal of this role. The message is
+ * `format` with the connection's label first. */
+__attribute__((format(printf, 4, 5))) static void drop(struct opening *o, struct conn *c,
+                                                       const char *name, const char *format, ...)
 {
+    char message[400];
+    va_list args;
+    va_start(args, format);
+    int used = snprintf(message, sizeof message, "%s ", c->label);
+    vsnprintf(message + used, sizeof message - (size_t)used, format, args);
+    va_end(args);
     printf("{\"event\":\"stranger-dropped\",\"role\":");
     json_string(stdout, o->n->r->name);
     printf(",\"from\":");
@@ -255,7 +264,6 @@ static void dialer_answered(struct opening *o, struct conn *c)
  * ours and our proof) or its AUTH (checked; then the link opens). */
 static void acceptor_got(struct opening *o, struct conn *c)
 {
-    char message[400];
     struct frame_header h;
     if (c->stage == 0) {
         struct frame_expect e = {FRAME_HELLO, FRAME_ANY, 0, 0, 0, 0, FRAME_HELLO_COUNT};
@@ -263,9 +271,7 @@ static void acceptor_got(struct opening *o, struct conn *c)
         if (!refused)
             refused = frame_decode_hello(&h, c->bytes + FRAME_HEADER_BYTES, &c->theirs);
         if (refused) {
-            snprintf(message, sizeof message, "%s sent no HELLO of this protocol: %s", c->label,
-                     frame_reason());
-            drop(o, c, refused, message);
+            drop(o, c, refused, "sent no HELLO of this protocol: %s", frame_reason());
             return;
         }
         own_hello(o, c->theirs.sender, &c->mine);
@@ -273,9 +279,8 @@ static void acceptor_got(struct opening *o, struct conn *c)
         uint8_t answer[FRAME_HELLO_BYTES];
         frame_encode_hello(&c->mine, answer);
         if (send_bytes(o, c->fd, answer, sizeof answer) != 0) {
-            snprintf(message, sizeof message, "%s left before our HELLO reached it: %s",
-                     c->label, strerror(errno));
-            drop(o, c, REFUSAL_PEER_LOST, message);
+            drop(o, c, REFUSAL_PEER_LOST, "left before our HELLO reached it: %s",
+                 strerror(errno));
             return;
         }
         c->stage = 1, c->got = 0, c->want = FRAME_AUTH_BYTES;
@@ -284,17 +289,14 @@ static void acceptor_got(struct opening *o, struct conn *c)
     struct frame_expect e = {FRAME_AUTH, c->theirs.sender, 0, 0, 0, 0, FRAME_AUTH_COUNT};
     const char *refused = frame_decode(c->bytes, c->got, &h, &e);
     if (refused) {
-        snprintf(message, sizeof message, "%s sent no AUTH of this protocol: %s", c->label,
-                 frame_reason());
-        drop(o, c, refused, message);
+        drop(o, c, refused, "sent no AUTH of this protocol: %s", frame_reason());
         return;
     }
     uint8_t proof[32];
     frame_proof(o->secret, 1, &c->theirs, c->theirs.nonce, c->mine.nonce, proof);
     if (!hmac_equal(proof, c->bytes + FRAME_HEADER_BYTES, 32)) {
-        snprintf(message, sizeof message, "%s gave no proof of this launch's secret (its AUTH "
-                 "does not verify)", c->label);
-        drop(o, c, REFUSAL_PEER_UNAUTHENTICATED, message);
+        drop(o, c, REFUSAL_PEER_UNAUTHENTICATED, "gave no proof of this launch's secret (its "
+             "AUTH does not verify)");
         return;
     }
     open_link(o, c, check_peer(o, c));
@@ -312,10 +314,9 @@ static void read_conn(struct opening *o, struct conn *c)
         return;
     }
     if (got <= 0 && c->link < 0) {
-        char message[300];
-        snprintf(message, sizeof message, "%s closed the connection after %u bytes of its %s",
-                 c->label, (unsigned)c->got, c->stage ? "AUTH" : "HELLO");
-        drop(o, c, got < 0 ? REFUSAL_PEER_LOST : REFUSAL_FRAME_CORRUPT, message);
+        drop(o, c, got < 0 ? REFUSAL_PEER_LOST : REFUSAL_FRAME_CORRUPT,
+             "closed the connection after %u bytes of its %s", (unsigned)c->got,
+             c->stage ? "AUTH" : "HELLO");
         return;
     }
     if (got <= 0)
@@ -331,12 +332,9 @@ static void read_conn(struct opening *o, struct conn *c)
         if (refused && c->link >= 0)
             refuse(refused, "%s, in the handshake with %s: %s", c->label, o->n->r->name,
                    frame_reason());
-        if (refused) {
-            char message[400];
-            snprintf(message, sizeof message, "%s sent no %s of this protocol: %s", c->label,
-                     c->stage ? "AUTH" : "HELLO", frame_reason());
-            drop(o, c, refused, message);
-        }
+        if (refused)
+            drop(o, c, refused, "sent no %s of this protocol: %s", c->stage ? "AUTH" : "HELLO",
+                 frame_reason());
         return;
     }
     if (c->got < c->want)
@@ -366,10 +364,8 @@ static void accept_one(struct opening *o)
             close(fd);
             return;
         }
-        char message[300];
-        snprintf(message, sizeof message, "%s was dropped to make room: %u connections had not "
-                 "authenticated", oldest->label, (unsigned)MAX_STRANGERS);
-        drop(o, oldest, REFUSAL_PEER_UNAUTHENTICATED, message);
+        drop(o, oldest, REFUSAL_PEER_UNAUTHENTICATED, "was dropped to make room: %u connections "
+             "had not authenticated", (unsigned)MAX_STRANGERS);
         *oldest = o->conns[--o->n_conns];
     }
     char address[64];

@@ -251,12 +251,12 @@ def decode_header(data: bytes, expect: Expect) -> tuple[Decoded | None, str | No
         return h, "frame-version-mismatch"
     if crc32c(bytes(data[:60])) != h.header_crc or h.reserved != 0:
         return h, "frame-corrupt"
-    if h.kind != expect.kind:
-        return h, "frame-unexpected"
     if h.count > expect.count or h.payload_bytes > 4 * expect.count:
         return h, "frame-oversize"
     if h.payload_bytes != 4 * h.count:
         return h, "frame-oversize"
+    if h.kind != expect.kind:
+        return h, "frame-unexpected"
     if expect.sender != ANY and h.sender != expect.sender:
         return h, "frame-unexpected"
     if (h.round, h.tensor, h.lo, h.hi) != (expect.round, expect.tensor, expect.lo, expect.hi):
