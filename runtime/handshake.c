@@ -32,6 +32,10 @@
 #include "secret.h"
 #include "sockets.h"
 
+/* Start-up code, or thin wrappers around the hashing in sha256.c: compiled for size (the
+ * executable has a size budget; none of it is a loop that time is spent in). */
+#pragma clang attribute push(__attribute__((minsize)), apply_to = function)
+
 #define MAX_STRANGERS 16
 
 /* A connection still in its handshake: one we dialled (link >= 0) or one we accepted and
@@ -453,3 +457,5 @@ void net_open(struct net *n, const struct alpha_program *p, const struct alpha_r
     free(o.conns);
     free(fds);
 }
+
+#pragma clang attribute pop

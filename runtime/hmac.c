@@ -3,6 +3,10 @@
 
 #include <string.h>
 
+/* Start-up code, or thin wrappers around the hashing in sha256.c: compiled for size (the
+ * executable has a size budget; none of it is a loop that time is spent in). */
+#pragma clang attribute push(__attribute__((minsize)), apply_to = function)
+
 void hmac_init(struct hmac *h, const uint8_t *key, size_t key_bytes)
 {
     uint8_t block[64] = {0}, pad[64];
@@ -60,3 +64,5 @@ void hmac_wipe(void *p, size_t n)
     while (n--)
         *v++ = 0;
 }
+
+#pragma clang attribute pop

@@ -14,6 +14,10 @@
 
 #include "refusal.h"
 
+/* Start-up code, or thin wrappers around the hashing in sha256.c: compiled for size (the
+ * executable has a size budget; none of it is a loop that time is spent in). */
+#pragma clang attribute push(__attribute__((minsize)), apply_to = function)
+
 /* Reads exactly SECRET_BYTES from fd (opened non-blocking) and checks that nothing follows. */
 static void read_secret(int fd, const char *what, uint8_t out[SECRET_BYTES])
 {
@@ -114,3 +118,5 @@ void secret_random(uint8_t *out, uint32_t n)
         got += (uint32_t)r;
     }
 }
+
+#pragma clang attribute pop

@@ -13,6 +13,10 @@
 #include "net.h"
 #include "refusal.h"
 
+/* Start-up code, or thin wrappers around the hashing in sha256.c: compiled for size (the
+ * executable has a size budget; none of it is a loop that time is spent in). */
+#pragma clang attribute push(__attribute__((minsize)), apply_to = function)
+
 void socket_describe(const struct sockaddr *a, socklen_t size, char out[64])
 {
     char host[48] = "?", port[12] = "?";
@@ -90,3 +94,4 @@ int socket_try_connect(const struct addrinfo *a, uint64_t deadline, int *out)
     return 0;
 }
 
+#pragma clang attribute pop

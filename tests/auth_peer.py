@@ -5,8 +5,10 @@ tests that make a peer misbehave after authenticating); without it, an impostor.
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -99,3 +101,12 @@ def dial_handshake(
     conn.sendall(frames.auth(me, frames.proof(secret, True, mine, mine.nonce, theirs.nonce)))
     to_acceptor, to_dialer = frames.link_keys(secret, mine, theirs.nonce)
     return Link(conn, to_acceptor, to_dialer)
+
+
+@functools.lru_cache(maxsize=1)
+def launch_secret_file() -> str:
+    """A secret file (a fresh secret, mode 0600) for tests that start roles with Popen rather
+    than through alpha_core.launch, which hands each launch its own: pass it as
+    `--secret-file`."""
+    folder = tempfile.mkdtemp(prefix="alpha-secret-")
+    return write_secret(os.path.join(folder, "launch.secret"), os.urandom(32))

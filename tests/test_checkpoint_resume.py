@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from auth_peer import launch_secret_file
 from test_partitioned import (  # noqa: F401  (_kernels_once: the autouse fixture)
     SHORT,
     Built,
@@ -33,6 +34,7 @@ from alpha_core.checkpoint import CheckpointError, read_checkpoint
 from alpha_core.launch import RoleOutcome
 
 LONG = SHORT.replace("steps 40", "steps 120")
+SECRET = launch_secret_file()  # for the roles started here with Popen (run_roles gives its own)
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +76,7 @@ def test_a_killed_role_resumes_to_the_uninterrupted_bits(tmp_path: Path) -> None
     why = f"seed {seed}: {victim} killed after step {kill_at}"
     procs = {
         role: subprocess.Popen(
-            [*cmd, *(["--quiet"] if role != victim else [])],
+            [*cmd, *(["--quiet"] if role != victim else []), "--secret-file", SECRET],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -161,7 +163,7 @@ def test_a_failed_publication_leaves_the_previous_capture(
     into = tmp_path / "checkpoints"
     procs = {
         role: subprocess.Popen(
-            [*cmd, "--quiet", "--checkpoint-dir", str(into)],
+            [*cmd, "--quiet", "--checkpoint-dir", str(into), "--secret-file", SECRET],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

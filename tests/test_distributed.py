@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from auth_peer import launch_secret_file
 from conftest import EXAMPLES, run_exe
 
 from alpha_core.build import Deployment, build_plan, build_program
@@ -158,9 +159,10 @@ def test_killed_role_stops_the_others_and_commits_nothing(tmp_path: Path) -> Non
         tmp_path / "star",
         Deployment(free_port_base(5), "127.0.0.1", None, 3_000, 3_000),
     )
+    secret = launch_secret_file()  # these roles start with Popen, not through the launcher
     procs = {
         e.role: subprocess.Popen(
-            [e.path, "--params-out", str(tmp_path / f"{e.role}.p")],
+            [e.path, "--params-out", str(tmp_path / f"{e.role}.p"), "--secret-file", secret],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

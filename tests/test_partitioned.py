@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from auth_peer import launch_secret_file
 from conftest import EXAMPLES
 
 import alpha_core.build as build
@@ -93,8 +94,8 @@ class Built:
         return {
             role: subprocess.Popen(
                 cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-            )
-            for role, cmd in self.commands(*args)
+            )  # not through the launcher: the roles read a secret file
+            for role, cmd in self.commands(*args, "--secret-file", launch_secret_file())
         }
 
 
