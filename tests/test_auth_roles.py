@@ -237,17 +237,25 @@ def refused_secret(
     return dict(events[-1])
 
 
+def world_readable(folder: Path) -> str:
+    path = write_secret(folder / "s", bytes(32))
+    os.chmod(path, 0o644)
+    return path
+
+
+def fifo(folder: Path) -> str:
+    os.mkfifo(folder / "f", 0o600)  # no writer: a blocking read would never return
+    return str(folder / "f")
+
+
 SECRET_FILES: dict[str, tuple[Callable[[Path], str], str]] = {
     "missing": (lambda d: str(d / "nothing-here"), "secret-missing"),
     "short": (lambda d: write_secret(d / "s", bytes(31)), "secret-unreadable"),
     "long": (lambda d: write_secret(d / "s", bytes(33)), "secret-unreadable"),
     "empty": (lambda d: write_secret(d / "s", b""), "secret-unreadable"),
-    "world-readable": (
-        lambda d: (write_secret(d / "s", bytes(32)), os.chmod(d / "s", 0o644))[0],
-        "secret-unreadable",
-    ),  # fmt: skip
+    "world-readable": (world_readable, "secret-unreadable"),
     "directory": (lambda d: str(d), "secret-unreadable"),
-    "fifo": (lambda d: (os.mkfifo(d / "f", 0o600), str(d / "f"))[1], "secret-unreadable"),
+    "fifo": (fifo, "secret-unreadable"),
     "dev-zero": (lambda d: "/dev/zero", "secret-unreadable"),
 }
 
@@ -277,7 +285,7 @@ def test_a_role_with_links_and_no_secret_at_all_is_refused(pair: dict[str, str])
 def test_an_inherited_descriptor_that_cannot_serve_is_refused(
     pair: dict[str, str], value: str, content: bytes | None, name: str
 ) -> None:
-    env, fds = without_secret_env(), ()
+    env, fds = without_secret_env(), tuple[int, ...]()
     if value == "PIPE":
         read_end, write_end = os.pipe()
         os.write(write_end, content or b"")

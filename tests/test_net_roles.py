@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -400,7 +401,7 @@ def answer(conn: socket.socket, secret: bytes, **fields: object) -> frames.Hello
     return theirs
 
 
-WRONG_ANSWERS = {
+WRONG_ANSWERS: dict[str, tuple[dict[str, Any], str]] = {
     "other-plan": ({"plan_identity": bytes.fromhex(OTHER_PLAN)}, "plan-identity-mismatch"),
     "impostor": ({"sender": 1}, "role-identity-mismatch"),
     "epoch": ({"epoch": 2}, "membership-epoch-mismatch"),
