@@ -223,7 +223,7 @@ class Workspace:
         read_file: Callable[[str], bytes | None] = read_disk,
         capacity: int = 64,
         declarations: int = 16384,
-        text_budget: int = 2_500_000,
+        text_budget: int = 1_500_000,
         findings: int = 2_000_000,
         one_shot: bool = False,
     ) -> None:

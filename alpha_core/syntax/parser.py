@@ -114,12 +114,14 @@ class ParsedDecl:
     diagnostics: tuple[Diagnostic, ...]
 
 
-# memo budgets, in characters of the pieces' text (a parsed piece's memory grows with its text):
-# ample for a 10 MB file's pieces, bounded over a long editing session
+# memo budgets, in characters of the pieces' text (a parsed piece's memory grows with its text,
+# about 40 bytes a character): two versions of a 1 MB document's declarations and items, and a
+# bounded heap over a long editing session. A larger file parsed once loses nothing by evicting
+# its own declarations (each is parsed once anyway); its shared items stay, being recent.
 PIECES = 131072
-PIECE_TEXT = 24_000_000
+PIECE_TEXT = 4_000_000
 PLACED = 16384
-PLACED_TEXT = 4_000_000
+PLACED_TEXT = 2_000_000
 
 
 _PIECES: Lru[tuple[str, str], tuple[Any, Diagnostic | None, int]] = Lru(
