@@ -560,6 +560,38 @@ def test_a_peer_trickling_a_frame_is_refused_at_the_frame_deadline(
     assert refused["round"] == 1 and "1500 ms" in str(refused["message"])
 
 
+def test_a_peer_trickling_its_handshake_is_refused_at_the_connect_deadline(
+    system: System, tmp_path: Path, roles: Callable[..., Role], secret: bytes
+) -> None:
+    """The handshake's deadline is the whole of it too: an acceptor answering one byte every
+    0.4 s is refused when connect_timeout_ms (1,500 ms) has passed, most of its HELLO unsent."""
+    (port,) = free_ports(1)
+    exe = build(system, "pair", 1, tmp_path / "right", LEAVES=4, PORT_0=port,
+                CONNECT_TIMEOUT_MS=1500)  # fmt: skip
+    server, accept = fake_left(port)
+    with server:
+        role = roles(exe, "--params-out", str(tmp_path / "p"))
+        with accept() as conn:
+            theirs = frames.Hello.parse(read_exactly(conn, frames.HELLO_BYTES))
+            mine = frames.Hello(bytes.fromhex(PLAN), 0, 1, 1, 2, random.randbytes(32))
+            mine = replace(mine, proof=frames.proof(secret, False, mine, theirs.nonce, mine.nonce))
+            sent = 0
+            for byte in mine.encode()[:60]:
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    break
+                sent += 1
+                try:  # the attacker's pace, unless the role ends first
+                    role.proc.wait(timeout=0.4)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            refused = assert_refused(role, {"peer-timeout"}, within=30.0)
+    assert sent < 60, "the role waited out the whole trickle"
+    assert refused["round"] is None and "1500 ms" in str(refused["message"])
+
+
 # ---- (d) a role killed mid-run ----------------------------------------------------------------
 
 
