@@ -145,7 +145,8 @@ def main() -> None:
     args = p.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     m = machine()
-    print(f"machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, load {os.getloadavg()[0]:.2f}")
+    load = os.getloadavg()[0]
+    print(f"machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, load {load:.2f}")
     print(f"data: {args.data}")
     print("| systems | file | `alpha check` | peak RSS | per system | per system |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: |")
