@@ -15,7 +15,7 @@ from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.registry import REGISTRY
 from alpha_core.diagnostics.render import render, span_json
 from alpha_core.syntax import ast
-from alpha_core.syntax.parser import _parse_piece, parse
+from alpha_core.syntax.parser import clear_memos, parse
 from alpha_core.syntax.span import Span
 from alpha_core.workspace import Workspace
 
@@ -284,7 +284,7 @@ def test_parse_is_deterministic_and_incremental(case: tuple[str, str, str]) -> N
     first = parse(original)
     assert parse(original) == first  # every piece now comes from the cache
     warm = parse(edited)  # the pieces the edit left alone come from the cache
-    _parse_piece.cache_clear()
+    clear_memos()  # every parsed piece forgotten
     fresh = parse(edited)
     assert warm == fresh
     assert parse(original) == first  # and back: the edit's pieces do not leak into the original
