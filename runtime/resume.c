@@ -15,6 +15,7 @@
 #include "manifest.h"
 #include "refusal.h"
 #include "sha256.h"
+#include "sort.h"
 
 #define MANIFEST_LIMIT (64u << 20)
 #define TREE_DEPTH 64
@@ -221,7 +222,7 @@ static int by_position(const void *a, const void *b)
 static void check_coverage(struct reader *r)
 {
     const struct alpha_program *p = r->p;
-    qsort(r->shards, r->n_shards, sizeof *r->shards, by_position);
+    sort_items(r->shards, r->n_shards, sizeof *r->shards, by_position);
     uint32_t i = 0;
     for (uint32_t kind = 0; kind <= p->state_slots + (p->state_scalars ? 1 : 0); kind++) {
         char name[48];

@@ -21,6 +21,7 @@
 #include "manifest.h"
 #include "refusal.h"
 #include "sha256.h"
+#include "sort.h"
 
 #define MANIFEST_LIMIT (64u << 20)
 
@@ -247,7 +248,7 @@ void capture_prune(const struct capture *c)
     }
     closedir(d);
     if (n)
-        qsort(rounds, n, sizeof *rounds, newest_first);
+        sort_items(rounds, n, sizeof *rounds, newest_first);
     for (uint32_t i = c->keep - 1; i < n; i++)
         expire(c, rounds[i].name);
     free(rounds);

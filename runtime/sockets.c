@@ -4,7 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,9 +21,20 @@
 
 void socket_describe(const struct sockaddr *a, socklen_t size, char out[64])
 {
-    char host[48] = "?", port[12] = "?";
-    getnameinfo(a, size, host, sizeof host, port, sizeof port, NI_NUMERICHOST | NI_NUMERICSERV);
-    snprintf(out, 64, "%s:%s", host, port);
+    /* inet_ntop rather than getnameinfo, which links a resolver's worth of code for a name
+     * that is only ever numeric here. */
+    char host[48] = "?";
+    unsigned port = 0;
+    if (a->sa_family == AF_INET && size >= sizeof(struct sockaddr_in)) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)a;
+        inet_ntop(AF_INET, &v4->sin_addr, host, sizeof host);
+        port = ntohs(v4->sin_port);
+    } else if (a->sa_family == AF_INET6 && size >= sizeof(struct sockaddr_in6)) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)a;
+        inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof host);
+        port = ntohs(v6->sin6_port);
+    }
+    snprintf(out, 64, "%s:%u", host, port);
 }
 
 int socket_send_all(int fd, const uint8_t *bytes, size_t size, uint64_t deadline)
