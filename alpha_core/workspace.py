@@ -169,7 +169,7 @@ class _Checker:
             reads[p] = self.seen[p]
             return content
 
-        check = check_system_decl(d.decl, tracked_read, self.base_dir)
+        check = check_system_decl(d.decl, tracked_read, self.base_dir, d.text or None)
         ws.counts.systems += 1
         ws._systems.put(key, (reads, check), len(d.text))
         self.reads.update(reads)

@@ -56,10 +56,12 @@ def _finish(value: Program | Plan | Pairing | None, ctx: CheckContext) -> DeclCh
     return DeclCheck(value, tuple(ctx.diagnostics), ctx.types, ctx.definitions)
 
 
-def check_system_decl(decl: ast.Decl, read_file: ReadFile, base_dir: str) -> DeclCheck:
+def check_system_decl(
+    decl: ast.Decl, read_file: ReadFile, base_dir: str, text: str | None = None
+) -> DeclCheck:
     ctx = CheckContext()
     try:
-        return _finish(check_system(decl, ctx, read_file, base_dir), ctx)
+        return _finish(check_system(decl, ctx, read_file, base_dir, text), ctx)
     except RecursionError:  # an expression the parser took but too deep to check
         ctx = CheckContext()
         ctx.refuse(

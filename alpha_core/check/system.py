@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from alpha_core.check import arguments as A
@@ -9,7 +10,7 @@ from alpha_core.check.context import CheckContext, show_shape
 from alpha_core.check.data_source import ReadFile, check_data
 from alpha_core.check.expressions import Binding, ExprLowering, declared_shape
 from alpha_core.check.program import DataSpec, InitSpec, LearnerSpec, ParamSpec, Program
-from alpha_core.check.words import device_word
+from alpha_core.check.words import DEVICE_WORDS, device_word
 from alpha_core.diagnostics import Related
 from alpha_core.ir.graph import BATCH, Graph, GraphBuilder, size
 from alpha_core.syntax import ast
@@ -42,6 +43,8 @@ INITS: dict[str, list[A.Arg]] = {
     "normal": [A.Arg("mean", "float"), A.Arg("std", "float", low=0.0), A.Arg("seed", "int", low=0)],
     "uniform": [A.Arg("low", "float"), A.Arg("high", "float"), A.Arg("seed", "int", low=0)],
 }
+# the grammar's NAME: every word the tree holds is one of these in the declaration's text
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 RUNTIME_U32 = 2**32 - 1  # counts the runtime holds in 32 bits
 PARAM_FLOATS = (1 << 62) - 1  # all parameters together; their bytes are counted in 64 bits
 
@@ -102,9 +105,12 @@ def _collect(decl: ast.Decl, ctx: CheckContext) -> _Items:
 
 
 def check_system(
-    decl: ast.Decl, ctx: CheckContext, read_file: ReadFile, base_dir: str
+    decl: ast.Decl, ctx: CheckContext, read_file: ReadFile, base_dir: str, text: str | None = None
 ) -> Program | None:
-    _device_words(decl, ctx)
+    """`text`, the declaration's source if the caller has it, lets the walk for device words
+    be skipped when no word of it is one (the walk visited every node of every system)."""
+    if text is None or not DEVICE_WORDS.isdisjoint(w.lower() for w in _WORD.findall(text)):
+        _device_words(decl, ctx)
     items = _collect(decl, ctx)
     errors_before = len(ctx.diagnostics)
     data = None
