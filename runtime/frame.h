@@ -6,32 +6,36 @@
  *    4   2   version          32   8   element start
  *    6   2   kind             40   8   element count
  *    8   4   sender role      48   8   payload bytes (= count * 4)
- *   12   4   round            56   4   CRC-32C of the payload
+ *   12   4   round            56   4   CRC-32C of the payload (0 if MACed)
  *   16   4   tensor id        60   4   CRC-32C of bytes 0..59
  *   20   4   node lo
  *   24   4   node hi
  *
- * Version 2 authenticates: a link opens with a mutual challenge-response (HELLO from the
+ * Version 3 authenticates: a link opens with a mutual challenge-response (HELLO from the
  * dialer, HELLO from the acceptor with its proof, AUTH from the dialer with its proof; each proof
  * an HMAC-SHA256 keyed by the launch secret over both nonces, the plan identity, both roles and
- * the epoch), and every PIECE and ACK after it is followed by a 32-byte MAC: HMAC-SHA256, keyed
- * by the link's key for that direction, of the header, the payload and the frame's sequence
- * number on that link (implicit: 0, 1, 2, ... per direction), so a replayed, reordered, forged
- * or spliced frame fails its MAC.
+ * the epoch), and every PIECE and ACK after it is followed by a 16-byte MAC (frame_mac.h): a
+ * Carter-Wegman MAC keyed from the link's key for that direction over the header and the
+ * payload, its one-time pad drawn from the frame's sequence number on that link (implicit: 0,
+ * 1, 2, ... per direction), so a replayed, reordered, forged or spliced frame fails its MAC.
+ * The MAC covers the payload, so an authenticated frame's payload CRC is not computed (0) nor
+ * checked; the header CRC stays, so that damage to the header is named frame-corrupt by the
+ * shape checks that come before the MAC.
  *
  * Decoding is strict and total: any byte string gives either a header that matches what the
  * schedule expects, or a refusal name. Nothing here refuses or allocates, so the fuzz harness
- * (tests/test_net_frames.py) loads this file alone (with crc32c.c, hmac.c and sha256.c). */
+ * (tests/test_net_frames.py) loads this file alone (with crc32c.c, frame_mac.c, hmac.c and sha256.c). */
 #ifndef ALPHA_FRAME_H
 #define ALPHA_FRAME_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "frame_mac.h"
 #include "hmac.h"
 
 #define FRAME_MAGIC 0x48504c41u /* the bytes "ALPH" */
-#define FRAME_VERSION 2u
+#define FRAME_VERSION 3u
 #define FRAME_HEADER_BYTES 64u
 #define FRAME_ANY 0xffffffffu   /* an expected sender that may be any role */
 
@@ -48,7 +52,6 @@ enum frame_kind { FRAME_HELLO = 1, FRAME_PIECE = 2, FRAME_ACK = 3, FRAME_AUTH = 
 #define FRAME_HELLO_BYTES (FRAME_HEADER_BYTES + 4u * FRAME_HELLO_COUNT)
 #define FRAME_AUTH_COUNT 8u
 #define FRAME_AUTH_BYTES (FRAME_HEADER_BYTES + 4u * FRAME_AUTH_COUNT)
-#define FRAME_MAC_BYTES HMAC_BYTES
 /* A PIECE's tensor. A gradient piece of node [lo, hi) carries elements [start, start + count - 1)
  * of the node's gradient and then its loss float (count includes it; a whole piece is start 0,
  * count n_params + 1). A parameter piece (lo = hi = 0) carries parameter elements
@@ -143,11 +146,6 @@ void frame_link_keys(const uint8_t secret[32], const struct hello *dialer,
 /* A complete AUTH frame carrying proof. */
 void frame_encode_auth(uint32_t sender, const uint8_t proof[32], uint8_t out[FRAME_AUTH_BYTES]);
 
-/* The MAC of a frame: keyed state `key` (hmac_init with the link key), the 64 header bytes, the
- * payload in two parts, then seq as 8 little-endian bytes. */
-void frame_mac(const struct hmac *key, uint64_t seq, const uint8_t header[FRAME_HEADER_BYTES],
-               const void *payload, uint64_t bytes, const void *tail, uint64_t tail_bytes,
-               uint8_t out[FRAME_MAC_BYTES]);
 /* The checks that need no expectations: magic, version, header checksum, reserved word, at most
  * max_count elements of 4 bytes (frame-corrupt, frame-version-mismatch, frame-oversize). */
 const char *frame_decode_shape(const uint8_t *bytes, size_t n, struct frame_header *out,
@@ -157,13 +155,13 @@ const char *frame_decode_shape(const uint8_t *bytes, size_t n, struct frame_head
 const char *frame_check_fields(const struct frame_header *h, const struct frame_expect *e,
                                uint64_t start);
 /* frame-forged unless mac is the MAC of the frame as frame_mac computes it. */
-const char *frame_check_mac(const struct hmac *key, uint64_t seq,
+const char *frame_check_mac(const struct frame_key *key, uint64_t seq,
                             const uint8_t header[FRAME_HEADER_BYTES], const void *payload,
                             uint64_t bytes, const void *tail, uint64_t tail_bytes,
                             const uint8_t mac[FRAME_MAC_BYTES]);
 /* A whole authenticated frame in one buffer (header, payload, MAC), received as the seq-th on
- * its link, in the order net.c checks: shape, length, MAC, payload checksum, fields. */
-const char *frame_open(const struct hmac *key, uint64_t seq, const uint8_t *bytes, size_t n,
-                       struct frame_header *out, const struct frame_expect *e, uint64_t start);
+ * its link, in the order net.c checks: shape, length, MAC, fields. */
+const char *frame_open(const struct frame_key *key, uint64_t seq, const uint8_t *bytes,
+                       size_t n, struct frame_header *out, const struct frame_expect *e, uint64_t start);
 
 #endif

@@ -226,8 +226,8 @@ static void open_link(struct opening *o, struct conn *c, uint32_t k)
     const uint8_t *acceptor_nonce = c->link >= 0 ? c->theirs.nonce : c->mine.nonce;
     uint8_t to_acceptor[32], to_dialer[32];
     frame_link_keys(o->secret, dialer, acceptor_nonce, to_acceptor, to_dialer);
-    hmac_init(&link->send_key, c->link >= 0 ? to_acceptor : to_dialer, 32);
-    hmac_init(&link->recv_key, c->link >= 0 ? to_dialer : to_acceptor, 32);
+    frame_key_init(&link->send_key, c->link >= 0 ? to_acceptor : to_dialer);
+    frame_key_init(&link->recv_key, c->link >= 0 ? to_dialer : to_acceptor);
     hmac_wipe(to_acceptor, sizeof to_acceptor);
     hmac_wipe(to_dialer, sizeof to_dialer);
     link->send_seq = link->recv_seq = 0;

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "alpha_program.h"
-#include "hmac.h"
+#include "frame_mac.h"
 
 /* One queued outgoing frame: its header, then the payload it points to (a piece the schedule
  * keeps until the round ends), then a tail (a piece's loss float, when not contiguous). */
@@ -19,7 +19,7 @@ struct net_send {
     uint64_t bytes;         /* payload bytes */
     uint32_t tail_bytes;
     uint64_t done;          /* bytes sent, header and MAC included */
-    uint8_t mac[32];        /* sent after the tail */
+    uint8_t mac[FRAME_MAC_BYTES]; /* sent after the tail */
 };
 
 struct net_link {
@@ -28,7 +28,7 @@ struct net_link {
     char address[64];       /* the peer's address and port, for messages */
     struct net_send *queue; /* a ring of `cap` sends, `count` of them from `head` */
     uint32_t cap, head, count;
-    struct hmac send_key, recv_key; /* keyed states of the link's two keys (handshake.c) */
+    struct frame_key send_key, recv_key; /* MAC keys of the link's two directions (handshake.c) */
     uint64_t send_seq, recv_seq;    /* frames sent and received on the link since it opened */
 };
 

@@ -1,7 +1,8 @@
-"""The authentication of frame version 2, through runtime/frame.c, hmac.c and sha256.c built alone
-into a shared library with undefined-behaviour traps (as tests/test_net_frames.py builds it):
-HMAC-SHA256 against Python's hmac module and RFC 4231, the handshake's proofs and link keys and
-the frame MAC against the Python mirror (alpha_core/link/frames.py), and `frame_open`, the
+"""The authentication of frame version 3, through runtime/frame.c, frame_mac.c, hmac.c and
+sha256.c built alone into a shared library with undefined-behaviour traps (as
+tests/test_net_frames.py builds it): HMAC-SHA256 against Python's hmac module and RFC 4231, the
+handshake's proofs and link keys and the frame MAC (GF(2^128) with PCLMULQDQ, and the portable
+multiply forced) against the Python mirror (alpha_core/link/frames.py), and `frame_open`, the
 receiving order of an authenticated frame, fuzzed with random bytes, truncations, bit flips,
 replays, reorderings and frames spliced from another link: every input is refused by a
 registered name, and only the right frame at the right place on the right link is accepted."""
@@ -13,7 +14,9 @@ import hashlib
 import hmac
 import random
 import struct
+import subprocess
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -32,6 +35,12 @@ class CHmac(ctypes.Structure):
     """struct hmac: two struct sha256 (8 words, a length, a 64-byte block, a size_t)."""
 
     _fields_ = [("bytes", ctypes.c_uint8 * (2 * (32 + 8 + 64 + 8)))]
+
+
+class CFrameKey(ctypes.Structure):
+    """struct frame_key: H^1..H^4 (four pairs of u64), then a struct hmac."""
+
+    _fields_ = [("powers", ctypes.c_uint64 * 8), ("pad", CHmac)]
 
 
 class CHello(ctypes.Structure):
@@ -59,11 +68,17 @@ class Lib:
         text = ctypes.c_char_p
         lib.frame_link_keys.argtypes = [text, ctypes.POINTER(CHello), text, text, text]
         lib.frame_open.restype = ctypes.c_char_p
-        lib.frame_open.argtypes = [ctypes.POINTER(CHmac), ctypes.c_uint64, ctypes.c_char_p,
+        lib.frame_key_init.argtypes = [ctypes.POINTER(CFrameKey), ctypes.c_char_p]
+        lib.frame_mac.argtypes = [ctypes.POINTER(CFrameKey), ctypes.c_uint64, ctypes.c_char_p,
+                                  ctypes.c_char_p, ctypes.c_uint64, ctypes.c_char_p,
+                                  ctypes.c_uint64, ctypes.c_char_p]  # fmt: skip
+        lib.frame_mac_portable.argtypes = [ctypes.c_int]
+        lib.frame_open.argtypes = [ctypes.POINTER(CFrameKey), ctypes.c_uint64, ctypes.c_char_p,
                                    ctypes.c_size_t, ctypes.POINTER(CHeader),
                                    ctypes.POINTER(CExpect), ctypes.c_uint64]  # fmt: skip
         lib.frame_reason.restype = ctypes.c_char_p
         assert ctypes.sizeof(CHmac) == 2 * 112  # the C struct's size on LP64
+        assert ctypes.sizeof(CFrameKey) == 64 + 2 * 112
 
     def hmac(self, key: bytes, data: bytes) -> bytes:
         out = ctypes.create_string_buffer(32)
@@ -83,6 +98,27 @@ class Lib:
         self.lib.hmac_final(ctypes.byref(state), out)
         return out.raw
 
+    def frame_key(self, key: bytes) -> CFrameKey:
+        state = CFrameKey()
+        self.lib.frame_key_init(ctypes.byref(state), key)
+        return state
+
+    def mac(self, key: bytes, seq: int, data: bytes, cut: int | None = None,
+            portable: bool = False) -> bytes:  # fmt: skip
+        """The C tag of a frame (header, then the rest given as two parts cut at `cut`)."""
+        state = self.frame_key(key)
+        rest = data[frames.HEADER_BYTES :]
+        cut = len(rest) if cut is None else cut
+        out = ctypes.create_string_buffer(frames.MAC_BYTES)
+        self.lib.frame_mac_portable(int(portable))
+        try:
+            self.lib.frame_mac(ctypes.byref(state), seq, data[: frames.HEADER_BYTES],
+                               rest[:cut] or None, cut, rest[cut:] or None, len(rest) - cut,
+                               out)  # fmt: skip
+        finally:
+            self.lib.frame_mac_portable(0)
+        return out.raw
+
     def proof(self, secret: bytes, from_dialer: bool, own: frames.Hello, nd: bytes,
               na: bytes) -> bytes:  # fmt: skip
         out = ctypes.create_string_buffer(32)
@@ -95,7 +131,7 @@ class Lib:
         return a.raw, d.raw
 
     def open(self, key: bytes, seq: int, data: bytes, expect: frames.Expect) -> str | None:
-        state = self.keyed(key)
+        state = self.frame_key(key)
         out = CHeader()
         e = CExpect(*(getattr(expect, f[0]) for f in CExpect._fields_))
         name = self.lib.frame_open(ctypes.byref(state), seq, data, len(data), ctypes.byref(out),
@@ -221,6 +257,133 @@ def test_a_proof_binds_every_field_and_both_nonces(
     assert changed != good
 
 
+# ---- the frame MAC: GF(2^128) ------------------------------------------------------------------
+
+
+def fold_reduce(a: int, b: int) -> int:
+    """The runtime's product, step by step on ints: four 64x64 carry-less products into
+    [p3:p2:p1:p0], p3 * 0x87 added at bit 64, then p2 * 0x87 added at bit 0."""
+    mask = 2**64 - 1
+    a0, a1, b0, b1 = a & mask, a >> 64, b & mask, b >> 64
+    wide = (frames.clmul(a0, b0) ^ frames.clmul(a1, b1) << 128
+            ^ (frames.clmul(a0, b1) ^ frames.clmul(a1, b0)) << 64)  # fmt: skip
+    p = [(wide >> (64 * i)) & mask for i in range(4)]
+    t = frames.clmul(p[3], 0x87)
+    p[1] ^= t & mask
+    p[2] ^= t >> 64
+    t = frames.clmul(p[2], 0x87)
+    p[0] ^= t & mask
+    p[1] ^= t >> 64
+    return p[1] << 64 | p[0]
+
+
+elements = st.one_of(st.integers(0, 2**128 - 1), st.sampled_from([0, 1, 2**127, 2**128 - 1]))
+
+
+@FUZZ
+@given(a=elements, b=elements)
+def test_the_two_fold_reduction_is_the_product_modulo_the_field_polynomial(a: int, b: int) -> None:
+    """The mirror's textbook product (long division by x^128 + x^7 + x^2 + x + 1) and the
+    runtime's two folds agree, so the folds lose nothing at the top."""
+    want = frames.poly_mod(frames.clmul(a, b))
+    assert fold_reduce(a, b) == want == frames.gf_mul(b, a)
+    assert want < 2**128
+
+
+def test_the_field_is_the_one_named() -> None:
+    # x^127 * x = x^128 = x^7 + x^2 + x + 1
+    assert frames.gf_mul(2**127, 2) == 0x87
+    # multiplicative group of order 2^128 - 1: a^(2^128) = a
+    a = 0x0123456789ABCDEF_FEDCBA9876543210
+    power = a
+    for _ in range(128):
+        power = frames.gf_mul(power, power)
+    assert power == a
+
+
+frame_bodies = st.binary(max_size=700)
+
+
+@FUZZ
+@given(key=thirty_two, seq=st.integers(0, 2**64 - 1), header=st.binary(min_size=64, max_size=64),
+       body=frame_bodies, data=st.data())  # fmt: skip
+def test_the_frame_mac_agrees_with_the_mirror_on_every_path_and_cut(
+    lib: Lib, key: bytes, seq: int, header: bytes, body: bytes, data: st.DataObject
+) -> None:
+    """The carry-less multiply of this CPU and the portable one give the mirror's tag, whatever
+    the lengths and wherever the payload is cut into its two parts."""
+    frame = header + body
+    cut = data.draw(st.integers(0, len(body)))
+    want = frames.mac(key, seq, frame)
+    assert len(want) == frames.MAC_BYTES == 16
+    assert lib.mac(key, seq, frame, cut) == want
+    assert lib.mac(key, seq, frame, cut, portable=True) == want
+
+
+def test_the_frame_mac_of_real_sizes_agrees_on_both_paths(lib: Lib) -> None:
+    """A 9.6 KB piece against the mirror; 4 MB (too slow for the mirror) portable against
+    accelerated, cut as net.c cuts a piece: the gradient, then the loss float."""
+    rng = random.Random(9)
+    key = rng.randbytes(32)
+    small = rng.randbytes(64 + 4 * 2411)
+    want = frames.mac(key, 5, small)
+    assert lib.mac(key, 5, small, 4 * 2410) == lib.mac(key, 5, small, 4 * 2410, True) == want
+    large = rng.randbytes(64 + 4 * 1_024_001)
+    tag = lib.mac(key, 2**40, large, 4 * 1_024_000)
+    assert tag == lib.mac(key, 2**40, large, 4 * 1_024_000, portable=True)
+    assert tag != lib.mac(key, 2**40 + 1, large, 4 * 1_024_000)
+
+
+@FUZZ
+@given(key=thirty_two, seq=st.integers(0, 2**64 - 2), body=frame_bodies)
+def test_the_tag_changes_with_the_sequence_number_the_key_and_trailing_zeros(
+    lib: Lib, key: bytes, seq: int, body: bytes
+) -> None:
+    """The pad is per sequence number; the length block tells a payload from itself padded
+    with zeros (which the zero-padding alone would not)."""
+    frame = bytes(64) + body
+    tag = lib.mac(key, seq, frame)
+    assert tag != lib.mac(key, seq + 1, frame)
+    assert tag != lib.mac(bytes(a ^ 1 for a in key), seq, frame)
+    assert tag != lib.mac(key, seq, frame + bytes(4))
+
+
+@pytest.fixture(scope="module")
+def aarch64_mac(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """frame_mac.c (with hmac.c and sha256.c) in a static AArch64 program, run under qemu-user,
+    whose CPU has PMULL, so the Armv8 carry-less multiply is the one taken (and the portable
+    one when a record asks)."""
+    out = tmp_path_factory.mktemp("mac-a64") / "frame_mac_stdin"
+    fixture = Path(__file__).parent / "fixtures" / "runtime" / "frame_mac_stdin.c"
+    flags = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-ffp-contract=off",
+             f"-I{runtime_dir()}"]  # fmt: skip
+    sources = [str(fixture), *(str(runtime_dir() / f) for f in ("frame_mac.c", "hmac.c",
+                                                                  "sha256.c"))]  # fmt: skip
+    run_zig(["cc", "-target", "aarch64-linux-musl", *flags, *sources, "-o", str(out)],
+            cwd=out.parent)  # fmt: skip
+    return out
+
+
+def test_the_aarch64_pmull_path_gives_the_mirror_tags(aarch64_mac: Path) -> None:
+    """Records of (key, seq, cut, portable, frame) through the AArch64 build: every tag is the
+    mirror's, so x86-64 and AArch64 roles accept each other's frames."""
+    rng = random.Random(64)
+    records, want = [], []
+    sizes = [0, 1, 15, 16, 17, 47, 48, 49, 63, 64, 65, 4 * 2411] + [
+        rng.randrange(700) for _ in range(20)
+    ]
+    for i, n in enumerate(sizes):
+        key, seq, frame = rng.randbytes(32), rng.getrandbits(64), rng.randbytes(64 + n)
+        cut = rng.randrange(n + 1)
+        head = struct.pack("<IQQB", len(frame), seq, cut, i % 2)
+        records.append(head + key + frame)
+        want.append(frames.mac(key, seq, frame).hex())
+    run = subprocess.run(["qemu-aarch64", str(aarch64_mac)], input=b"".join(records),
+                         capture_output=True, timeout=120, check=False)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.decode().split() == want
+
+
 # ---- frame_open: an authenticated frame as net.c receives it ----------------------------------
 
 N_PARAMS = 15
@@ -269,8 +432,9 @@ def test_truncated_grown_and_flipped_frames_are_refused_by_name(
         bit = data.draw(st.integers(0, 8 * len(sealed) - 1))
         sealed[bit // 8] ^= 1 << (bit % 8)
     else:  # a valid header and payload whose MAC is anything else
-        sealed[-32:] = data.draw(st.binary(min_size=32, max_size=32).filter(
-            lambda m: m != bytes(sealed[-32:])))  # fmt: skip
+        m = frames.MAC_BYTES
+        sealed[-m:] = data.draw(st.binary(min_size=m, max_size=m).filter(
+            lambda tag: tag != bytes(sealed[-m:])))  # fmt: skip
     name = lib.open(KEY, 3, bytes(sealed), expect(3))
     check(name)
     if how == "flip" and bit >= 8 * 64:  # the header still decodes: the MAC catches it
@@ -288,10 +452,11 @@ def test_a_replayed_or_reordered_frame_is_forged(lib: Lib, recorded: int, at: in
         assert name is None
         return
     assert name in {"frame-forged"}, (name, lib.lib.frame_reason())
-    body = bytearray(sealed[:-32])
+    body = bytearray(sealed[: -frames.MAC_BYTES])
     body[12:16] = at.to_bytes(4, "little")
     body[60:64] = frames.crc32c(bytes(body[:60])).to_bytes(4, "little")
-    assert lib.open(KEY, at, bytes(body) + sealed[-32:], expect(at)) == "frame-forged"
+    tag = sealed[-frames.MAC_BYTES :]
+    assert lib.open(KEY, at, bytes(body) + tag, expect(at)) == "frame-forged"
 
 
 @FUZZ

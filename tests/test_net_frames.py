@@ -1,5 +1,6 @@
-"""Fuzzing the frame decoder: runtime/frame.c (with crc32c.c, hmac.c and sha256.c) built alone
-into a shared library (with undefined-behaviour checks that trap), driven through ctypes with
+"""Fuzzing the frame decoder: runtime/frame.c (with crc32c.c, frame_mac.c, hmac.c and sha256.c)
+built alone into a shared library (with undefined-behaviour checks that trap), driven through
+ctypes with
 random and mutated frames. The decoder must never crash, must refuse every malformed frame by a
 registered-looking name, must agree with the Python mirror (alpha_core/link/frames.py), and
 valid frames must round-trip."""
@@ -101,7 +102,7 @@ def decoder(tmp_path_factory: pytest.TempPathFactory) -> Decoder:
 
 
 # frame.c and what it needs: nothing that refuses, allocates or touches a socket.
-FRAME_SOURCES = ("frame.c", "crc32c.c", "hmac.c", "sha256.c")
+FRAME_SOURCES = ("frame.c", "crc32c.c", "frame_mac.c", "hmac.c", "sha256.c")
 N_PARAMS = 15
 PIECE_EXPECT = frames.Expect(frames.PIECE, 1, 7, 0, 2, 4, N_PARAMS + 1)
 HELLO_EXPECT = frames.Expect(frames.HELLO, frames.ANY, 0, 0, 0, 0, frames.HELLO_COUNT)
@@ -151,6 +152,7 @@ def test_a_valid_piece_and_hello_decode(decoder: Decoder) -> None:
     [
         (dict(magic=0x12345678), "frame-corrupt"),
         (dict(version=1), "frame-version-mismatch"),
+        (dict(version=2), "frame-version-mismatch"),  # HMAC-SHA256 frames, 32-byte MACs
         (dict(header_crc=0), "frame-corrupt"),
         (dict(reserved=1), "frame-corrupt"),
         (dict(kind=frames.HELLO), "frame-unexpected"),

@@ -8,10 +8,13 @@ Every frame is a 64-byte little-endian header followed by `payload_bytes` bytes:
     hi u32 | reserved u32 | start u64 | count u64 | payload_bytes u64 | payload_crc u32 |
     header_crc u32 (CRC-32C of the 60 bytes before it)
 
-Version 2 authenticates (runtime/frame.h): the dialer's HELLO (with its nonce), the acceptor's
-HELLO (its nonce and proof), the dialer's AUTH (its proof); then every frame is followed by
-HMAC-SHA256 under the link's key for its direction of header || payload || sequence number.
-`proof`, `link_keys` and `seal` compute what a role computes, so a test can be a peer.
+Version 3 authenticates (runtime/frame.h): the dialer's HELLO (with its nonce), the acceptor's
+HELLO (its nonce and proof), the dialer's AUTH (its proof); then every frame is followed by a
+16-byte Carter-Wegman MAC (runtime/frame_mac.h) under the link's key for its direction: a
+polynomial hash over GF(2^128) of header || payload, hidden by a pad that HMAC-SHA256 draws from
+the frame's sequence number. `proof`, `link_keys` and `seal` compute what a role computes, so a
+test can be a peer; the field arithmetic here is plain Python integers (slow, and obviously the
+textbook definition, which is the point of a mirror).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import struct
 from dataclasses import dataclass, replace
 
 MAGIC = 0x48504C41  # b"ALPH"
-VERSION = 2
+VERSION = 3
 HEADER_BYTES = 64
 HELLO = 1
 PIECE = 2
@@ -33,7 +36,7 @@ HELLO_COUNT = 28
 HELLO_BYTES = HEADER_BYTES + 4 * HELLO_COUNT
 AUTH_COUNT = 8
 AUTH_BYTES = HEADER_BYTES + 4 * AUTH_COUNT
-MAC_BYTES = 32
+MAC_BYTES = 16
 TENSOR_GRADIENT = 0
 TENSOR_PARAMS = 1
 
@@ -198,9 +201,61 @@ def auth(sender: int, proof_bytes: bytes) -> bytes:
     return frame(Header(AUTH, sender, count=AUTH_COUNT), proof_bytes)
 
 
+# GF(2^128) = GF(2)[x] / (x^128 + x^7 + x^2 + x + 1); bit i of an int is the coefficient of x^i,
+# and a 16-byte block is the little-endian int of its bytes.
+FIELD_POLYNOMIAL = (1 << 128) | 0x87
+_HASH_LABEL = b"alpha-3 frame hash key"
+_PAD_KEY_LABEL = b"alpha-3 frame pad key"
+_PAD_LABEL = b"alpha-frame-pad"
+
+
+def clmul(a: int, b: int) -> int:
+    """The carry-less (GF(2)[x]) product of two polynomials."""
+    product = 0
+    while b:
+        if b & 1:
+            product ^= a
+        a <<= 1
+        b >>= 1
+    return product
+
+
+def poly_mod(a: int, m: int = FIELD_POLYNOMIAL) -> int:
+    """a modulo m in GF(2)[x], by long division."""
+    degree = m.bit_length() - 1
+    while a.bit_length() - 1 >= degree:
+        a ^= m << (a.bit_length() - 1 - degree)
+    return a
+
+
+def gf_mul(a: int, b: int) -> int:
+    """The product of two elements of GF(2^128)."""
+    return poly_mod(clmul(a, b))
+
+
+def mac_subkeys(key: bytes) -> tuple[int, bytes]:
+    """(H, K_pad) of a link direction's 32-byte key."""
+    h = int.from_bytes(hmac.digest(key, _HASH_LABEL, "sha256")[:16], "little")
+    return h, hmac.digest(key, _PAD_KEY_LABEL, "sha256")
+
+
+def poly_hash(h: int, header: bytes, stream: bytes) -> int:
+    """Horner's rule over header || stream zero-padded to 16 bytes || [len header, len stream]."""
+    message = header + stream + bytes(-(len(header) + len(stream)) % 16)
+    message += struct.pack("<QQ", len(header), len(stream))
+    y = 0
+    for i in range(0, len(message), 16):
+        y = gf_mul(y ^ int.from_bytes(message[i : i + 16], "little"), h)
+    return y
+
+
 def mac(key: bytes, seq: int, data: bytes) -> bytes:
-    """The MAC of a frame (header and payload in data) sent as the seq-th on its link."""
-    return hmac.new(key, data + struct.pack("<Q", seq), hashlib.sha256).digest()
+    """The MAC of a frame (header and payload in data) sent as the seq-th on its link, under the
+    direction key `key` (one of link_keys)."""
+    h, pad_key = mac_subkeys(key)
+    y = poly_hash(h, data[:HEADER_BYTES], data[HEADER_BYTES:])
+    pad = hmac.digest(pad_key, _PAD_LABEL + struct.pack("<Q", seq), "sha256")[:16]
+    return bytes(a ^ b for a, b in zip(y.to_bytes(16, "little"), pad, strict=True))
 
 
 def seal(key: bytes, seq: int, data: bytes) -> bytes:
