@@ -37,7 +37,7 @@ def _analysis(path: str) -> Analysis:
     text = read_source(path)
     if isinstance(text, SourceRefusal):
         raise Refused(text.name, text.message)
-    return Workspace().analyze(path, text)
+    return Workspace(one_shot=True).analyze(path, text)  # one analysis, then the process exits
 
 
 def _refused(a: Analysis, diags: list[Diagnostic], as_json: bool) -> int:
@@ -65,7 +65,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         return REFUSED if diags else OK
     if diags:
         return _refused(a, diags, False)
-    if not a.module.decls:
+    if not a.parsed.decls:  # the placed tree is not needed to know that
         out.print(f"[green]ok[/] {escape(a.path)} declares nothing")
     for name, p in sorted(a.checked.programs.items()):
         out.print(
