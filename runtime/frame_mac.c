@@ -63,11 +63,10 @@ static void mul_portable(uint64_t y[2], const uint64_t x[2], const uint64_t h[2]
     p[1] ^= lo, p[2] ^= hi;
     clmul64(a1, h[0], &lo, &hi);
     p[1] ^= lo, p[2] ^= hi;
-    /* v * 0x87 is v ^ v<<1 ^ v<<2 ^ v<<7 (and what those shift out at the top). */
-    p[1] ^= p[3] ^ p[3] << 1 ^ p[3] << 2 ^ p[3] << 7;
-    p[2] ^= p[3] >> 63 ^ p[3] >> 62 ^ p[3] >> 57;
-    y[0] = p[0] ^ p[2] ^ p[2] << 1 ^ p[2] << 2 ^ p[2] << 7;
-    y[1] = p[1] ^ p[2] >> 63 ^ p[2] >> 62 ^ p[2] >> 57;
+    clmul64(p[3], 0x87, &lo, &hi); /* p3 * 0x87, added at bit 64 */
+    p[1] ^= lo, p[2] ^= hi;
+    clmul64(p[2], 0x87, &lo, &hi); /* p2 * 0x87 at bit 0 */
+    y[0] = p[0] ^ lo, y[1] = p[1] ^ hi;
 }
 
 static void hash_portable(uint64_t y[2], const uint64_t h[2], const uint8_t *p, size_t blocks)
