@@ -468,7 +468,8 @@ _ENTRIES = [
         "frame-corrupt",
         FIRST_MESSAGE,
         "a message is not a well-formed Alpha frame",
-        "Frames carry a magic number, a header checksum and a payload checksum (CRC-32C). "
+        "Frames carry a magic number and a header checksum (CRC-32C), and the handshake's "
+        "frames a payload checksum too (later frames have a MAC instead: frame-forged). "
         "Random bytes, a flipped bit or a truncated frame are refused by this name before "
         "anything in them is used.",
     ),
@@ -531,9 +532,10 @@ _ENTRIES = [
         "frame-forged",
         FIRST_MESSAGE,
         "a frame's MAC does not verify under its link's key",
-        "Every frame after the handshake is followed by an HMAC-SHA256 of its header, payload "
-        "and sequence number on the link, keyed by a key of that link and direction derived "
-        "from the handshake. A frame made without the key, changed on the way, replayed, "
+        "Every frame after the handshake is followed by a 16-byte MAC of its header and "
+        "payload (a polynomial hash over GF(2^128) hidden by a pad drawn from its sequence "
+        "number on the link), keyed by a key of that link and direction derived from the "
+        "handshake. A frame made without the key, changed on the way, replayed, "
         "delivered out of order or copied from another link (or another launch) fails it and "
         "stops the round with this name; the round commits nothing.",
     ),
