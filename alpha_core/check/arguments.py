@@ -50,6 +50,8 @@ def _float32_refusal(a: Arg, what: str, value: float) -> str | None:
     data sources compute in float32, so the range is checked on the float32 value (`eps: 1e-50`
     would be 0, `lr: 1e39` inf)."""
     v32 = float32(value)
+    if not math.isinf(v32) and (value == 0 or abs(v32) >= FLOAT32_MIN_NORMAL):
+        return None  # the usual case: no message to build
     normal = f"from {float32_text(FLOAT32_MIN_NORMAL)} to {float32_text(FLOAT32_MAX)}"
     if math.isinf(v32):
         return (

@@ -171,6 +171,8 @@ def _build_piece(text: str, start: str, at: int) -> tuple[Any, Diagnostic | None
         if start == "header"
         else syntax_quick.steps(text, at)
         if start == "system_item" and text.startswith("steps")
+        else syntax_quick.param(text, at)
+        if start == "system_item" and text.startswith("param")
         else None
     )
     if quick is not None:
