@@ -30,7 +30,7 @@ from alpha_core.check.module import (
 )
 from alpha_core.check.program import Program
 from alpha_core.collector import collector_paused
-from alpha_core.data import synthetic
+from alpha_core.data import csv_rows, synthetic
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.files import NotReadable, read_regular
 from alpha_core.memo import Lru, MemoStats
@@ -314,7 +314,8 @@ class Workspace:
 
 def clear_memos() -> None:
     """Forget what pure phases memoize for the whole process (parsed declarations and items,
-    placed trees, synthetic data and its digests): to measure a cold analysis. A workspace's own
-    memos go with it."""
+    placed trees, synthetic data and its digests, tables' row verdicts): to measure a cold
+    analysis. A workspace's own memos go with it."""
     parser.clear_memos()
     synthetic.clear_memos()
+    csv_rows.clear_memo()
