@@ -411,6 +411,20 @@ def test_the_right_frame_at_the_right_place_is_accepted(lib: Lib) -> None:
         )
 
 
+def test_a_macced_frame_has_no_payload_crc_and_damage_is_forged(lib: Lib) -> None:
+    """Frame version 3 writes 0 as the payload CRC of a MACed frame and never checks it (the
+    MAC covers the payload; version 2 computed and checked both): such a frame is accepted, and
+    a payload byte changed after the MAC is named frame-forged, not frame-corrupt."""
+    body = bytearray(round_frame(2))
+    body[56:60] = bytes(4)
+    body[60:64] = frames.crc32c(bytes(body[:60])).to_bytes(4, "little")
+    sealed = frames.seal(KEY, 2, bytes(body))
+    assert lib.open(KEY, 2, sealed, expect(2)) is None, lib.lib.frame_reason()
+    damaged = bytearray(sealed)
+    damaged[frames.HEADER_BYTES + 5] ^= 0x40
+    assert lib.open(KEY, 2, bytes(damaged), expect(2)) == "frame-forged"
+
+
 @FUZZ
 @given(st.binary(max_size=300))
 def test_random_bytes_are_refused_by_name(lib: Lib, data: bytes) -> None:

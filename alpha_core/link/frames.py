@@ -259,7 +259,9 @@ def mac(key: bytes, seq: int, data: bytes) -> bytes:
 
 
 def seal(key: bytes, seq: int, data: bytes) -> bytes:
-    """The frame followed by its MAC, as a role sends it."""
+    """The frame followed by its MAC, as a role sends it (a role also writes 0 as the payload
+    CRC of a frame it MACs, and reads neither that field nor a CRC; this keeps what `data`
+    says, so a test can send any value there)."""
     return data + mac(key, seq, data)
 
 
