@@ -1,7 +1,7 @@
 /* HMAC-SHA256 (RFC 2104 over FIPS 180-4 SHA-256): the handshake's proofs, the per-link keys
- * derived from it and the MAC every frame carries (handshake.c, net.c, frame.c). A keyed state
- * is prepared once per key (hmac_init), then copied for each message, so a frame's MAC costs
- * the SHA-256 of the frame and two more blocks. */
+ * derived from it, and the frame MAC's subkeys and per-frame pads (handshake.c, frame.c,
+ * frame_mac.c). A keyed state is prepared once per key (hmac_init), then copied for each
+ * message, so a frame's pad costs two SHA-256 blocks. */
 #ifndef ALPHA_HMAC_H
 #define ALPHA_HMAC_H
 
