@@ -24,7 +24,8 @@
  *
  * Decoding is strict and total: any byte string gives either a header that matches what the
  * schedule expects, or a refusal name. Nothing here refuses or allocates, so the fuzz harness
- * (tests/test_net_frames.py) loads this file alone (with crc32c.c, frame_mac.c, hmac.c and sha256.c). */
+ * (tests/test_net_frames.py) loads this file alone (with crc32c.c, frame_mac.c, hmac.c and
+ * sha256.c). */
 #ifndef ALPHA_FRAME_H
 #define ALPHA_FRAME_H
 
@@ -162,6 +163,7 @@ const char *frame_check_mac(const struct frame_key *key, uint64_t seq,
 /* A whole authenticated frame in one buffer (header, payload, MAC), received as the seq-th on
  * its link, in the order net.c checks: shape, length, MAC, fields. */
 const char *frame_open(const struct frame_key *key, uint64_t seq, const uint8_t *bytes,
-                       size_t n, struct frame_header *out, const struct frame_expect *e, uint64_t start);
+                       size_t n, struct frame_header *out, const struct frame_expect *e,
+                       uint64_t start);
 
 #endif
