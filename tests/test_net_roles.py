@@ -294,6 +294,11 @@ STRANGERS = {
         frames.Header(frames.HELLO, 1, count=frames.HELLO_COUNT, version=1).encode(),
         "frame-version-mismatch",
     ),  # fmt: skip
+    "version-2": (  # a role of frame version 2 (HMAC-SHA256 frame MACs): its whole HELLO
+        frames.Header(frames.HELLO, 1, count=frames.HELLO_COUNT, version=2).encode()
+        + GOOD_HELLO[frames.HEADER_BYTES :],
+        "frame-version-mismatch",
+    ),  # fmt: skip
     "no-proof": (GOOD_HELLO + NO_PROOF, "peer-unauthenticated"),
     "wrong-role": (
         frames.hello(PLAN, 5, 0, 1, 2) + frames.auth(5, bytes(32)),
