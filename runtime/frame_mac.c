@@ -3,7 +3,8 @@
  * p3 * 0x87 added at bit 64, then p2 * 0x87 added at bit 0, leaving [p1:p0]. Four blocks are
  * taken per step against H^4..H^1 with their unreduced products added and reduced once:
  * (Y ^ X1) H^4 ^ X2 H^3 ^ X3 H^2 ^ X4 H is four Horner steps, so the grouping never changes a
- * tag. */
+ * tag. The portable multiply computes the same product another way (bit by bit, reducing as it
+ * shifts). */
 #include "frame_mac.h"
 
 #include <string.h>
@@ -39,34 +40,20 @@ static int portable_only;
 
 void frame_mac_portable(int on) { portable_only = on; }
 
-/* ---- portable: a 64x64 carry-less multiply, each bit of a selecting b by a mask (no branch
- * and no table indexed by key bits, so its time does not depend on H) ---- */
+/* ---- portable: y = (y ^ x) * h, one bit of the first factor at a time against h * x^i, which
+ * is shifted and reduced as it goes (x^128 = 0x87). Masks instead of branches, and no table
+ * indexed by key bits, so its time does not depend on H or the message. ---- */
 
-static void clmul64(uint64_t a, uint64_t b, uint64_t *lo, uint64_t *hi)
-{
-    uint64_t l = 0, h = 0;
-    for (int i = 0; i < 64; i++) {
-        uint64_t m = 0 - ((a >> i) & 1);
-        l ^= (b << i) & m;
-        h ^= ((b >> 1) >> (63 - i)) & m; /* b >> (64 - i), 0 for i = 0 */
-    }
-    *lo = l, *hi = h;
-}
-
-/* y = (y ^ x) * h, reduced. */
 static void mul_portable(uint64_t y[2], const uint64_t x[2], const uint64_t h[2])
 {
-    uint64_t a0 = y[0] ^ x[0], a1 = y[1] ^ x[1], p[4], lo, hi;
-    clmul64(a0, h[0], &p[0], &p[1]);
-    clmul64(a1, h[1], &p[2], &p[3]);
-    clmul64(a0, h[1], &lo, &hi);
-    p[1] ^= lo, p[2] ^= hi;
-    clmul64(a1, h[0], &lo, &hi);
-    p[1] ^= lo, p[2] ^= hi;
-    clmul64(p[3], 0x87, &lo, &hi); /* p3 * 0x87, added at bit 64 */
-    p[1] ^= lo, p[2] ^= hi;
-    clmul64(p[2], 0x87, &lo, &hi); /* p2 * 0x87 at bit 0 */
-    y[0] = p[0] ^ lo, y[1] = p[1] ^ hi;
+    uint64_t a[2] = {y[0] ^ x[0], y[1] ^ x[1]}, v0 = h[0], v1 = h[1], z0 = 0, z1 = 0;
+    for (int i = 0; i < 128; i++) {
+        uint64_t take = 0 - ((a[i / 64] >> (i % 64)) & 1), top = 0 - (v1 >> 63);
+        z0 ^= v0 & take, z1 ^= v1 & take;
+        v1 = v1 << 1 | v0 >> 63;
+        v0 = v0 << 1 ^ (0x87 & top);
+    }
+    y[0] = z0, y[1] = z1;
 }
 
 static void hash_portable(uint64_t y[2], const uint64_t h[2], const uint8_t *p, size_t blocks)
