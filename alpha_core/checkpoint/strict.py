@@ -10,6 +10,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from alpha_core.files import kind_of
+
 
 class CheckpointError(Exception):
     """A refusal: `name` is one of REFUSALS, `message` says what and where."""
@@ -37,19 +39,6 @@ def safe_name(name: str) -> bool:
     )
 
 
-_KINDS = (
-    (stat.S_ISDIR, "a folder"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-def _kind(mode: int) -> str:
-    return next((name for test, name in _KINDS if test(mode)), "a special file")
-
-
 def read_sized(path: Path, limit: int) -> bytes:
     """A regular file's bytes, refused (OSError) above `limit` before anything is read. Opened
     without following a final link and without waiting (O_NONBLOCK), so a FIFO in a pack's
@@ -64,7 +53,7 @@ def read_sized(path: Path, limit: int) -> bytes:
     with os.fdopen(fd, "rb") as f:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise OSError(f"it is {_kind(info.st_mode)}, not a regular file")
+            raise OSError(f"it is {kind_of(info.st_mode)}, not a regular file")
         if info.st_size > limit:
             raise OSError(f"{path} has {info.st_size} bytes, more than {limit}")
         return f.read(info.st_size)
