@@ -6,21 +6,27 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+import llvmlite
+import llvmlite.binding as llvm
+
+import alpha_core.codegen.target as codegen_target
 from alpha_core.autodiff.reverse import training_step
 from alpha_core.check.program import Program
 from alpha_core.codegen.kernels import build_kernels
-from alpha_core.codegen.program_c import program_c
+from alpha_core.codegen.program_c import program_part_c, role_part_c
 from alpha_core.codegen.target import TARGETS, object_code
-from alpha_core.link.link import link_executable
-from alpha_core.link.toolchain import LinkError, os_reason, writable_folder
-from alpha_core.plan.admission import admit, admit_program, refuse_unless_admitted
+from alpha_core.link.link import link_role
+from alpha_core.link.object_cache import bytes_object, c_object, content_key
+from alpha_core.link.toolchain import LinkError, os_reason, runtime_objects, writable_folder
+from alpha_core.plan.admission import Admission, admit, admit_program, refuse_unless_admitted
 from alpha_core.plan.model import Pairing, Plan
 from alpha_core.plan.profiles import machine_profile
 from alpha_core.plan.projection import project
-from alpha_core.plan.schedule import single_process
+from alpha_core.plan.schedule import RoleSchedule, single_process
 from alpha_core.ports import DEFAULT_PORT_BASE
 
 MANIFEST = "alpha-build.json"
@@ -72,7 +78,60 @@ def kernels_object(program: Program, target: str, cpu: str | None = None) -> byt
     host = TARGETS[target]
     if cpu:
         host = replace(host, cpu=cpu)
-    return object_code(build_kernels(program, training_step(program), host.triple), host)
+    return kernels_file(program, target, cpu).read_bytes()
+
+
+def kernels_file(program: Program, target: str, cpu: str | None = None) -> Path:
+    """The kernels object in the object cache, optimised by LLVM only when no earlier build
+    made the same module for the same machine: the key is the module's text, the CPU, the
+    LLVM and llvmlite versions and the source of the pipeline that turns it into code."""
+    host = TARGETS[target]
+    if cpu:
+        host = replace(host, cpu=cpu)
+    module = build_kernels(program, training_step(program), host.triple)
+    key = content_key(
+        [
+            b"kernels",
+            llvmlite.__version__.encode(),
+            ".".join(map(str, llvm.llvm_version_info)).encode(),
+            Path(codegen_target.__file__).read_bytes(),
+            host.triple.encode(),
+            host.cpu.encode(),
+            host.features.encode(),
+            str(module).encode(),
+        ]
+    )
+    return bytes_object("kernels", host.zig, key, lambda: object_code(module, host))
+
+
+@dataclass(frozen=True)
+class _Shared:
+    """What every role of a build for one target links: runtime, program part, kernels."""
+
+    target: str  # as a pairing names it
+    objects: tuple[Path, ...]  # the runtime's objects, then the program part
+    kernels: Path
+
+
+def _shared(program: Program, target: str, data_path: str | None, cpu: str | None) -> _Shared:
+    zig = TARGETS[target].zig
+    part = c_object("program", zig, program_part_c(program, data_path))
+    return _Shared(target, (*runtime_objects(zig), part), kernels_file(program, target, cpu))
+
+
+def _link(shared: _Shared, role: RoleSchedule, exe: Path, admission: Admission) -> BuiltExecutable:
+    """One role's executable: its schedule compiled and linked with the shared objects."""
+    link_role(TARGETS[shared.target].zig, shared.objects, role_part_c(role), shared.kernels, exe)
+    content = exe.read_bytes()
+    return BuiltExecutable(
+        role.name,
+        str(exe),
+        shared.target,
+        len(content),
+        hashlib.sha256(content).hexdigest(),
+        admission.total,
+        admission.headroom,
+    )
 
 
 def build_program(
@@ -92,7 +151,6 @@ def build_program(
     # admitted before anything is compiled, against this machine: there is no pairing
     admission = admit_program(program, machine_profile())
     refuse_unless_admitted(admission, f"system `{program.name}`")
-    host = TARGETS[target]
     exe = out_dir / program.name
     d = deployment or Deployment(data_path=data_path)
     role = replace(
@@ -106,13 +164,7 @@ def build_program(
         resume=d.resume,
         checkpoint_keep=d.checkpoint_keep,
     )
-    source = program_c(program, data_path or d.data_path, role)
-    link_executable(host.zig, kernels_object(program, target, d.cpu), source, exe)
-    content = exe.read_bytes()
-    digest = hashlib.sha256(content).hexdigest()
-    built = BuiltExecutable(
-        "main", str(exe), target, len(content), digest, admission.total, admission.headroom
-    )
+    built = _link(_shared(program, target, data_path or d.data_path, d.cpu), role, exe, admission)
     manifest = out_dir / MANIFEST
     result = BuildResult(
         program.name, program.identity(), program.n_params, program.n_state, (built,), str(manifest)
@@ -138,46 +190,29 @@ def build_plan(
     `on_built(executable, done, total)` is told of each as it is linked (for progress)."""
     writable_folder(out_dir, "output-unwritable", "the build's output folder")
     program = plan.system
-    objects: dict[str, bytes] = {}
-    built: list[BuiltExecutable] = []
-    indices = range(plan.membership.total) if roles is None else roles
+    indices = list(range(plan.membership.total) if roles is None else roles)
     # every role admitted before anything is compiled; without a pairing against this machine
     machine = machine_profile() if pairing is None else None
     admissions = {index: admit(plan, pairing, index, machine) for index in indices}
     for a in admissions.values():
         refuse_unless_admitted(a, f"{a.role} of plan `{plan.name}`")
-    for index in indices:
-        target = pairing.host_of(index) if pairing is not None else "x86_64"
-        if target not in objects:
-            objects[target] = kernels_object(program, target, deployment.cpu)
-        schedule = replace(
-            project(plan, index, deployment.port_base, deployment.host),
-            connect_timeout_ms=deployment.connect_timeout_ms,
-            io_timeout_ms=deployment.io_timeout_ms,
-            checkpoint_dir=deployment.checkpoint_dir,
-            resume=deployment.resume,
-            checkpoint_keep=deployment.checkpoint_keep,
-            secret_file=deployment.secret_file,
-        )
-        exe = out_dir / role_file_name(schedule.name)
-        source = program_c(program, deployment.data_path, schedule)
-        link_executable(TARGETS[target].zig, objects[target], source, exe)
-        content = exe.read_bytes()
-        admission = admissions[index]
-        digest = hashlib.sha256(content).hexdigest()
-        built.append(
-            BuiltExecutable(
-                schedule.name,
-                str(exe),
-                target,
-                len(content),
-                digest,
-                admission.total,
-                admission.headroom,
-            )
-        )
-        if on_built is not None:
-            on_built(built[-1], len(built), len(indices))
+    targets = {i: pairing.host_of(i) if pairing is not None else "x86_64" for i in indices}
+    # the program part and the kernels once per target; per role only its schedule
+    shared = {
+        t: _shared(program, t, deployment.data_path, deployment.cpu)
+        for t in sorted(set(targets.values()))
+    }
+    schedules = {i: _schedule(plan, i, deployment) for i in indices}
+    built = _link_all(
+        indices,
+        lambda i: _link(
+            shared[targets[i]],
+            schedules[i],
+            out_dir / role_file_name(schedules[i].name),
+            admissions[i],
+        ),
+        on_built,
+    )
     manifest = out_dir / MANIFEST
     result = BuildResult(
         program.name,
@@ -189,6 +224,47 @@ def build_plan(
     )
     _write_manifest(manifest, {**result.to_json(), "plan": plan.name})
     return result
+
+
+def _schedule(plan: Plan, index: int, deployment: Deployment) -> RoleSchedule:
+    return replace(
+        project(plan, index, deployment.port_base, deployment.host),
+        connect_timeout_ms=deployment.connect_timeout_ms,
+        io_timeout_ms=deployment.io_timeout_ms,
+        checkpoint_dir=deployment.checkpoint_dir,
+        resume=deployment.resume,
+        checkpoint_keep=deployment.checkpoint_keep,
+        secret_file=deployment.secret_file,
+    )
+
+
+def _link_all(
+    indices: list[int],
+    link: Callable[[int], BuiltExecutable],
+    on_built: Callable[[BuiltExecutable, int, int], None] | None,
+) -> list[BuiltExecutable]:
+    """`link(i)` for every role, side by side on the machine's cores (each is a zig process);
+    the executables in role order. `on_built` is told of each as it is done, from this thread.
+    The first failure (a LinkError) stops the roles not yet started and is raised once the
+    running ones have ended."""
+    workers = max(1, min(len(indices), os.cpu_count() or 1))
+    done: dict[int, BuiltExecutable] = {}
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="alpha-link") as pool:
+        pending: dict[Future[BuiltExecutable], int] = {pool.submit(link, i): i for i in indices}
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in sorted(finished, key=lambda f: pending[f]):
+                index = pending.pop(future)
+                error = future.exception()
+                if error is not None:
+                    for other in pending:
+                        other.cancel()
+                    wait(pending)
+                    raise error
+                done[index] = future.result()
+                if on_built is not None:
+                    on_built(done[index], len(done), len(indices))
+    return [done[i] for i in indices]
 
 
 def _write_manifest(manifest: Path, body: dict[str, object]) -> None:

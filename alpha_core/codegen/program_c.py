@@ -1,4 +1,8 @@
-"""The generated `program.c`: the constant ALPHA_PROGRAM describing one system to the runtime."""
+"""The generated C of an executable: ALPHA_PROGRAM (the system, its layout, its embedded data),
+the same for every role of a build, and ALPHA_ROLE (the schedule), the only part that differs.
+
+A build compiles the program part once and shares it between its roles (link/object_cache.py);
+`program_c` is both parts in one file, as a hand-made link wants them."""
 
 from __future__ import annotations
 
@@ -78,9 +82,24 @@ def role_c(role: RoleSchedule) -> str:
     return "".join(parts)
 
 
+HEADER = '#include "alpha_program.h"\n#include <stddef.h>\n\n'
+
+
+def role_part_c(role: RoleSchedule) -> str:
+    """The C of one role alone: ALPHA_ROLE, to be linked with the program part."""
+    return HEADER + role_c(role)
+
+
 def program_c(program: Program, data_path: str | None, role: RoleSchedule | None = None) -> str:
+    """One file with both parts: the program and the role (by default the single process)."""
+    chosen = role or single_process(program.leaves, program.identity())
+    return program_part_c(program, data_path) + role_c(chosen)
+
+
+def program_part_c(program: Program, data_path: str | None) -> str:
+    """ALPHA_PROGRAM with its tensors and embedded data: what every role of a build shares."""
     d = program.data
-    parts = ['#include "alpha_program.h"\n', "#include <stddef.h>\n\n"]
+    parts = [HEADER]
     if d.kind == "synthetic":
         x, y = synthetic.generate(d)
         parts.append(_floats("embedded_x", x))
@@ -125,5 +144,4 @@ def program_c(program: Program, data_path: str | None, role: RoleSchedule | None
     parts.append("const struct alpha_program ALPHA_PROGRAM = {\n")
     parts.extend(f"    .{k} = {v},\n" for k, v in fields.items())
     parts.append("};\n\n")
-    parts.append(role_c(role or single_process(program.leaves, program.identity())))
     return "".join(parts)

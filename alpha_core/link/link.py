@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from alpha_core.link.toolchain import (
+    C_FLAGS,
     LinkError,
     check_target,
-    compile_c,
     os_reason,
     run_zig,
     runtime_dir,
@@ -34,19 +35,36 @@ def link_executable(target: str, kernels_object: bytes, program_c: str, out: Pat
     """Builds the executable for target at out (replaced atomically) and returns out.
 
     kernels_object is the role's kernels as an object file for target; program_c defines
-    ALPHA_PROGRAM (runtime/alpha_program.h). Raises LinkError on any toolchain failure, and
-    when out's folder cannot be written (`output-unwritable`)."""
+    ALPHA_PROGRAM and ALPHA_ROLE (runtime/alpha_program.h). Raises LinkError on any toolchain
+    failure, and when out's folder cannot be written (`output-unwritable`)."""
     check_target(target)
-    objects = runtime_objects(target)
+    with tempfile.TemporaryDirectory(prefix="alpha-kernels-") as temp:
+        kernels = Path(temp) / "kernels.o"
+        kernels.write_bytes(kernels_object)
+        return link_role(target, runtime_objects(target), program_c, kernels, out)
+
+
+def link_role(target: str, objects: Sequence[Path], role_c: str, kernels: Path, out: Path) -> Path:
+    """The executable at out (replaced atomically) from objects, the C source role_c and the
+    kernels object, in that order, in one zig process: role_c is compiled with the runtime's
+    flags (compile_c's) as it is linked.
+
+    A build shares the objects between its roles (runtime, program description, kernels:
+    object_cache.py), so a role costs only this call; the roles of a plan may run it side by
+    side. Raises LinkError on any toolchain failure, and when out's folder cannot be written
+    (`output-unwritable`)."""
+    check_target(target)
     out = Path(out)
     writable_folder(out.parent, "output-unwritable", "the build's output folder")
     with tempfile.TemporaryDirectory(prefix="alpha-link-") as temp:
         work = Path(temp)
-        (work / "kernels.o").write_bytes(kernels_object)
-        (work / "program.c").write_text(program_c, encoding="utf-8")
-        compile_c(target, "program.c", work / "program.o", cwd=work, include_dirs=[runtime_dir()])
-        inputs = [str(o) for o in objects] + ["program.o", "kernels.o"]
-        run_zig(["cc", "-target", target, *LINK_FLAGS, *inputs, "-o", "executable"], cwd=work)
+        (work / "role.c").write_text(role_c, encoding="utf-8")
+        # the same flags (and prefix maps) as compile_c: no path of this machine in the output
+        folder = runtime_dir()
+        flags = [*C_FLAGS, f"-ffile-prefix-map={work}=.", f"-I{folder}"]
+        flags.append(f"-ffile-prefix-map={folder}=runtime")
+        inputs = [*map(str, objects), "role.c", str(kernels)]
+        run_zig(["cc", "-target", target, *flags, *LINK_FLAGS, *inputs, "-o", "executable"], work)
         staged = work / "executable"
         staged.chmod(0o755)
         _place(staged, out)

@@ -85,7 +85,7 @@ def zig_version() -> str:
         raise _failed(f"the ziglang package is not installed for {sys.executable}") from error
 
 
-_CACHE_WHAT = "the object cache (ALPHA_CACHE_DIR, default ~/.cache/alpha)"
+CACHE_WHAT = "the object cache (ALPHA_CACHE_DIR, default ~/.cache/alpha)"
 
 
 def cache_root() -> Path:
@@ -174,8 +174,8 @@ def runtime_objects(target: str) -> list[Path]:
     headers = sorted(folder.glob("*.h"))
     # The zig cache is checked here too: zig's own words about a cache it cannot write name
     # neither the cache nor ALPHA_CACHE_DIR.
-    writable_folder(cache_root() / "zig", "cache-unusable", _CACHE_WHAT)
-    cache = writable_folder(cache_root() / "runtime" / target, "cache-unusable", _CACHE_WHAT)
+    writable_folder(cache_root() / "zig", "cache-unusable", CACHE_WHAT)
+    cache = writable_folder(cache_root() / "runtime" / target, "cache-unusable", CACHE_WHAT)
     objects = [cache / f"{s.stem}-{_object_key(target, s, headers)[:32]}.o" for s in sources]
 
     def build(source: Path, obj: Path) -> None:
@@ -185,14 +185,14 @@ def runtime_objects(target: str) -> list[Path]:
             os.close(handle)
         except OSError as error:
             raise LinkError(
-                "cache-unusable", f"cannot write in {cache} ({_CACHE_WHAT}): {os_reason(error)}"
+                "cache-unusable", f"cannot write in {cache} ({CACHE_WHAT}): {os_reason(error)}"
             ) from None
         try:
             compile_c(target, source.name, Path(staged), cwd=folder)
             os.replace(staged, obj)
         except OSError as error:
             raise LinkError(
-                "cache-unusable", f"cannot write {obj} ({_CACHE_WHAT}): {os_reason(error)}"
+                "cache-unusable", f"cannot write {obj} ({CACHE_WHAT}): {os_reason(error)}"
             ) from None
         finally:
             Path(staged).unlink(missing_ok=True)

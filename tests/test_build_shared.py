@@ -1,0 +1,114 @@
+"""Building a plan: the program part (ALPHA_PROGRAM and the embedded data) and the kernels are
+compiled once and shared by every role and by later builds; roles are linked side by side and
+come out as if each were built alone; a role that cannot be written is refused by name."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+
+from alpha_core.build import BuiltExecutable, Deployment, build_plan, kernels_file
+from alpha_core.codegen.program_c import program_part_c
+from alpha_core.launch import free_port_base
+from alpha_core.link.object_cache import c_object
+from alpha_core.link.toolchain import LinkError
+from alpha_core.plan.model import Plan
+from alpha_core.workspace import Workspace
+
+
+def source(seed: int) -> str:
+    return f"""system s {{
+  data train: synthetic(rows: 300, features: 6, classes: 3, seed: {seed}, holdout: 60)
+  batch 16 leaves 4
+  param w: f32[6, 3] = normal(0.0, 0.1, seed: 1)
+  fn model(x: f32[B, 6]) -> f32[B, 3] {{
+    return x @ w
+  }}
+  loss softmax_cross_entropy(model(x), y)
+  learner sgd(lr: 0.1)
+  steps 2
+}}
+plan p for s {{
+  roles worker[4]
+  topology hierarchy(fanout: 2)
+}}
+"""
+
+
+def checked_plan(text: str, folder: Path) -> Plan:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "s.alpha"
+    path.write_text(text)
+    plan, _, diags = Workspace().analyze_file(str(path)).plan("p")
+    assert plan is not None, [(d.name, d.message) for d in diags]
+    return plan
+
+
+def deployment() -> Deployment:
+    return Deployment(port_base=free_port_base(4))
+
+
+def test_roles_and_later_builds_share_the_program_part_and_kernels(tmp_path: Path) -> None:
+    # a data set no earlier run made, so this build is the one that compiles its program part
+    plan = checked_plan(source(uuid.uuid4().int % 1_000_000), tmp_path)
+    d = deployment()
+    build_plan(plan, None, tmp_path / "first", d)
+    part = c_object("program", "x86_64-linux-musl", program_part_c(plan.system, None))
+    kernels = kernels_file(plan.system, "x86_64")
+    made = (part.stat().st_mtime_ns, part.stat().st_ino, kernels.stat().st_mtime_ns)
+    again = build_plan(plan, None, tmp_path / "second", d)
+    # found again, not made again
+    assert (part.stat().st_mtime_ns, part.stat().st_ino, kernels.stat().st_mtime_ns) == made
+    first = sorted((tmp_path / "first").glob("worker-*"))
+    assert [p.read_bytes() for p in first] == [Path(e.path).read_bytes() for e in again.executables]
+
+
+def test_parallel_roles_are_the_roles_built_alone(tmp_path: Path) -> None:
+    plan = checked_plan(source(5), tmp_path)
+    d = deployment()
+    told: list[tuple[str, int, int]] = []
+
+    def on_built(exe: BuiltExecutable, done: int, total: int) -> None:
+        told.append((exe.role, done, total))
+
+    whole = build_plan(plan, None, tmp_path / "all", d, on_built=on_built)
+    assert [e.role for e in whole.executables] == [f"worker[{i}]" for i in range(4)]
+    assert sorted(r for r, _, _ in told) == [e.role for e in whole.executables]
+    assert [(done, total) for _, done, total in told] == [(i, 4) for i in range(1, 5)]
+    for i, exe in enumerate(whole.executables):
+        alone = build_plan(plan, None, tmp_path / f"alone-{i}", d, roles=[i])
+        assert alone.executables[0].sha256 == exe.sha256, exe.role
+        assert Path(alone.executables[0].path).read_bytes() == Path(exe.path).read_bytes()
+
+
+def test_concurrent_builds_of_a_new_program_agree(tmp_path: Path) -> None:
+    plan = checked_plan(source(uuid.uuid4().int % 1_000_000), tmp_path)
+    d = deployment()
+    results: dict[int, list[str]] = {}
+
+    def build(n: int) -> None:
+        results[n] = [e.sha256 for e in build_plan(plan, None, tmp_path / f"b{n}", d).executables]
+
+    threads = [threading.Thread(target=build, args=(n,)) for n in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 2 and results[0] == results[1]
+    cache = c_object("program", "x86_64-linux-musl", program_part_c(plan.system, None)).parent
+    assert not [p.name for p in cache.iterdir() if p.name.startswith(".")]  # no staged leftovers
+
+
+def test_a_role_that_cannot_be_written_is_refused_by_name(tmp_path: Path) -> None:
+    plan = checked_plan(source(5), tmp_path)
+    out = tmp_path / "out"
+    (out / "worker-2").mkdir(parents=True)
+    (out / "worker-2" / "keep").write_text("a folder where worker[2]'s executable goes")
+    with pytest.raises(LinkError) as refused:
+        build_plan(plan, None, out, deployment())
+    assert refused.value.name == "output-unwritable"
+    assert str(out / "worker-2") in refused.value.message
+    assert not (out / "alpha-build.json").exists()
