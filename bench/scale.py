@@ -151,6 +151,23 @@ def summarise(model: Model, systems: dict[str, System], threads: list[int]) -> d
     }
 
 
+def same_bits(systems: dict[str, dict[str, Any]]) -> str:
+    """Whether Alpha's parameters after each run agree across thread counts (they must)."""
+    digests = {
+        key: tuple(sorted((k, v) for k, v in res["extra"].items() if k.startswith("params_sha")))
+        for key, res in systems.items()
+        if key.startswith("alpha-") and res["extra"]
+    }
+    if not digests:
+        return "Alpha not measured"
+    if len(digests) < 2:
+        return "Alpha at one thread count only; nothing to compare"
+    agree = len(set(digests.values())) == 1
+    return f"Alpha's parameters at {', '.join(digests)}: " + (
+        "the same SHA-256" if agree else "DIFFERENT SHA-256s"
+    )
+
+
 def print_table(rows: list[dict[str, Any]], threads: list[int]) -> None:
     head = ["model", "params"]
     head += [f"Alpha {t}T µs" for t in threads] + [f"torch {t}T µs" for t in threads]
@@ -294,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
         for key, res in row["systems"].items():
             if res["note"]:
                 print(f"{row['model']} {key}: {res['note']}")
+    for row in rows:
+        print(f"{row['model']}: {same_bits(row['systems'])}")
     warn_load("at end", info["load_at_end"])
     seconds = time.perf_counter() - started
     print(f"whole run: {seconds:.0f} s")

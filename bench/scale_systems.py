@@ -200,7 +200,9 @@ class AlphaSystem(System):
         seconds = time.perf_counter() - t0
         for line in proc.stdout.decode(errors="replace").splitlines():
             if '"event":"done"' in line.replace(" ", ""):
-                self.result.extra[f"final_loss_s{steps}"] = json.loads(line).get("final_loss")
+                done = json.loads(line)
+                self.result.extra[f"final_loss_s{steps}"] = done.get("final_loss")
+                self.result.extra[f"params_sha256_s{steps}"] = done.get("params_sha256")
         return seconds
 
     def sample(self) -> None:
