@@ -88,7 +88,7 @@ def kernels_file(program: Program, target: str, cpu: str | None = None) -> Path:
     host = TARGETS[target]
     if cpu:
         host = replace(host, cpu=cpu)
-    module = build_kernels(program, training_step(program), host.triple)
+    module = build_kernels(program, training_step(program), host.triple, host.cpu, host.features)
     key = content_key(
         [
             b"kernels",

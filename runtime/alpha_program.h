@@ -131,6 +131,8 @@ struct alpha_role {
                                         * (count 0: all of them) */
     const char *secret_file; /* where the launch secret is (a deployment input: a path, never
                               * the secret); NULL or "": none compiled in */
+    uint32_t threads; /* threads for the kernels' tasks (a deployment input); 0: the cores the
+                       * process may run on. Never changes the bits (pool.h) */
 };
 
 extern const struct alpha_role ALPHA_ROLE;
@@ -152,5 +154,7 @@ void alpha_apply(float *params, float *state, const float *grad_sum, uint32_t st
                  uint64_t start, uint64_t count);
 /* Forward pass on leaf_size examples: out is leaf_size * outputs floats. */
 void alpha_forward(const float *params, const float *x, float *out);
+/* The kernels also define alpha_scratch_floats and alpha_threads_hook, and call
+ * alpha_parallel (pool.h): 0 and NULL, and no call, for kernels without tasks. */
 
 #endif

@@ -15,6 +15,7 @@
 #include "files.h"
 #include "hmac.h"
 #include "params_file.h"
+#include "pool.h"
 #include "refusal.h"
 #include "net.h"
 #include "resume.h"
@@ -30,13 +31,14 @@ struct options {
     const char *checkpoint_dir;
     const char *secret_file;   /* --secret-file: where the launch secret is (secret.h) */
     uint32_t keep;             /* --checkpoint-keep: published captures kept; 0: all */
+    uint32_t threads;          /* --threads: 0 for the build's choice */
     int quiet, evaluate_only;
 };
 
 static const char USAGE[] =
     "usage: %s [--data PATH] [--params-out PATH] [--checkpoint-dir PATH]\n"
     "       [--checkpoint-keep N] [--resume PATH | --fresh] [--evaluate-only] [--quiet]\n"
-    "       [--secret-file PATH] [--help]\n"
+    "       [--secret-file PATH] [--threads N] [--help]\n"
     "\n"
     "Runs role %s of system %s; the role that writes parameters writes them (little-endian\n"
     "float32) to PATH.\n"
@@ -52,6 +54,8 @@ static const char USAGE[] =
     "  --quiet                no step events\n"
     "  --secret-file PATH     the launch secret (32 bytes, mode 0600) for a role with links;\n"
     "                         else the descriptor in ALPHA_SECRET_FD, else the build's file\n"
+    "  --threads N            threads for the matrix products (default: %s); any count\n"
+    "                         gives the same bits\n"
     "Events are JSON lines on stdout; exit 0 done, 2 bad usage, 3 refused.\n";
 
 /* s + suffix in a new string. */
@@ -72,7 +76,11 @@ static struct options parse_options(int argc, char **argv)
     char keep_text[32] = "keep every capture";
     if (ALPHA_ROLE.checkpoint_keep)
         snprintf(keep_text, sizeof keep_text, "%u", (unsigned)ALPHA_ROLE.checkpoint_keep);
-    struct options o = {NULL, NULL, resume, dir, NULL, ALPHA_ROLE.checkpoint_keep, 0, 0};
+    char threads_text[48] = "the cores this process may use";
+    if (ALPHA_ROLE.threads)
+        snprintf(threads_text, sizeof threads_text, "%u", (unsigned)ALPHA_ROLE.threads);
+    struct options o = {NULL, NULL, resume, dir, NULL, ALPHA_ROLE.checkpoint_keep,
+                        ALPHA_ROLE.threads, 0, 0};
     static const char *const valued[] = {"--data", "--params-out", "--resume",
                                          "--checkpoint-dir", "--secret-file"};
     for (int i = 1; i < argc; i++) {
@@ -84,7 +92,7 @@ static struct options parse_options(int argc, char **argv)
             printf(USAGE, self, ALPHA_ROLE.name, ALPHA_PROGRAM.system,
                    ALPHA_PROGRAM.data_kind == ALPHA_DATA_CSV ? ALPHA_PROGRAM.data_path
                                                              : "the embedded data",
-                   self, dir, keep_text, resume ? resume : "a fresh start");
+                   self, dir, keep_text, resume ? resume : "a fresh start", threads_text);
             exit(0);
         } else if (strcmp(a, "--quiet") == 0) {
             o.quiet = 1;
@@ -100,6 +108,13 @@ static struct options parse_options(int argc, char **argv)
                 refuse(REFUSAL_USAGE, "--checkpoint-keep needs a count of captures from 1 to "
                        "999999999, not '%s'", n);
             o.keep = (uint32_t)keep;
+        } else if (strcmp(a, "--threads") == 0) {
+            const char *n = i + 1 < argc ? argv[++i] : "";
+            unsigned long threads = strspn(n, "0123456789") == strlen(n) && strlen(n) <= 3
+                                        ? strtoul(n, NULL, 10) : 0;
+            if (threads == 0 || threads > 256)
+                refuse(REFUSAL_USAGE, "--threads needs a count from 1 to 256, not '%s'", n);
+            o.threads = (uint32_t)threads;
         } else if (v < 5) {
             if (i + 1 >= argc)
                 refuse(REFUSAL_USAGE, "%s needs a path", a);
@@ -220,6 +235,7 @@ int main(int argc, char **argv)
         secret_load(o.secret_file, role->secret_file, secret);
     struct dataset d;
     data_load(p, o.data_path, &d);
+    pool_start(o.threads ? o.threads : pool_cores());
 
     schedule_prepare(&s, o.checkpoint_dir);
     s.capture.keep = o.keep;

@@ -19,6 +19,7 @@
 #define REFUSAL_OUT_OF_MEMORY "out-of-memory"
 #define REFUSAL_PARAMS_WRITE_FAILED "params-write-failed"
 #define REFUSAL_EVENTS_UNWRITABLE "events-unwritable" /* stdout failed; after the parameters */
+#define REFUSAL_THREADS_UNAVAILABLE "threads-unavailable" /* a worker thread could not start */
 /* Between roles (net.c, frame.c). */
 #define REFUSAL_LISTEN_FAILED "listen-failed"         /* cannot listen on listen_host:port */
 #define REFUSAL_PEER_UNREACHABLE "peer-unreachable"   /* a peer never connected or accepted */

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from llvmlite import ir
 
+from alpha_core.codegen.gemm import GEMM_MIN_WORK, GemmEmitter
 from alpha_core.codegen.loops import (
     F32,
     I32,
@@ -47,8 +48,13 @@ def live_nodes(graph: Graph, roots: Sequence[int]) -> list[int]:
 class GraphEmitter:
     """Emits nodes of one graph into the function under `builder`."""
 
-    def __init__(self, module: ir.Module, graph: Graph, batch: int, prefix: str) -> None:
+    def __init__(
+        self, module: ir.Module, graph: Graph, batch: int, prefix: str, gemm: GemmEmitter
+    ) -> None:
         self.module = module
+        self.gemm = gemm
+        # transposes read in place by the products that use them: node -> its input
+        self.folded: dict[int, int] = {}
         self.graph = graph
         self.batch = batch
         self.prefix = prefix
@@ -74,17 +80,51 @@ class GraphEmitter:
             self.ptrs[i] = g
         return self.ptrs[i]
 
-    def emit(self, b: ir.IRBuilder, roots: Sequence[int], bound: dict[int, ir.Value]) -> None:
-        """Emit every live node not in `bound` (params, inputs, labels bound to pointers)."""
+    def emit(
+        self,
+        b: ir.IRBuilder,
+        roots: Sequence[int],
+        bound: dict[int, ir.Value],
+        placed: dict[int, ir.Value] | None = None,
+    ) -> None:
+        """Emit every live node not in `bound` (params, inputs, labels bound to pointers);
+        a node in `placed` is computed into the memory given there instead of a buffer."""
         self.ptrs.update(bound)
+        self.ptrs.update(placed or {})
         A = LlvmArith(b)
-        for i in live_nodes(self.graph, roots):
+        live = live_nodes(self.graph, roots)
+        self._fold_transposes(live, roots)
+        for i in live:
             node = self.graph[i]
+            if i in self.folded:
+                continue
             if i in bound or node.op in ("param", "input_x", "label_class", "label_reg"):
                 if i not in self.ptrs:
                     raise AssertionError(f"{node.op} %{i} is not bound")
                 continue
             self._emit(b, A, i, node)
+
+    def _large(self, node: Node) -> bool:
+        (m, k), (_, n) = self.shape(node.inputs[0]), self.shape(node.inputs[1])
+        return m * n * k >= GEMM_MIN_WORK
+
+    def _fold_transposes(self, live: list[int], roots: Sequence[int]) -> None:
+        """A transpose whose every live use is a large product is never written: the product
+        reads its input through swapped strides."""
+        users: dict[int, list[Node]] = {}
+        for i in live:
+            for j in self.graph[i].inputs:
+                users.setdefault(j, []).append(self.graph[i])
+        for i in live:
+            node = self.graph[i]
+            uses = users.get(i, [])
+            if (
+                node.op == "transpose"
+                and i not in roots
+                and uses
+                and all(u.op == "matmul" and self._large(u) for u in uses)
+            ):
+                self.folded[i] = node.inputs[0]
 
     def _in(self, node: Node, k: int) -> ir.Value:
         return self.ptrs[node.inputs[k]]
@@ -157,7 +197,22 @@ class GraphEmitter:
     def _fill(self, b: ir.IRBuilder, out: ir.Value, n: int) -> None:
         for_range(b, n, lambda j: store(b, ir.Constant(F32, 0.0), out, j))
 
+    def _operand(self, i: int) -> tuple[ir.Value, tuple[int, int]]:
+        """Where a product's operand lives and its (row, column) strides."""
+        if i in self.folded:  # the transpose of an m x n tensor: element (r, c) at c * n + r
+            (_, n) = self.shape(self.folded[i])
+            return self.ptrs[self.folded[i]], (1, n)
+        return self.ptrs[i], (self.shape(i)[1], 1)
+
     def _matmul(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value) -> None:
+        (m, k), (_, n) = self.shape(node.inputs[0]), self.shape(node.inputs[1])
+        if self._large(node):
+            (a, sa), (c, sc) = self._operand(node.inputs[0]), self._operand(node.inputs[1])
+            self.gemm.call(b, out, a, c, m, n, k, sa, sc)
+        else:
+            self._small_matmul(b, A, node, out)
+
+    def _small_matmul(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value) -> None:
         """out[m, n] = Σ_k a[m, k] * c[k, n], k ascending from +0.0.
 
         Lanes run over n and a block of ROWS rows is computed together (all independent

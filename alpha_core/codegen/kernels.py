@@ -10,6 +10,7 @@ from llvmlite import ir
 
 from alpha_core.autodiff.reverse import StepGraph
 from alpha_core.check.program import InitSpec, Program
+from alpha_core.codegen.gemm import GemmEmitter, blocking_for, vector_width
 from alpha_core.codegen.graph_emit import GraphEmitter
 from alpha_core.codegen.loops import (
     F32,
@@ -71,24 +72,32 @@ def _copy(b: ir.IRBuilder, src: ir.Value, dst: ir.Value, dst_offset: int, n: int
     for_range(b, n, lambda j: store(b, load(b, src, j), dst, b.add(j, i64(dst_offset))), "cp")
 
 
-def emit_leaf_grad(module: ir.Module, program: Program, step: StepGraph) -> None:
+def emit_leaf_grad(module: ir.Module, program: Program, step: StepGraph, gemm: GemmEmitter) -> None:
     fn, b = _function(
         module, "alpha_leaf_grad", F32, [PTR] * 5, ["params", "x", "y_class", "y_reg", "grad"]
     )
     params, x, ycls, yreg, grad = fn.args
-    em = GraphEmitter(module, step.graph, program.leaf_size, "step")
+    em = GraphEmitter(module, step.graph, program.leaf_size, "step", gemm)
     bound = _bind_params(b, step.graph, program, params)
     bound.update(_bind_inputs(step.graph, x, ycls, yreg))
-    em.emit(b, [step.loss_sum, *step.grads], bound)
+    # A gradient computed by its own node is computed where the caller wants it, with no copy;
+    # one that is also another parameter's gradient, or a parameter or input itself, is copied.
+    direct: dict[int, int] = {}
     for spec, g in zip(program.params, step.grads, strict=True):
-        _copy(b, em.ptrs[g], grad, spec.offset, spec.count)
+        if g not in bound and g not in direct and step.graph[g].op != "const":
+            direct[g] = spec.offset
+    placed = {g: gep(b, grad, i64(offset)) for g, offset in direct.items()}
+    em.emit(b, [step.loss_sum, *step.grads], bound, placed)
+    for spec, g in zip(program.params, step.grads, strict=True):
+        if direct.get(g) != spec.offset:
+            _copy(b, em.ptrs[g], grad, spec.offset, spec.count)
     b.ret(load(b, em.ptrs[step.loss_sum], i64(0)))
 
 
-def emit_forward(module: ir.Module, program: Program) -> None:
+def emit_forward(module: ir.Module, program: Program, gemm: GemmEmitter) -> None:
     fn, b = _function(module, "alpha_forward", ir.VoidType(), [PTR] * 3, ["params", "x", "out"])
     params, x, out = fn.args
-    em = GraphEmitter(module, program.model, program.leaf_size, "fwd")
+    em = GraphEmitter(module, program.model, program.leaf_size, "fwd", gemm)
     bound = _bind_params(b, program.model, program, params)
     bound.update(_bind_inputs(program.model, x, None, None))
     em.emit(b, [program.output], bound)
@@ -186,11 +195,19 @@ def init_arguments(init: InitSpec) -> tuple[str, tuple[float, ...], int]:
     return init.kind, (init.a, init.b), init.seed
 
 
-def build_kernels(program: Program, step: StepGraph, triple: str) -> ir.Module:
+def build_kernels(
+    program: Program, step: StepGraph, triple: str, cpu: str = "generic", features: str = ""
+) -> ir.Module:
+    """The kernels for one target CPU: its vector width sizes the products' register tiles
+    (never their bits)."""
     module = ir.Module(name=f"alpha.{program.name}")
     module.triple = triple
+    width = vector_width(triple, cpu, features)
+    registers = 32 if width == 16 or triple.startswith("aarch64") else 16
+    gemm = GemmEmitter(module, blocking_for(width, registers))
     emit_init(module, program)
-    emit_leaf_grad(module, program, step)
+    emit_leaf_grad(module, program, step, gemm)
     emit_apply(module, program)
-    emit_forward(module, program)
+    emit_forward(module, program, gemm)
+    gemm.finish()
     return module

@@ -434,6 +434,17 @@ _ENTRIES = [
         "pipe and the caller still learns that the event stream is incomplete.",
     ),
     Refusal(
+        "threads-unavailable",
+        START_UP,
+        "the role's worker threads could not be started",
+        "A role runs its matrix products on `--threads N` threads (by default the cores its "
+        "CPU affinity allows). Each thread takes whole blocks of outputs, never part of a sum, "
+        "so the count changes speed, never the bits. Every thread and its scratch memory is "
+        "set up before round 0; when the system will not give one (a process or memory "
+        "limit), the executable refuses before training anything, naming the thread and the "
+        "reason. Run it with fewer threads.",
+    ),
+    Refusal(
         "listen-failed",
         START_UP,
         "a role cannot listen on its address",

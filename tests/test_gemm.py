@@ -1,0 +1,157 @@
+"""The packed matrix product (alpha_core/codegen/gemm.py) keeps the bits of the plain loop.
+
+One system whose products all take the packed path: A·B (the forward), Aᵀ·B (weight gradients)
+and A·Bᵀ (the gradient of a hidden layer), with shapes that leave partial register tiles at
+every edge, more than one block of k (so partial sums go to memory and back) and more than one
+task. Its parameters after training equal the NumPy float32 reference's (SHA-256), on every
+vector width (x86-64-v2, v3, v4 and AArch64 NEON under qemu-user) and every thread count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import program_of, run_exe
+from reference import train
+
+from alpha_core.build import Deployment, build_program
+from alpha_core.codegen.gemm import GEMM_MIN_WORK, blocking_for, vector_width
+from alpha_core.codegen.target import TARGETS
+
+# Leaf 13 x 300 features -> 270 -> 260 -> 5 classes: 13 rows fill no register tile; k = 300
+# and 270 each take two blocks of 256; n = 270 and 260 take two column tasks; the weight
+# gradients have 300 and 270 rows (four row tasks, a partial last one).
+SOURCE = """system wide {
+  data train: synthetic(rows: 52, features: 300, classes: 5, seed: 4, noise: 0.5, holdout: 0)
+  batch 26 leaves 2 shuffle(seed: 2)
+  param w1: f32[300, 270] = normal(0.0, 0.06, seed: 1)
+  param b1: f32[270] = zeros
+  param w2: f32[270, 260] = normal(0.0, 0.06, seed: 2)
+  param b2: f32[260] = uniform(-0.05, 0.05, seed: 5)
+  param w3: f32[260, 5] = normal(0.0, 0.06, seed: 3)
+  param b3: f32[5] = zeros
+  fn model(x: f32[B, 300]) -> f32[B, 5] {
+    let h1 = relu(x @ w1 + b1)
+    let h2 = tanh(h1 @ w2 + b2)
+    return h2 @ w3 + b3
+  }
+  loss softmax_cross_entropy(model(x), y)
+  learner adam(lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8)
+  steps %(steps)d
+}
+"""
+
+# (m, n, k) of each product that must take the packed path, with its layout
+PACKED = {
+    "forward x @ w1 (A·B)": (13, 270, 300),
+    "forward h1 @ w2 (A·B)": (13, 260, 270),
+    "gradient of w1, xᵀ · d (Aᵀ·B)": (300, 270, 13),
+    "gradient of w2, h1ᵀ · d (Aᵀ·B)": (270, 260, 13),
+    "gradient of h1, d · w2ᵀ (A·Bᵀ)": (13, 270, 260),
+}
+
+
+def _has(flag: str) -> bool:
+    return f" {flag}" in Path("/proc/cpuinfo").read_text()
+
+
+def _run(path: str, *args: str) -> str:
+    code, events, stderr = run_exe(path, "--quiet", *args)
+    assert code == 0, stderr
+    return str(events[-1]["params_sha256"])
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, str]:
+    folder = tmp_path_factory.mktemp("wide")
+    program = program_of(SOURCE % {"steps": 3}, folder / "wide.alpha")
+    return program, train(program).sha256
+
+
+def test_every_product_of_the_system_takes_the_packed_path() -> None:
+    """The shapes above are what the test says they are: each product is large enough for
+    the packed kernel, and each exercises the edges it is meant to."""
+    tile = blocking_for(8, 16)
+    for what, (m, n, k) in PACKED.items():
+        assert m * n * k >= GEMM_MIN_WORK, what
+        assert m % tile.mr or n % tile.nr or k > tile.kc, what
+    assert any(k > tile.kc for _, _, k in PACKED.values())
+    assert any(n > tile.nc for _, n, _ in PACKED.values())
+    assert any(m > tile.mc for m, _, _ in PACKED.values())
+
+
+def test_vector_width_follows_the_cpu() -> None:
+    host = TARGETS["x86_64"]
+    assert vector_width(host.triple, "x86-64-v2", "") == 4
+    assert vector_width(host.triple, "x86-64-v3", "") == 8
+    assert vector_width(host.triple, "x86-64-v4", "") == 16
+    arm = TARGETS["aarch64"]
+    assert vector_width(arm.triple, arm.cpu, arm.features) == 4
+
+
+@pytest.mark.parametrize("cpu", ["x86-64-v2", "x86-64-v3", "x86-64-v4"])
+def test_packed_products_are_exact_on_every_vector_width(
+    cpu: str, wide: tuple[object, str], tmp_path: Path
+) -> None:
+    """Tiles of 4 x 8 (SSE), 4 x 24 (AVX2) and 8 x 48 (AVX-512) lanes: the bits of the
+    reference, which adds each product's terms one at a time in ascending k."""
+    needs = {"x86-64-v3": "avx2", "x86-64-v4": "avx512f"}.get(cpu)
+    assert needs is None or _has(needs), f"this test needs a machine with {needs}"
+    program, reference = wide
+    result = build_program(program, tmp_path, deployment=Deployment(cpu=cpu))  # type: ignore[arg-type]
+    assert _run(result.executables[0].path, "--threads", "1") == reference
+
+
+def test_thread_counts_give_the_same_bits(wide: tuple[object, str], tmp_path: Path) -> None:
+    """Threads take whole blocks of outputs: 1, 2, 3 and 8 threads, one set of bits."""
+    program, reference = wide
+    result = build_program(program, tmp_path, deployment=Deployment(cpu="x86-64-v3"))  # type: ignore[arg-type]
+    exe = result.executables[0].path
+    shas = {threads: _run(exe, "--threads", str(threads)) for threads in (1, 2, 3, 8)}
+    assert set(shas.values()) == {reference}, shas
+
+
+def test_default_thread_count_is_the_cores_and_gives_the_same_bits(
+    wide: tuple[object, str], tmp_path: Path
+) -> None:
+    program, reference = wide
+    result = build_program(program, tmp_path)  # type: ignore[arg-type]
+    help_text = subprocess.run(
+        [result.executables[0].path, "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "--threads N" in help_text and "the cores this process may use" in help_text
+    assert _run(result.executables[0].path) == reference
+
+
+@pytest.mark.parametrize("bad", ["0", "257", "two", ""])
+def test_a_bad_thread_count_is_refused_by_name(
+    bad: str, wide: tuple[object, str], tmp_path: Path
+) -> None:
+    program, _ = wide
+    result = build_program(program, tmp_path)  # type: ignore[arg-type]
+    args = [result.executables[0].path, "--threads"] + ([bad] if bad else [])
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "error[usage]: --threads needs a count from 1 to 256" in proc.stderr
+    assert not Path(f"{result.executables[0].path}.params").exists()
+
+
+@pytest.mark.skipif(shutil.which("qemu-aarch64") is None, reason="qemu-aarch64 not installed")
+def test_packed_products_are_exact_on_aarch64(wide: tuple[object, str], tmp_path: Path) -> None:
+    """The NEON tile (8 x 12) under qemu-user, with two threads: the reference's bits."""
+    program, reference = wide
+    result = build_program(program, tmp_path, target="aarch64")  # type: ignore[arg-type]
+    exe = result.executables[0].path
+    params = tmp_path / "arm.params"
+    proc = subprocess.run(
+        ["qemu-aarch64", exe, "--quiet", "--threads", "2", "--params-out", str(params)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert hashlib.sha256(params.read_bytes()).hexdigest() == reference
