@@ -3,7 +3,10 @@
  * p3 * 0x87 added at bit 64, then p2 * 0x87 added at bit 0, leaving [p1:p0]. Four blocks are
  * taken per step against H^4..H^1 with their unreduced products added and reduced once:
  * (Y ^ X1) H^4 ^ X2 H^3 ^ X3 H^2 ^ X4 H is four Horner steps, so the grouping never changes a
- * tag. The portable multiply computes the same product another way (bit by bit, reducing as it
+ * tag. Where the CPU has AVX-512's carry-less multiply (VPCLMULQDQ), 32 blocks are taken per
+ * step against H^32..H^1, four to a register: the reduction, the only part that depends on the
+ * step before, comes once per 512 bytes instead of once per 64 (about 4x the throughput).
+ * The portable multiply computes the same product another way (bit by bit, reducing as it
  * shifts). */
 #include "frame_mac.h"
 
@@ -11,8 +14,7 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
-#include <emmintrin.h>
-#include <wmmintrin.h>
+#include <immintrin.h>
 #elif defined(__aarch64__)
 #include <arm_neon.h>
 #include <sys/auxv.h>
@@ -36,9 +38,9 @@ static void put64(uint8_t *p, uint64_t v)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static int portable_only;
+static int narrowest; /* 1: the portable multiply; 2: no wider than 128-bit carry-less */
 
-void frame_mac_portable(int on) { portable_only = on; }
+void frame_mac_portable(int on) { narrowest = on; }
 
 /* ---- portable: y = (y ^ x) * h, one bit of the first factor at a time against h * x^i, which
  * is shifted and reduced as it goes (x^128 = 0x87). Masks instead of branches, and no table
@@ -111,12 +113,71 @@ CLMUL static void hash_x86(uint64_t y[2], const uint64_t h[4][2], const uint8_t 
     _mm_storeu_si128((__m128i *)y, acc);
 }
 
-static int has_clmul(void)
+#define WIDE __attribute__((target("avx512f,vpclmulqdq,pclmul")))
+
+/* The unreduced products of four blocks at once, one per 128-bit lane. */
+WIDE static inline void mul_wide(__m512i a, __m512i b, __m512i *lo, __m512i *mid, __m512i *hi)
+{
+    *lo = _mm512_xor_si512(*lo, _mm512_clmulepi64_epi128(a, b, 0x00));
+    *hi = _mm512_xor_si512(*hi, _mm512_clmulepi64_epi128(a, b, 0x11));
+    *mid = _mm512_xor_si512(*mid, _mm512_xor_si512(_mm512_clmulepi64_epi128(a, b, 0x01),
+                                                   _mm512_clmulepi64_epi128(a, b, 0x10)));
+}
+
+WIDE static inline __m128i fold_lanes(__m512i v)
+{
+    __m128i a = _mm512_extracti32x4_epi32(v, 0), b = _mm512_extracti32x4_epi32(v, 1);
+    __m128i c = _mm512_extracti32x4_epi32(v, 2), d = _mm512_extracti32x4_epi32(v, 3);
+    return _mm_xor_si128(_mm_xor_si128(a, b), _mm_xor_si128(c, d));
+}
+
+/* Thirty-two Horner steps at a time over whole groups of 32 blocks; returns the blocks hashed.
+ * H^5..H^32 are computed here from the key's H^1..H^4 (28 products a frame), highest first in
+ * memory, so that register j of a group's multipliers is four of them in a row: block 4j + l of
+ * a group (lane l) is multiplied by H^(32 - 4j - l). */
+WIDE static size_t hash_wide(uint64_t y[2], const uint64_t h[4][2], const uint8_t *p,
+                             size_t blocks)
+{
+    __m128i pw[32]; /* pw[32 - i] = H^i */
+    for (int i = 1; i <= 32; i++) {
+        if (i <= 4) {
+            pw[32 - i] = _mm_loadu_si128((const __m128i *)h[i - 1]);
+            continue;
+        }
+        __m128i lo = _mm_setzero_si128(), mid = lo, hi = lo;
+        mul_x86(pw[36 - i], pw[28], &lo, &mid, &hi);
+        pw[32 - i] = reduce_x86(lo, mid, hi);
+    }
+    __m128i acc = _mm_loadu_si128((const __m128i *)y);
+    size_t done = blocks - blocks % 32;
+    for (; blocks >= 32; blocks -= 32, p += 512) {
+        __m512i lo = _mm512_setzero_si512(), mid = lo, hi = lo;
+        __m512i x = _mm512_zextsi128_si512(acc);
+#pragma clang loop unroll(disable) /* the executable has a size budget; as fast either way */
+        for (int j = 0; j < 8; j++) {
+            x = _mm512_xor_si512(x, _mm512_loadu_si512((const void *)(p + 64 * j)));
+            mul_wide(x, _mm512_loadu_si512((const void *)&pw[4 * j]), &lo, &mid, &hi);
+            x = _mm512_setzero_si512();
+        }
+        acc = reduce_x86(fold_lanes(lo), fold_lanes(mid), fold_lanes(hi));
+    }
+    _mm_storeu_si128((__m128i *)y, acc);
+    return done;
+}
+
+/* What the CPU has: 0 no carry-less multiply, 1 PCLMULQDQ, 2 also AVX-512's VPCLMULQDQ with the
+ * OS saving the 512-bit registers (XCR0: SSE, AVX, opmask and both upper ZMM halves). */
+static int clmul_level(void)
 {
     static int known = -1;
     if (known < 0) {
-        unsigned a, b, c, d;
+        unsigned a, b, c, d, xcr0 = 0, high;
         known = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 1)); /* PCLMULQDQ */
+        if (known && (c & (1u << 27))) {                             /* OSXSAVE */
+            __asm__ volatile("xgetbv" : "=a"(xcr0), "=d"(high) : "c"(0));
+            known += (xcr0 & 0xe6) == 0xe6 && __get_cpuid_count(7, 0, &a, &b, &c, &d) &&
+                     (b & (1u << 16)) && (c & (1u << 10)); /* AVX512F, VPCLMULQDQ */
+        }
     }
     return known;
 }
@@ -188,12 +249,19 @@ static int has_pmull(void)
 static void hash(uint64_t y[2], const struct frame_key *k, const uint8_t *p, size_t blocks)
 {
 #if defined(__x86_64__)
-    if (!portable_only && has_clmul()) {
+    int level = narrowest ? narrowest - 1 : 2, cpu = clmul_level(); /* as clmul_level counts */
+    if (cpu < level)
+        level = cpu;
+    if (level >= 1) {
+        if (level == 2 && blocks >= 64) {
+            size_t done = hash_wide(y, k->h, p, blocks);
+            p += 16 * done, blocks -= done;
+        }
         hash_x86(y, k->h, p, blocks);
         return;
     }
 #elif defined(__aarch64__)
-    if (!portable_only && has_pmull()) {
+    if (narrowest != 1 && has_pmull()) {
         hash_arm(y, k->h, p, blocks);
         return;
     }

@@ -8,8 +8,9 @@
  *
  * H and K_pad come from the link's key for that direction (frame_link_keys) by HMAC-SHA256
  * with two labels. The field is GF(2)[x]/(x^128 + x^7 + x^2 + x + 1); bit i of a 16-byte
- * little-endian block is the coefficient of x^i. Products use PCLMULQDQ on x86-64 and PMULL on
- * AArch64 (checked at first use) or a constant-time portable multiply: the same tags on all. */
+ * little-endian block is the coefficient of x^i. Products use PCLMULQDQ on x86-64 (AVX-512's
+ * VPCLMULQDQ, four blocks a register, where present) and PMULL on AArch64 (checked at first
+ * use) or a constant-time portable multiply: the same tags on all. */
 #ifndef ALPHA_FRAME_MAC_H
 #define ALPHA_FRAME_MAC_H
 
@@ -33,8 +34,9 @@ void frame_mac(const struct frame_key *k, uint64_t seq, const uint8_t header[64]
                const void *payload, uint64_t bytes, const void *tail, uint64_t tail_bytes,
                uint8_t out[FRAME_MAC_BYTES]);
 
-/* Nonzero: the portable multiply even where the CPU has a carry-less one (the tests compare
- * both paths; a role never calls it). */
+/* 1: the portable multiply even where the CPU has a carry-less one; 2: the 128-bit carry-less
+ * multiply even where the CPU has the 512-bit one; 0: the fastest the CPU has (the tests
+ * compare the paths; a role never calls it). */
 void frame_mac_portable(int on);
 
 #endif
