@@ -8,7 +8,9 @@ Each shape is MxNxK with an optional layout: `nn` (A·B), `tn` (Aᵀ·B, A store
 1024 x 1024 x 1024 products and those of one leaf of the 784-1024-1024-10 model at batch 256
 in 8 leaves (leaf 32). The kernel is the compiler's own (alpha_core/codegen/gemm.py), emitted
 for --cpu, linked with the runtime's thread pool (runtime/pool.c) and a small C driver that
-times repeated calls on its own thread's CPU clock and keeps the best second-half mean.
+times repeated calls by the monotonic clock and keeps the best. The driver then computes
+every output again with the plain loop (k ascending from +0.0, a separate multiply and add) and
+counts the outputs whose bits differ: it must print none.
 
 The peak is measured, not assumed: a loop of independent vector multiplies and adds (no FMA,
 as the kernel), as many as the registers hold, at the kernel's vector width. The nominal peak,
@@ -46,12 +48,13 @@ DRIVER = r"""
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "pool.h"
 
 void bench_run(int shape, float *c, const float *a, const float *b);
 double bench_peak(int64_t iterations);
-extern const int64_t bench_shapes[][3];
+extern const int64_t bench_shapes[][7]; /* m, n, k, a's strides, b's strides */
 extern const int bench_count;
 
 static double cpu_now(void)
@@ -89,7 +92,20 @@ int main(int argc, char **argv)
             if (d < best) best = d;
             calls++;
         }
-        printf(", \"s%d\": [%.9f, %d, %.6g]", s, best, calls, (double)c[m * n / 2]);
+        /* the same sums one at a time, k ascending from +0.0: the bits must agree */
+        int64_t as0 = bench_shapes[s][3], as1 = bench_shapes[s][4];
+        int64_t bs0 = bench_shapes[s][5], bs1 = bench_shapes[s][6];
+        long wrong = 0;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                float acc = 0.0f;
+                for (int64_t p = 0; p < k; p++) {
+                    float prod = a[i * as0 + p * as1] * b[p * bs0 + j * bs1];
+                    acc = acc + prod;
+                }
+                wrong += memcmp(&acc, &c[i * n + j], sizeof acc) != 0;
+            }
+        printf(", \"s%d\": [%.9f, %d, %ld]", s, best, calls, wrong);
         free(a); free(b); free(c);
     }
     printf("}\n");
@@ -136,11 +152,13 @@ def module(host: HostTarget, shapes: list[tuple[int, int, int, str]]) -> tuple[i
     b.position_at_end(done)
     b.ret_void()
     gemm.finish()
-    table = ir.ArrayType(ir.ArrayType(I64, 3), len(shapes))
+    table = ir.ArrayType(ir.ArrayType(I64, 7), len(shapes))
     g = ir.GlobalVariable(mod, table, "bench_shapes")
-    g.initializer = ir.Constant(
-        table, [ir.Constant(ir.ArrayType(I64, 3), [m, n, k]) for m, n, k, _ in shapes]
-    )
+    rows = []
+    for m, n, k, layout in shapes:
+        (a0, a1), (b0, b1) = strides(m, n, k, layout)
+        rows.append(ir.Constant(ir.ArrayType(I64, 7), [m, n, k, a0, a1, b0, b1]))
+    g.initializer = ir.Constant(table, rows)
     g.global_constant = True
     count = ir.GlobalVariable(mod, ir.IntType(32), "bench_count")
     count.initializer = ir.Constant(ir.IntType(32), len(shapes))
@@ -234,7 +252,7 @@ def main() -> int:
         print()
     rows = []
     for i, (m, n, k, layout) in enumerate(shapes):
-        seconds, calls, _ = result[f"s{i}"]
+        seconds, calls, wrong = result[f"s{i}"]
         gflops = 2 * m * n * k / seconds * 1e-9
         rows.append(
             {
@@ -246,13 +264,16 @@ def main() -> int:
                 "calls": calls,
                 "gflops": gflops,
                 "of_peak": gflops / peak,
+                "outputs_differing": wrong,
             }
         )
         print(
             f"  {m:>5} x {n:>5} x {k:>5} {layout}: {seconds * 1e6:10.1f} us  "
             f"{gflops:6.1f} GFLOP/s  {gflops / peak:6.1%} of measured peak"
             + (f", {gflops / (nominal * args.threads):6.1%} of nominal" if nominal else "")
+            + (f"  bits: {wrong} OUTPUTS DIFFER from the plain loop" if wrong else "  bits: same")
         )
+    differing = sum(r["outputs_differing"] for r in rows)
     if args.json:
         Path(args.json).write_text(
             json.dumps(
@@ -268,7 +289,7 @@ def main() -> int:
             )
             + "\n"
         )
-    return 0
+    return 1 if differing else 0
 
 
 if __name__ == "__main__":

@@ -121,6 +121,11 @@ void alpha_pool_spawn(uint32_t threads)
     pool.workers = threads;
 }
 
+uint32_t alpha_workers(void)
+{
+    return pool.workers;
+}
+
 void alpha_parallel(alpha_task fn, const void *ctx, uint32_t count)
 {
     if (pool.workers == 1 || count <= 1) {

@@ -31,4 +31,8 @@ uint32_t pool_cores(void);
  * done. Called by the kernels, from the main thread only. */
 void alpha_parallel(alpha_task fn, const void *ctx, uint32_t count);
 
+/* The threads that take tasks (the caller included): how finely the kernels split a product
+ * so that every thread has a fair share; never what a task computes. */
+uint32_t alpha_workers(void);
+
 #endif

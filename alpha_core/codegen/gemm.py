@@ -31,6 +31,7 @@ GEMM_MIN_WORK = 1 << 18
 
 SCRATCH_SYMBOL = "alpha_scratch_floats"  # floats of scratch each worker needs (runtime/pool.c)
 PARALLEL_SYMBOL = "alpha_parallel"  # runs tasks 0..n-1, each once, on the role's threads
+WORKERS_SYMBOL = "alpha_workers"  # how many threads take tasks
 HOOK_SYMBOL = "alpha_threads_hook"  # the runtime's thread starter, or null (runtime/pool.h)
 SPAWN_SYMBOL = "alpha_pool_spawn"
 
@@ -56,7 +57,7 @@ def blocking_for(width: int, registers: int) -> Blocking:
     """The tile for `registers` vector registers of `width` lanes: as many accumulators as leave
     room for a row of B, a broadcast element of A and a product."""
     if width >= 16:
-        return Blocking(16, 8, 48, 256, 96, 240)
+        return Blocking(16, 8, 48, 128, 96, 240)
     if width == 8:
         return Blocking(8, 4, 24, 256, 96, 240)
     if registers >= 32:  # AArch64 NEON: 32 registers of 4 lanes
@@ -108,7 +109,8 @@ class GemmEmitter:
         self.module = module
         self.k = blocking
         self.vec = ir.VectorType(F32, blocking.width)
-        self._ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 7)
+        # c, a, b, m, n, k, a's strides, b's strides, then the task's columns (a multiple of NR)
+        self._ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8)
         self._gemm: ir.Function | None = None  # emitted with the first large product
 
     def finish(self) -> None:
@@ -131,6 +133,8 @@ class GemmEmitter:
         if self._gemm is None:
             parallel_ty = ir.FunctionType(ir.VoidType(), [PTR, PTR, I32])
             self._parallel = ir.Function(self.module, parallel_ty, PARALLEL_SYMBOL)
+            workers_ty = ir.FunctionType(I32, [])
+            self._workers = ir.Function(self.module, workers_ty, WORKERS_SYMBOL)
             self._kernel = self._emit_kernel()
             self._task = self._emit_task()
             self._gemm = self._emit_gemm()
@@ -225,10 +229,19 @@ class GemmEmitter:
             out = gep(b, dst, b.mul(base_lane, kc))
             full = b.icmp_signed("<=", b.add(base_lane, i64(lanes)), extent)
             contiguous = b.and_(full, b.icmp_signed("==", s_lane, i64(1)))
+            along_k = b.and_(full, b.icmp_signed("==", s_k, i64(1)))
             fast = b.function.append_basic_block("pack.fast")
+            other = b.function.append_basic_block("pack.other")
+            across = b.function.append_basic_block("pack.across")
             slow = b.function.append_basic_block("pack.slow")
             done = b.function.append_basic_block("pack.done")
-            b.cbranch(contiguous, fast, slow)
+            b.cbranch(contiguous, fast, other)
+            b.position_at_end(other)
+            b.cbranch(ir.Constant(ir.IntType(1), 0), across, slow)
+
+            b.position_at_end(across)
+            self._pack_across(b, out, gep(b, src, b.mul(base_lane, s_lane)), kc, s_lane, lanes)
+            b.branch(done)
 
             b.position_at_end(fast)
             src_q = gep(b, src, base_lane)
@@ -261,6 +274,58 @@ class GemmEmitter:
 
         for_count(b, panels, panel, "pq")
 
+    def _pack_across(
+        self,
+        b: ir.IRBuilder,
+        out: ir.Value,
+        src: ir.Value,
+        kc: ir.Value,
+        s_lane: ir.Value,
+        lanes: int,
+    ) -> None:
+        """A full panel whose lanes are rows of a row-major source (a transposed operand):
+        4 x 4 blocks read as four vectors along k and transposed in registers, then the last
+        kc mod 4 steps one by one."""
+        q4 = ir.VectorType(F32, 4)
+        quads = b.udiv(kc, i64(4))
+
+        def group(g: ir.Value) -> None:
+            lane0 = b.mul(g, i64(4))
+            rows = [gep(b, src, b.mul(b.add(lane0, i64(i)), s_lane)) for i in range(4)]
+
+            def quad(qd: ir.Value) -> None:
+                p = b.mul(qd, i64(4))
+                r = [b.load(gep(b, row, p, q4), typ=q4, align=4) for row in rows]
+                t0 = b.shuffle_vector(r[0], r[1], ir.Constant(ir.VectorType(I32, 4), [0, 4, 1, 5]))
+                t1 = b.shuffle_vector(r[0], r[1], ir.Constant(ir.VectorType(I32, 4), [2, 6, 3, 7]))
+                t2 = b.shuffle_vector(r[2], r[3], ir.Constant(ir.VectorType(I32, 4), [0, 4, 1, 5]))
+                t3 = b.shuffle_vector(r[2], r[3], ir.Constant(ir.VectorType(I32, 4), [2, 6, 3, 7]))
+                lo = ir.Constant(ir.VectorType(I32, 4), [0, 1, 4, 5])
+                hi = ir.Constant(ir.VectorType(I32, 4), [2, 3, 6, 7])
+                cols = [
+                    b.shuffle_vector(t0, t2, lo),
+                    b.shuffle_vector(t0, t2, hi),
+                    b.shuffle_vector(t1, t3, lo),
+                    b.shuffle_vector(t1, t3, hi),
+                ]
+                for j, col in enumerate(cols):
+                    at = b.add(b.mul(b.add(p, i64(j)), i64(lanes)), lane0)
+                    b.store(col, gep(b, out, at, q4), align=4)
+
+            for_count(b, quads, quad, "pt")
+            start = b.mul(quads, i64(4))
+
+            def rest(t: ir.Value) -> None:
+                p = b.add(start, t)
+                for i, row in enumerate(rows):
+                    v = b.load(gep(b, row, p), typ=F32, align=4)
+                    at = b.add(b.mul(p, i64(lanes)), b.add(lane0, i64(i)))
+                    b.store(v, gep(b, out, at), align=4)
+
+            for_count(b, b.sub(kc, start), rest, "pr")
+
+        for_count(b, i64(lanes // 4), group, "pg")
+
     # -- one task: an MC x NC block of C ---------------------------------------------------------
     def _emit_task(self) -> ir.Function:
         K = self.k
@@ -276,13 +341,13 @@ class GemmEmitter:
             return b.load(at, typ=ty)
 
         c, a, bm = field(0, PTR), field(1, PTR), field(2, PTR)
-        m, n, k, a0, a1, b0, b1 = (field(3 + i, I64) for i in range(7))
-        tiles_n = _ceil_div(b, n, K.nc)
+        m, n, k, a0, a1, b0, b1, task_nc = (field(3 + i, I64) for i in range(8))
+        tiles_n = b.udiv(b.add(n, b.sub(task_nc, i64(1))), task_nc)
         t = b.zext(index, I64)
         ti, tj = b.udiv(t, tiles_n), b.urem(t, tiles_n)
-        i0, j0 = b.mul(ti, i64(K.mc)), b.mul(tj, i64(K.nc))
+        i0, j0 = b.mul(ti, i64(K.mc)), b.mul(tj, task_nc)
         mc = _min(b, i64(K.mc), b.sub(m, i0))
-        nc = _min(b, i64(K.nc), b.sub(n, j0))
+        nc = _min(b, task_nc, b.sub(n, j0))
         # scratch is 64-byte aligned by the runtime
         bp = scratch
         ap = gep(b, scratch, i64(K.kc * K.nc))
@@ -300,7 +365,7 @@ class GemmEmitter:
             self._pack(b, bp, b_src, nc, kc, b1, b0, K.nr)
             a_src = gep(b, a, b.add(b.mul(i0, a0), b.mul(p0, a1)))
             self._pack(b, ap, a_src, mc, kc, a0, a1, K.mr)
-            first = b.icmp_unsigned("==", q, q)
+            first = b.icmp_unsigned("==", q, i64(0))
 
             def col_panel(jr: ir.Value) -> None:
                 jj = b.mul(jr, i64(K.nr))
@@ -385,11 +450,29 @@ class GemmEmitter:
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         ctx = b.alloca(self._ctx)
         ctx.type = PTR  # opaque, as every pointer here: fields are reached by typed geps
-        for i, arg in enumerate(fn.args):
+
+        def put(i: int, value: ir.Value) -> None:
             at = b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, i)], source_etype=self._ctx)
-            b.store(arg, at)
+            b.store(value, at)
+
+        for i, arg in enumerate(fn.args):
+            put(i, arg)
         m, n = fn.args[3], fn.args[4]
-        tasks = b.mul(_ceil_div(b, m, K.mc), _ceil_div(b, n, K.nc))
+        # Columns per task: at most NC, and few enough panels that every worker gets about as
+        # many as the others (a whole number of rounds of tasks), since small m gives one
+        # row of tasks. Only when an output is computed depends on this, never its bits.
+        tiles_m = _ceil_div(b, m, K.mc)
+        panels = _ceil_div(b, n, K.nr)
+        workers = b.zext(b.call(self._workers, []), I64)
+        most = i64(K.nc // K.nr)
+        tiles_n = _ceil_div(b, panels, K.nc // K.nr)
+        want = b.udiv(b.add(b.mul(workers, i64(2)), b.sub(tiles_m, i64(1))), tiles_m)
+        rounds = b.udiv(b.add(tiles_n, b.sub(want, i64(1))), want)
+        tiles_n = _min(b, b.mul(rounds, want), panels)
+        per_task = _min(b, most, b.udiv(b.add(panels, b.sub(tiles_n, i64(1))), tiles_n))
+        task_nc = b.mul(per_task, i64(K.nr))
+        put(10, task_nc)
+        tasks = b.mul(tiles_m, b.udiv(b.add(n, b.sub(task_nc, i64(1))), task_nc))
         b.call(self._parallel, [self._task, ctx, b.trunc(tasks, I32)])
         b.ret_void()
         return fn
