@@ -13,8 +13,10 @@
  * vectors rather than one per leaf.
  *
  * A round stages its updates: APPLY and RECV_PARAMS write `staged` (and `state_staged`), SEND_PARAMS
- * and CHECKPOINT read them, and they are committed to `params` and `state` only once every op of
- * the round has run. A refusal part way leaves the last committed round (and writes nothing). */
+ * and CHECKPOINT read them, and they are committed to `params` and `state` once every op of the
+ * round has run. A refusal ends the process and writes nothing, so the staged copies are the
+ * committed ones, updated in place, except that `staged` is a copy of its own when a RECV_PARAMS
+ * comes before a leaf computation (stage.c). */
 #ifndef ALPHA_SCHEDULE_H
 #define ALPHA_SCHEDULE_H
 
@@ -50,7 +52,8 @@ struct schedule {
     uint32_t lazy_lo, lazy_hi;    /* leaves the running COMBINE computes itself */
     int dry;
     int applies;                  /* the role has an APPLY op: it holds learner state */
-    /* The learning state: committed, and staged by the running round. */
+    /* The learning state: committed, and staged by the running round (the same storage unless
+     * stage.c says otherwise). */
     float *params, *staged;
     float *state, *state_staged;  /* state_slots * state_count + state_scalars floats */
     uint64_t state_start, state_count, state_floats;
