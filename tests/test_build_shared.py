@@ -14,7 +14,7 @@ from alpha_core.build import BuiltExecutable, Deployment, build_plan, kernels_fi
 from alpha_core.codegen.program_c import program_part_c
 from alpha_core.launch import free_port_base
 from alpha_core.link.object_cache import c_object
-from alpha_core.link.toolchain import LinkError
+from alpha_core.link.toolchain import LinkError, cache_root
 from alpha_core.plan.model import Plan
 from alpha_core.workspace import Workspace
 
@@ -112,3 +112,21 @@ def test_a_role_that_cannot_be_written_is_refused_by_name(tmp_path: Path) -> Non
     assert refused.value.name == "output-unwritable"
     assert str(out / "worker-2") in refused.value.message
     assert not (out / "alpha-build.json").exists()
+
+
+def test_a_shared_cache_that_cannot_be_written_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a cache root whose toolchain folders are the real, warm ones and whose shared/ is a file
+    real = cache_root()
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for name in ("zig", "runtime"):
+        (cache / name).symlink_to(real / name)
+    (cache / "shared").write_text("a file where the shared objects go")
+    monkeypatch.setenv("ALPHA_CACHE_DIR", str(cache))
+    plan = checked_plan(source(5), tmp_path)
+    with pytest.raises(LinkError) as refused:
+        build_plan(plan, None, tmp_path / "out", deployment())
+    assert refused.value.name == "cache-unusable"
+    assert str(cache / "shared") in refused.value.message

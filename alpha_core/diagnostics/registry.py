@@ -407,7 +407,8 @@ _ENTRIES = [
         "cache-unusable",
         USAGE,
         "the object cache cannot be used",
-        "The runtime's compiled objects and zig's own cache live under $ALPHA_CACHE_DIR "
+        "The runtime's compiled objects, the objects a build shares between its roles (the "
+        "program part and the kernels) and zig's own cache live under $ALPHA_CACHE_DIR "
         "(default ~/.cache/alpha). When that path is a file, or its folders cannot be made or "
         "written, the build stops with this name and the path, rather than with a toolchain "
         "error that names neither. Point ALPHA_CACHE_DIR at a writable folder.",
