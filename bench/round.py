@@ -51,6 +51,7 @@ REPO = BENCH.parent
 PINGPONG = BENCH / "tcp_pingpong" / "pingpong.c"
 FLOATS = 2410
 BYTES = FLOATS * 4
+LARGE_FLOATS = 240 * 4096 + 4096 * 10  # the 4 MB system's parameters: 1,024,000 floats
 
 SOURCE = """\
 # bench/round.py: 2,410 parameters (as digits), the least compute that has them.
@@ -201,7 +202,9 @@ class AlphaBuilds:
 # gloo: this file is also the rank program (`--gloo-rank`).
 
 
-def gloo_rank(rank: int, world: int, port: int, warmup: int, iters: int, blocks: int) -> None:
+def gloo_rank(
+    rank: int, world: int, port: int, warmup: int, iters: int, blocks: int, floats: int
+) -> None:
     import torch
     import torch.distributed as dist
 
@@ -209,7 +212,7 @@ def gloo_rank(rank: int, world: int, port: int, warmup: int, iters: int, blocks:
     dist.init_process_group(
         "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world
     )
-    tensor = torch.zeros(FLOATS, dtype=torch.float32)  # stays finite however often it is summed
+    tensor = torch.zeros(floats, dtype=torch.float32)  # stays finite however often it is summed
     for _ in range(warmup):
         dist.all_reduce(tensor)
     means = []
@@ -223,7 +226,8 @@ def gloo_rank(rank: int, world: int, port: int, warmup: int, iters: int, blocks:
     dist.barrier()
     dist.destroy_process_group()
     if rank == 0:
-        report = {"world": world, "iters": iters, "block_means_s": means, "ok": ok}
+        report = {"world": world, "floats": floats, "iters": iters, "block_means_s": means}
+        report["ok"] = ok
         report["torch"] = torch.__version__
         print(json.dumps(report), flush=True)
 
@@ -236,15 +240,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def gloo(world: int, warmup: int, iters: int, blocks: int) -> Result:
-    name = f"gloo all_reduce, world {world}"
+def gloo(world: int, warmup: int, iters: int, blocks: int, floats: int = FLOATS) -> Result:
+    name = f"gloo all_reduce, world {world}" + ("" if floats == FLOATS else ", 4 MB")
     port = free_port()
     procs = []
     for rank in range(world):
         cmd = [sys.executable, str(Path(__file__).resolve()), "--gloo-rank", str(rank)]
         cmd += ["--gloo-world", str(world), "--gloo-port", str(port)]
         cmd += ["--gloo-warmup", str(warmup), "--gloo-iters", str(iters)]
-        cmd += ["--gloo-blocks", str(blocks)]
+        cmd += ["--gloo-blocks", str(blocks), "--gloo-floats", str(floats)]
         procs.append(
             subprocess.Popen(
                 cmd,
@@ -324,7 +328,13 @@ def main(argv: list[str] | None = None) -> int:
         "--large",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="also the 4 MB-frame system (N1/20 and N2/20 rounds)",
+        help="also the 4 MB-frame system (N1/20 and N2/20 rounds) and gloo at 4 MB",
+    )
+    parser.add_argument(
+        "--small",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the 9.6 KB system, gloo at 9.6 KB and the bare round trip (--no-small: 4 MB only)",
     )
     parser.add_argument("--gloo-rank", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--gloo-world", type=int, help=argparse.SUPPRESS)
@@ -332,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gloo-warmup", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--gloo-iters", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--gloo-blocks", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--gloo-floats", type=int, default=FLOATS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.gloo_rank is not None:
@@ -342,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
             args.gloo_warmup,
             args.gloo_iters,
             args.gloo_blocks,
+            args.gloo_floats,
         )
         return 0
 
@@ -358,13 +370,14 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="alpha-round-") as tmp:
         work = Path(tmp)
 
-        builds = AlphaBuilds(work, args.short, args.long)
-        alpha: AlphaBuilds | None = builds
-        try:
-            builds.build()
-        except Exception as exc:  # report it and go on with the peers
-            print(f"alpha: build failed ({exc}); reporting the peers alone")
-            alpha = None
+        alpha: AlphaBuilds | None = None
+        if args.small:
+            alpha = AlphaBuilds(work, args.short, args.long)
+            try:
+                alpha.build()
+            except Exception as exc:  # report it and go on with the peers
+                print(f"alpha: build failed ({exc}); reporting the peers alone")
+                alpha = None
 
         large: AlphaBuilds | None = None
         if args.large:
@@ -378,11 +391,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"alpha 4 MB: build failed ({exc})")
                 large = None
 
+        exe, compiler = None, ""
         try:
-            exe, compiler = build_pingpong(work)
+            if args.small:
+                exe, compiler = build_pingpong(work)
         except (OSError, subprocess.CalledProcessError) as exc:
             print(f"pingpong: build failed ({exc})")
-            exe, compiler = None, ""
 
         # Interleaved samples: a change of load falls on every system alike.
         best_pp: dict[str, Any] | None = None
@@ -423,9 +437,12 @@ def main(argv: list[str] | None = None) -> int:
                 best_pp,
             )
 
-    if not args.no_gloo:
+    if not args.no_gloo and args.small:
         results["gloo2"] = gloo(2, warmup=500, iters=1000, blocks=5)
         results["gloo8"] = gloo(8, warmup=10, iters=40, blocks=3)
+    if not args.no_gloo and args.large:
+        results["gloo2_4mb"] = gloo(2, warmup=5, iters=20, blocks=5, floats=LARGE_FLOATS)
+        results["gloo8_4mb"] = gloo(8, warmup=3, iters=10, blocks=3, floats=LARGE_FLOATS)
 
     print()
     print(f"{'system':<46} {'µs / round':>12} {'rounds / s':>12}  note")
@@ -447,6 +464,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.large:
         ratios["pair 4 MB / one process 4 MB"] = ratio(get("pair_4mb"), get("single_4mb"))
         ratios["tree8 4 MB / one process 4 MB"] = ratio(get("tree8_4mb"), get("single_4mb"))
+        ratios["pair 4 MB / gloo world 2 4 MB (target <= 1)"] = ratio(
+            get("pair_4mb"), get("gloo2_4mb")
+        )
+        ratios["tree8 4 MB / gloo world 8 4 MB (target <= 1)"] = ratio(
+            get("tree8_4mb"), get("gloo8_4mb")
+        )
     for k in ("pair", "tree8", "pair_4mb", "tree8_4mb"):
         us, single = get(k).us, get("single_4mb" if k.endswith("4mb") else "single").us
         comm[k] = None if us is None or single is None else us - single
