@@ -90,6 +90,10 @@ def _deployment(args: argparse.Namespace, roles: int) -> Deployment:
             f"--checkpoint-keep {args.checkpoint_keep} is out of range: 1 to 999,999,999 "
             "captures (leave it out to keep every one)",
         )
+    if args.threads is not None and not 1 <= args.threads <= 256:
+        raise Refused(
+            "bad-argument", f"--threads {args.threads} is out of range: 1 to 256 threads"
+        )
     base = args.port_base if args.port_base is not None else free_port_base(roles)
     overlap = ephemeral_overlap(base, min(base + roles - 1, 65535))
     if args.port_base is not None and overlap:
@@ -108,6 +112,7 @@ def _deployment(args: argparse.Namespace, roles: int) -> Deployment:
         args.checkpoint_keep or 0,
         # A path to read the launch secret from, compiled in; never the secret itself.
         str(Path(args.secret_file).resolve()) if getattr(args, "secret_file", None) else "",
+        threads=args.threads or 0,
     )
 
 
@@ -369,6 +374,15 @@ def parser() -> argparse.ArgumentParser:
             default=None,
             help="CPU level to generate for, e.g. x86-64-v3 (default: x86-64-v2); "
             "vector width changes speed, never bits",
+        )
+        b.add_argument(
+            "--threads",
+            type=int,
+            default=None,
+            metavar="N",
+            help="threads each role runs its matrix products on (default: its pairing's "
+            "`cores`, else the cores it may use); any count gives the same bits "
+            "(deployment input)",
         )
         b.add_argument("--data", default=None, help="data path compiled in (deployment input)")
         b.add_argument(

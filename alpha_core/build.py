@@ -71,6 +71,7 @@ class Deployment:
     resume: str = ""  # a checkpoint or capture folder every role resumes from; "" for fresh
     checkpoint_keep: int = 0  # published captures the root keeps; 0: every one
     secret_file: str = ""  # where every role reads the launch secret; "" for none compiled in
+    threads: int = 0  # threads per role for the kernels' tasks; 0: the cores each may use
 
 
 def kernels_object(program: Program, target: str, cpu: str | None = None) -> bytes:
@@ -163,6 +164,7 @@ def build_program(
         ),
         resume=d.resume,
         checkpoint_keep=d.checkpoint_keep,
+        threads=d.threads,
     )
     built = _link(_shared(program, target, data_path or d.data_path, d.cpu), role, exe, admission)
     manifest = out_dir / MANIFEST
@@ -197,12 +199,27 @@ def build_plan(
     for a in admissions.values():
         refuse_unless_admitted(a, f"{a.role} of plan `{plan.name}`")
     targets = {i: pairing.host_of(i) if pairing is not None else "x86_64" for i in indices}
+    cores = {i: pairing.cores_of(i) if pairing is not None else None for i in indices}
+    for i in indices:
+        if deployment.threads and cores[i] and deployment.threads > (cores[i] or 0):
+            raise LinkError(
+                "threads-over-cores",
+                f"--threads {deployment.threads} is more than the {cores[i]} cores pairing "
+                f"`{pairing.name if pairing else ''}` gives {plan.membership.name_of(i)}",
+            )
     # the program part and the kernels once per target; per role only its schedule
     shared = {
         t: _shared(program, t, deployment.data_path, deployment.cpu)
         for t in sorted(set(targets.values()))
     }
-    schedules = {i: _schedule(plan, i, deployment) for i in indices}
+    schedules = {
+        i: replace(
+            _schedule(plan, i, deployment),
+            threads=deployment.threads or cores[i] or 0,
+            max_threads=cores[i] or 0,
+        )
+        for i in indices
+    }
     built = _link_all(
         indices,
         lambda i: _link(

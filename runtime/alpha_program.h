@@ -133,6 +133,7 @@ struct alpha_role {
                               * the secret); NULL or "": none compiled in */
     uint32_t threads; /* threads for the kernels' tasks (a deployment input); 0: the cores the
                        * process may run on. Never changes the bits (pool.h) */
+    uint32_t max_threads; /* the most threads the role's pairing admits (`cores N`); 0: any */
 };
 
 extern const struct alpha_role ALPHA_ROLE;

@@ -221,6 +221,14 @@ int main(int argc, char **argv)
     refusal_context(role->name, 0);
     struct options o = parse_options(argc, argv);
     check_program(p);
+    uint32_t threads = o.threads ? o.threads : pool_cores();
+    if (ALPHA_ROLE.max_threads && threads > ALPHA_ROLE.max_threads) {
+        if (o.threads)
+            refuse(REFUSAL_THREADS_OVER_CORES, "--threads %u is more than the %u cores the "
+                   "pairing gives role %s", (unsigned)threads, (unsigned)ALPHA_ROLE.max_threads,
+                   ALPHA_ROLE.name);
+        threads = ALPHA_ROLE.max_threads; /* the machine's cores, as many as the pairing gives */
+    }
     struct schedule s;
     schedule_check(&s, p, role);
     event_start(p);
@@ -235,7 +243,7 @@ int main(int argc, char **argv)
         secret_load(o.secret_file, role->secret_file, secret);
     struct dataset d;
     data_load(p, o.data_path, &d);
-    pool_start(o.threads ? o.threads : pool_cores());
+    pool_start(threads);
 
     schedule_prepare(&s, o.checkpoint_dir);
     s.capture.keep = o.keep;

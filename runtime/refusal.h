@@ -20,6 +20,7 @@
 #define REFUSAL_PARAMS_WRITE_FAILED "params-write-failed"
 #define REFUSAL_EVENTS_UNWRITABLE "events-unwritable" /* stdout failed; after the parameters */
 #define REFUSAL_THREADS_UNAVAILABLE "threads-unavailable" /* a worker thread could not start */
+#define REFUSAL_THREADS_OVER_CORES "threads-over-cores" /* more threads than the pairing's cores */
 /* Between roles (net.c, frame.c). */
 #define REFUSAL_LISTEN_FAILED "listen-failed"         /* cannot listen on listen_host:port */
 #define REFUSAL_PEER_UNREACHABLE "peer-unreachable"   /* a peer never connected or accepted */

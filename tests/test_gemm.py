@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import program_of, run_exe
+from conftest import cli, program_of, run_exe
 from reference import train
 
 from alpha_core.build import Deployment, build_program
@@ -155,3 +155,74 @@ def test_packed_products_are_exact_on_aarch64(wide: tuple[object, str], tmp_path
     )
     assert proc.returncode == 0, proc.stderr
     assert hashlib.sha256(params.read_bytes()).hexdigest() == reference
+
+
+PLAN = """
+plan duo for wide {
+  roles worker[2]
+  topology pair
+}
+
+pairing two_cores for duo {
+  worker[*]: host x86_64, cores 2
+}
+"""
+
+
+def _plan_source(tmp_path: Path, pairing: str = "") -> Path:
+    src = tmp_path / "wide.alpha"
+    src.write_text(SOURCE % {"steps": 2} + PLAN + pairing)
+    return src
+
+
+def test_pairing_cores_bound_the_threads_at_build_and_at_start(tmp_path: Path) -> None:
+    """`cores 2` in the pairing: `alpha build --threads 3` is refused by name before anything is
+    compiled; a build without --threads runs two threads, and an executable started with
+    --threads 3 is refused before round 0."""
+    src = _plan_source(tmp_path)
+    base = ["build", str(src), "--plan", "duo", "--pairing", "two_cores"]
+    over = cli(*base, "-o", str(tmp_path / "over"), "--threads", "3")
+    assert over.returncode != 0
+    assert "error[threads-over-cores]" in over.stderr
+    assert "--threads 3 is more than the 2 cores pairing `two_cores` gives worker[0]" in over.stderr
+    assert not (tmp_path / "over" / "worker-0").exists()
+
+    built = cli(*base, "-o", str(tmp_path / "ok"))
+    assert built.returncode == 0, built.stderr
+    exe = str(tmp_path / "ok" / "worker-0")
+    help_text = subprocess.run([exe, "--help"], capture_output=True, text=True).stdout
+    assert "threads for the matrix products (default: 2)" in help_text
+    started = subprocess.run([exe, "--threads", "3"], capture_output=True, text=True, timeout=60)
+    assert started.returncode == 3
+    assert "error[threads-over-cores]: --threads 3 is more than the 2 cores" in started.stderr
+
+
+def test_a_pairing_cores_count_is_checked(tmp_path: Path) -> None:
+    bad = """
+pairing none for duo {
+  worker[*]: host x86_64, cores 0
+}
+
+pairing unit for duo {
+  worker[*]: host x86_64, memory 64
+}
+"""
+    checked = cli("check", str(_plan_source(tmp_path, bad)))
+    assert checked.returncode == 1
+    assert "`cores` is 0; a role runs on 1 to 256 cores" in checked.stdout + checked.stderr
+    assert "`memory 64` needs a unit" in checked.stdout + checked.stderr
+
+
+def test_threads_compiled_in_by_alpha_build(tmp_path: Path) -> None:
+    """`alpha build --threads 3`: the executable's default, with the reference's bits."""
+    src = tmp_path / "wide.alpha"
+    src.write_text(SOURCE % {"steps": 3})
+    built = cli("build", str(src), "-o", str(tmp_path / "b"), "--threads", "3")
+    assert built.returncode == 0, built.stderr
+    exe = str(tmp_path / "b" / "wide")
+    help_text = subprocess.run([exe, "--help"], capture_output=True, text=True).stdout
+    assert "(default: 3)" in help_text
+    program = program_of(SOURCE % {"steps": 3}, tmp_path / "again.alpha")
+    assert _run(exe) == train(program).sha256
+    refused = cli("build", str(src), "-o", str(tmp_path / "c"), "--threads", "0")
+    assert refused.returncode != 0 and "--threads 0 is out of range: 1 to 256" in refused.stderr

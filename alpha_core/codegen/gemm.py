@@ -237,7 +237,7 @@ class GemmEmitter:
             done = b.function.append_basic_block("pack.done")
             b.cbranch(contiguous, fast, other)
             b.position_at_end(other)
-            b.cbranch(ir.Constant(ir.IntType(1), 0), across, slow)
+            b.cbranch(along_k if lanes % 4 == 0 else ir.Constant(ir.IntType(1), 0), across, slow)
 
             b.position_at_end(across)
             self._pack_across(b, out, gep(b, src, b.mul(base_lane, s_lane)), kc, s_lane, lanes)

@@ -75,6 +75,8 @@ def role_c(role: RoleSchedule) -> str:
         "state_start": f"{role.state_start}u",
         "state_count": f"{role.state_count}u",
         "secret_file": _c_string(role.secret_file),
+        "threads": f"{role.threads}u",
+        "max_threads": f"{role.max_threads}u",
     }
     parts.append("const struct alpha_role ALPHA_ROLE = {\n")
     parts.extend(f"    .{k} = {v},\n" for k, v in fields.items())

@@ -446,6 +446,18 @@ _ENTRIES = [
         "reason. Run it with fewer threads.",
     ),
     Refusal(
+        "threads-over-cores",
+        USAGE,
+        "more threads asked for than the pairing gives the role cores",
+        "A pairing may say how many cores each role has (`worker[*]: host x86_64, cores 8`). "
+        "A role then runs at most that many threads, and by default exactly that many "
+        "(without `cores`, the cores its CPU affinity allows). `alpha build --threads N` with "
+        "N above a role's `cores` is refused before anything is compiled, and so is an "
+        "executable started with `--threads N` above the count compiled into it, before round "
+        "0. The thread count never changes the bits, only the speed: lower it, or pair the "
+        "role with more cores.",
+    ),
+    Refusal(
         "listen-failed",
         START_UP,
         "a role cannot listen on its address",

@@ -153,13 +153,15 @@ class Plan:
 
 @dataclass(frozen=True)
 class PairingEntry:
-    """Roles lo..hi-1 of a family run on `host`, with `memory` bytes (None: the default)."""
+    """Roles lo..hi-1 of a family run on `host`, with `memory` bytes (None: the default) and
+    `cores` cores for each role's threads (None: whatever the machine gives it)."""
 
     family: str
     lo: int
     hi: int
     host: str
     memory: int | None = None
+    cores: int | None = None
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,9 @@ class Pairing:
 
     def host_of(self, index: int) -> str:
         return self.entry_of(index).host
+
+    def cores_of(self, index: int) -> int | None:
+        return self.entry_of(index).cores
 
     def profile_of(self, index: int) -> Profile:
         e = self.entry_of(index)

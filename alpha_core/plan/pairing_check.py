@@ -10,6 +10,7 @@ from alpha_core.syntax import ast
 from alpha_core.syntax.span import Span
 
 HOSTS = ("x86_64", "aarch64")
+MAX_CORES = 256  # the runtime's most threads (runtime/pool.c)
 GPU_PROFILES = ("rtx3070", "rtx3090", "a100-40gb", "a100-80gb", "h100-80gb", "h200")
 
 
@@ -38,8 +39,30 @@ def check_pairing(decl: ast.Decl, plan: Plan, ctx: CheckContext) -> Pairing | No
             continue
         host = None
         memory: int | None = None
+        cores: int | None = None
         for prop in item.props:
-            if prop.key == "memory" and prop.amount is not None:
+            if prop.key == "cores" and prop.amount is not None and not prop.value:
+                if not 1 <= prop.amount <= MAX_CORES:
+                    ctx.refuse(
+                        "bad-argument",
+                        f"`cores` is {prop.amount:,}; a role runs on 1 to {MAX_CORES} cores",
+                        prop.value_span,
+                    )
+                cores = prop.amount
+            elif prop.key == "cores":
+                ctx.refuse(
+                    "bad-argument",
+                    "`cores` takes a count, as in `cores 8`",
+                    prop.value_span,
+                )
+            elif prop.key == "memory" and prop.amount is not None and not prop.value:
+                ctx.refuse(
+                    "bad-argument",
+                    f"`memory {prop.amount}` needs a unit, as in `memory {prop.amount} gib`",
+                    prop.value_span,
+                    help=f"units: {', '.join(MEMORY_UNITS)}",
+                )
+            elif prop.key == "memory" and prop.amount is not None:
                 scale = MEMORY_UNITS.get(prop.value)
                 if scale is None:
                     ctx.unknown("memory unit", prop.value, prop.value_span, MEMORY_UNITS)
@@ -69,7 +92,9 @@ def check_pairing(decl: ast.Decl, plan: Plan, ctx: CheckContext) -> Pairing | No
                         help="pair it with a host only for now",
                     )
             else:
-                ctx.unknown("pairing property", prop.key, prop.key_span, ["host", "gpu", "memory"])
+                ctx.unknown(
+                    "pairing property", prop.key, prop.key_span, ["host", "gpu", "memory", "cores"]
+                )
         if host is None:
             ctx.refuse(
                 "pairing-incomplete",
@@ -78,7 +103,7 @@ def check_pairing(decl: ast.Decl, plan: Plan, ctx: CheckContext) -> Pairing | No
                 help="add `host x86_64` or `host aarch64`",
             )
             continue
-        entries.append((PairingEntry(fam.name, lo, hi, host, memory), item.span))
+        entries.append((PairingEntry(fam.name, lo, hi, host, memory, cores), item.span))
     if len(ctx.diagnostics) > before:
         return None
     missing: list[str] = []

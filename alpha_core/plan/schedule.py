@@ -113,6 +113,8 @@ class RoleSchedule:
     state_start: int = 0  # the elements whose learner state this role holds
     state_count: int = 0  # 0: all of them
     secret_file: str = ""  # where the role reads the launch secret (a path, never the secret)
+    threads: int = 0  # threads for the kernels' tasks; 0: the cores the process may use
+    max_threads: int = 0  # the most its pairing admits (`cores N`); 0: no limit
 
     def show(self) -> str:
         lines = [f"role {self.name} (index {self.index} of {self.n_roles}), plan {self.plan}"]

@@ -334,7 +334,8 @@ PlanItem = (
 
 @dataclass(frozen=True)
 class PairingProp:
-    """`host x86_64`, `gpu h200`, or an amount: `memory 64 gib` (amount 64, value `gib`)."""
+    """`host x86_64`, `gpu h200`, an amount: `memory 64 gib` (amount 64, value `gib`), or a
+    count: `cores 8` (amount 8, value "")."""
 
     key: str
     key_span: Span

@@ -219,7 +219,12 @@ class Build:
     def _pairing_item(self, t: Any, role: Any, *props: Any) -> ast.PairingItem:
         out = []
         for p in props:
-            if p.data == "pairing_amount":
+            if p.data == "pairing_count":  # `cores 8`: an amount without a unit
+                key, amount = p.children
+                out.append(
+                    ast.PairingProp(str(key), self._span(key), "", self._span(amount), int(amount))
+                )
+            elif p.data == "pairing_amount":
                 key, amount, unit = p.children
                 out.append(
                     ast.PairingProp(
