@@ -226,3 +226,34 @@ def test_threads_compiled_in_by_alpha_build(tmp_path: Path) -> None:
     assert _run(exe) == train(program).sha256
     refused = cli("build", str(src), "-o", str(tmp_path / "c"), "--threads", "0")
     assert refused.returncode != 0 and "--threads 0 is out of range: 1 to 256" in refused.stderr
+
+
+LARGE = """system many {
+  data train: synthetic(rows: 16, features: 300, classes: 5, seed: 6, noise: 0.5, holdout: 0)
+  batch 8 leaves 2
+  param w1: f32[300, 900] = normal(0.0, 0.05, seed: 1)
+  param b1: f32[900] = zeros
+  param w2: f32[900, 5] = normal(0.0, 0.05, seed: 2)
+  fn model(x: f32[B, 300]) -> f32[B, 5] {
+    return relu(x @ w1 + b1) @ w2
+  }
+  loss softmax_cross_entropy(model(x), y)
+  learner %(learner)s
+  steps 3
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "learner", ["adam(lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8)", "momentum(lr: 0.1, mu: 0.9)"]
+)
+def test_the_learner_update_in_tasks_is_exact(learner: str, tmp_path: Path) -> None:
+    """276,300 parameters: the update runs in tasks of 65,536 elements on the role's threads
+    (kernels.APPLY_TASKS_FROM); 1 and 3 threads give the reference's bits."""
+    from alpha_core.codegen.kernels import APPLY_CHUNK, APPLY_TASKS_FROM
+
+    program = program_of(LARGE % {"learner": learner}, tmp_path / "many.alpha")
+    assert program.n_params >= APPLY_TASKS_FROM and program.n_params % APPLY_CHUNK != 0
+    reference = train(program).sha256
+    exe = build_program(program, tmp_path / "b").executables[0].path
+    assert {_run(exe, "--threads", t) for t in ("1", "3")} == {reference}

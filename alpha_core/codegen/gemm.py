@@ -112,6 +112,7 @@ class GemmEmitter:
         # c, a, b, m, n, k, a's strides, b's strides, then the task's columns (a multiple of NR)
         self._ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8)
         self._gemm: ir.Function | None = None  # emitted with the first large product
+        self._parallel: ir.Function | None = None  # declared with the first task
 
     def finish(self) -> None:
         """Defines the scratch each worker needs and the runtime's hook that starts the
@@ -123,18 +124,24 @@ class GemmEmitter:
         scratch.global_constant = True
         hook = ir.GlobalVariable(self.module, PTR, HOOK_SYMBOL)
         hook.global_constant = True
-        if self._gemm is None:
+        if self._parallel is None:
             hook.initializer = ir.Constant(PTR, None)
         else:
             spawn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [I32]), SPAWN_SYMBOL)
             hook.initializer = spawn
 
-    def _declare(self) -> ir.Function:
-        if self._gemm is None:
+    def parallel(self) -> ir.Function:
+        """alpha_parallel(task, ctx, count), declared (and the threads' hook set) on first use."""
+        if self._parallel is None:
             parallel_ty = ir.FunctionType(ir.VoidType(), [PTR, PTR, I32])
             self._parallel = ir.Function(self.module, parallel_ty, PARALLEL_SYMBOL)
             workers_ty = ir.FunctionType(I32, [])
             self._workers = ir.Function(self.module, workers_ty, WORKERS_SYMBOL)
+        return self._parallel
+
+    def _declare(self) -> ir.Function:
+        if self._gemm is None:
+            self.parallel()
             self._kernel = self._emit_kernel()
             self._task = self._emit_task()
             self._gemm = self._emit_gemm()
@@ -473,6 +480,6 @@ class GemmEmitter:
         task_nc = b.mul(per_task, i64(K.nr))
         put(10, task_nc)
         tasks = b.mul(tiles_m, b.udiv(b.add(n, b.sub(task_nc, i64(1))), task_nc))
-        b.call(self._parallel, [self._task, ctx, b.trunc(tasks, I32)])
+        b.call(self.parallel(), [self._task, ctx, b.trunc(tasks, I32)])
         b.ret_void()
         return fn

@@ -105,12 +105,17 @@ def emit_forward(module: ir.Module, program: Program, gemm: GemmEmitter) -> None
     b.ret_void()
 
 
-def emit_apply(module: ir.Module, program: Program) -> None:
+APPLY_CHUNK = 1 << 16  # elements per task of the learner update
+APPLY_TASKS_FROM = 1 << 18  # a role applying fewer elements does it on its own thread
+
+
+def emit_apply(module: ir.Module, program: Program, gemm: GemmEmitter) -> None:
     """The learner on elements [start, start + count) of the flat parameters.
 
     `state` is the caller's learner state for exactly those elements: `slots` arrays of `count`
     floats, then the learner's scalars. The update of each element depends on that element
-    alone, so any partition of the elements gives the bits of the whole update.
+    alone, so any partition of the elements gives the bits of the whole update: a large count
+    is split into tasks of APPLY_CHUNK elements run on the role's threads.
     """
     fn, b = _function(
         module,
@@ -123,7 +128,8 @@ def emit_apply(module: ir.Module, program: Program) -> None:
     A = LlvmArith(b)
     learner = program.learner
     hyper = dict(learner.hyper)
-    powers: tuple[ir.Value, ir.Value] | None = None
+    b1t: ir.Value = ir.Constant(F32, 0.0)
+    b2t: ir.Value = ir.Constant(F32, 0.0)
     if learner.kind == "adam":
         at = b.mul(count, i64(2))
         first = b.icmp_unsigned("==", step_index, ir.Constant(I32, 0))
@@ -137,13 +143,62 @@ def emit_apply(module: ir.Module, program: Program) -> None:
         )
         store(b, b1t, state, at)
         store(b, b2t, state, b.add(at, i64(1)))
-        # keep the powers in registers across the loop
-        s1, s2 = entry_alloca(b), entry_alloca(b)
-        b.store(b1t, s1)
-        b.store(b2t, s2)
-        powers = (s1, s2)
+    span = _emit_apply_span(module, program)
+    if program.n_params < APPLY_TASKS_FROM:
+        b.call(span, [params, state, gsum, start, count, i64(0), count, b1t, b2t])
+        b.ret_void()
+        return
+    ctx_ty = ir.LiteralStructType([PTR, PTR, PTR, I64, I64, F32, F32])
+    task = _emit_apply_task(module, span, ctx_ty)
+    ctx = entry_alloca(b, ctx_ty)
+    ctx.type = PTR
+    for i, value in enumerate((params, state, gsum, start, count, b1t, b2t)):
+        field = b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, i)], source_etype=ctx_ty)
+        b.store(value, field)
+    tasks = b.udiv(b.add(count, i64(APPLY_CHUNK - 1)), i64(APPLY_CHUNK))
+    b.call(gemm.parallel(), [task, ctx, b.trunc(tasks, I32)])
+    b.ret_void()
 
-    def element(j: ir.Value) -> None:
+
+def _emit_apply_task(module: ir.Module, span: ir.Function, ctx_ty: ir.Type) -> ir.Function:
+    """task(ctx, index, scratch): elements [index * CHUNK, ...) of the update in ctx."""
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, I32, PTR]), "alpha.apply.task")
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    ctx, index, _ = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    tys = (PTR, PTR, PTR, I64, I64, F32, F32)
+    fields = [
+        b.load(b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, i)], source_etype=ctx_ty), typ=t)
+        for i, t in enumerate(tys)
+    ]
+    count = fields[4]
+    lo = b.mul(b.zext(index, I64), i64(APPLY_CHUNK))
+    hi = b.add(lo, i64(APPLY_CHUNK))
+    hi = b.select(b.icmp_unsigned("<", hi, count), hi, count)
+    b.call(span, [*fields[:5], lo, hi, *fields[5:]])
+    b.ret_void()
+    return fn
+
+
+def _emit_apply_span(module: ir.Module, program: Program) -> ir.Function:
+    """span(params, state, grad_sum, start, count, lo, hi, b1t, b2t): the update of elements
+    start + j for j in [lo, hi), with the Adam powers b1t, b2t of this step."""
+    fn, b = _function(
+        module,
+        "alpha.apply.span",
+        ir.VoidType(),
+        [PTR, PTR, PTR, I64, I64, I64, I64, F32, F32],
+        ["params", "state", "grad_sum", "start", "count", "lo", "hi", "b1t", "b2t"],
+    )
+    fn.linkage = "internal"
+    params, state, gsum, start, count, lo, hi, b1t, b2t = fn.args
+    A = LlvmArith(b)
+    learner = program.learner
+    hyper = dict(learner.hyper)
+
+    def element(t: ir.Value) -> None:
+        j = b.add(lo, t)
         e = b.add(start, j)
         p = load(b, params, e)
         g = learners.mean_gradient(A, load(b, gsum, e), program.batch)
@@ -154,7 +209,6 @@ def emit_apply(module: ir.Module, program: Program) -> None:
             store(b, p2, params, e)
             store(b, v2, state, j)
         else:
-            assert powers is not None
             vj = b.add(j, count)
             p2, m2, v2 = learners.adam(
                 A,
@@ -162,8 +216,8 @@ def emit_apply(module: ir.Module, program: Program) -> None:
                 load(b, state, j),
                 load(b, state, vj),
                 g,
-                b.load(powers[0], typ=F32),
-                b.load(powers[1], typ=F32),
+                b1t,
+                b2t,
                 hyper["lr"],
                 hyper["beta1"],
                 hyper["beta2"],
@@ -173,8 +227,9 @@ def emit_apply(module: ir.Module, program: Program) -> None:
             store(b, m2, state, j)
             store(b, v2, state, vj)
 
-    for_count(b, count, element, "p")
+    for_count(b, b.sub(hi, lo), element, "p")
     b.ret_void()
+    return fn
 
 
 def emit_init(module: ir.Module, program: Program) -> None:
@@ -207,7 +262,7 @@ def build_kernels(
     gemm = GemmEmitter(module, blocking_for(width, registers))
     emit_init(module, program)
     emit_leaf_grad(module, program, step, gemm)
-    emit_apply(module, program)
+    emit_apply(module, program, gemm)
     emit_forward(module, program, gemm)
     gemm.finish()
     return module
