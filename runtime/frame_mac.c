@@ -91,7 +91,7 @@ CLMUL static inline __m128i reduce_x86(__m128i lo, __m128i mid, __m128i hi)
     return _mm_xor_si128(lo, _mm_clmulepi64_si128(hi, r, 0x00)); /* p2 * 0x87 at bit 0 */
 }
 
-CLMUL static void hash_x86(uint64_t y[2], const uint64_t h[4][2], const uint8_t *p,
+CLMUL static void hash_x86(uint64_t y[2], const uint64_t h[32][2], const uint8_t *p,
                            size_t blocks)
 {
     __m128i acc = _mm_loadu_si128((const __m128i *)y), hp[4];
@@ -132,22 +132,15 @@ WIDE static inline __m128i fold_lanes(__m512i v)
 }
 
 /* Thirty-two Horner steps at a time over whole groups of 32 blocks; returns the blocks hashed.
- * H^5..H^32 are computed here from the key's H^1..H^4 (28 products a frame), highest first in
- * memory, so that register j of a group's multipliers is four of them in a row: block 4j + l of
- * a group (lane l) is multiplied by H^(32 - 4j - l). */
-WIDE static size_t hash_wide(uint64_t y[2], const uint64_t h[4][2], const uint8_t *p,
+ * Block 4j + l of a group (register j, lane l) is multiplied by H^(32 - 4j - l): the key's
+ * H^(29 - 4j)..H^(32 - 4j), their four lanes reversed. */
+WIDE static size_t hash_wide(uint64_t y[2], const uint64_t h[32][2], const uint8_t *p,
                              size_t blocks)
 {
-    __m128i pw[32]; /* pw[32 - i] = H^i */
-    for (int i = 1; i <= 32; i++) {
-        if (i <= 4) {
-            pw[32 - i] = _mm_loadu_si128((const __m128i *)h[i - 1]);
-            continue;
-        }
-        __m128i lo = _mm_setzero_si128(), mid = lo, hi = lo;
-        mul_x86(pw[36 - i], pw[28], &lo, &mid, &hi);
-        pw[32 - i] = reduce_x86(lo, mid, hi);
-    }
+    __m512i m[8];
+    for (int j = 0; j < 8; j++)
+        m[j] = _mm512_shuffle_i64x2(_mm512_loadu_si512((const void *)h[28 - 4 * j]),
+                                    _mm512_loadu_si512((const void *)h[28 - 4 * j]), 0x1b);
     __m128i acc = _mm_loadu_si128((const __m128i *)y);
     size_t done = blocks - blocks % 32;
     for (; blocks >= 32; blocks -= 32, p += 512) {
@@ -156,7 +149,7 @@ WIDE static size_t hash_wide(uint64_t y[2], const uint64_t h[4][2], const uint8_
 #pragma clang loop unroll(disable) /* the executable has a size budget; as fast either way */
         for (int j = 0; j < 8; j++) {
             x = _mm512_xor_si512(x, _mm512_loadu_si512((const void *)(p + 64 * j)));
-            mul_wide(x, _mm512_loadu_si512((const void *)&pw[4 * j]), &lo, &mid, &hi);
+            mul_wide(x, m[j], &lo, &mid, &hi);
             x = _mm512_setzero_si512();
         }
         acc = reduce_x86(fold_lanes(lo), fold_lanes(mid), fold_lanes(hi));
@@ -212,7 +205,7 @@ PMULL static inline uint64x2_t reduce_arm(uint64x2_t lo, uint64x2_t mid, uint64x
     return veorq_u64(lo, pmull(vgetq_lane_u64(hi, 0), 0x87)); /* p2 * 0x87 at bit 0 */
 }
 
-PMULL static void hash_arm(uint64_t y[2], const uint64_t h[4][2], const uint8_t *p,
+PMULL static void hash_arm(uint64_t y[2], const uint64_t h[32][2], const uint8_t *p,
                            size_t blocks)
 {
     uint64x2_t acc = vld1q_u64(y), hp[4];
@@ -332,7 +325,7 @@ void frame_key_init(struct frame_key *k, const uint8_t direction_key[32])
     hmac_sha256(direction_key, 32, hash_label, sizeof hash_label - 1, sub);
     uint64_t h[2] = {get64(sub), get64(sub + 8)}, zero[2] = {0, 0};
     memcpy(k->h[0], h, sizeof h);
-    for (int i = 1; i < 4; i++) {
+    for (int i = 1; i < 32; i++) {
         memcpy(k->h[i], k->h[i - 1], sizeof h);
         mul_portable(k->h[i], zero, h);
     }

@@ -21,7 +21,7 @@
 #define FRAME_MAC_BYTES 16u
 
 struct frame_key {
-    uint64_t h[4][2]; /* H^1..H^4 as (low, high) words: four blocks per reduction */
+    uint64_t h[32][2]; /* H^1..H^32 as (low, high) words: 4 (or 32) blocks per reduction */
     struct hmac pad;  /* HMAC-SHA256 keyed by K_pad, for the per-frame pads */
 };
 

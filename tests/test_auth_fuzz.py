@@ -38,9 +38,9 @@ class CHmac(ctypes.Structure):
 
 
 class CFrameKey(ctypes.Structure):
-    """struct frame_key: H^1..H^4 (four pairs of u64), then a struct hmac."""
+    """struct frame_key: H^1..H^32 (32 pairs of u64), then a struct hmac."""
 
-    _fields_ = [("powers", ctypes.c_uint64 * 8), ("pad", CHmac)]
+    _fields_ = [("powers", ctypes.c_uint64 * 64), ("pad", CHmac)]
 
 
 class CHello(ctypes.Structure):
@@ -78,7 +78,7 @@ class Lib:
                                    ctypes.POINTER(CExpect), ctypes.c_uint64]  # fmt: skip
         lib.frame_reason.restype = ctypes.c_char_p
         assert ctypes.sizeof(CHmac) == 2 * 112  # the C struct's size on LP64
-        assert ctypes.sizeof(CFrameKey) == 64 + 2 * 112
+        assert ctypes.sizeof(CFrameKey) == 512 + 2 * 112
 
     def hmac(self, key: bytes, data: bytes) -> bytes:
         out = ctypes.create_string_buffer(32)
