@@ -165,15 +165,16 @@ class GemmEmitter:
 
     # -- the micro-kernel ----------------------------------------------------------------------
     def _emit_kernel(self) -> ir.Function:
-        """kernel(ap, bp, c, ldc, kc, first): the MR x NR tile at c (row stride ldc) gets
-        Σ over kc packed steps, starting from +0.0 when `first`, else from its own value."""
+        """kernel(ap, bp, c, ldc, kc, first, ldb): the MR x NR tile at c (row stride ldc) gets
+        Σ over kc steps of the packed A panel and the B panel at bp (row stride ldb: NR when
+        packed), starting from +0.0 when `first`, else from its own value."""
         K = self.k
         nv = K.nr // K.width
-        fnty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, I64, I64, ir.IntType(1)])
+        fnty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, I64, I64, ir.IntType(1), I64])
         fn = ir.Function(self.module, fnty, "alpha.gemm.kernel")
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
-        ap, bp, c, ldc, kc, first = fn.args
+        ap, bp, c, ldc, kc, first, ldb = fn.args
         for arg in (ap, bp, c):
             arg.add_attribute("noalias")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -193,7 +194,7 @@ class GemmEmitter:
         def step(p: ir.Value) -> None:
             brow = [
                 b.load(
-                    gep(b, bp, b.add(b.mul(p, i64(K.nr)), i64(v * K.width)), self.vec),
+                    gep(b, bp, b.add(b.mul(p, ldb), i64(v * K.width)), self.vec),
                     typ=self.vec,
                     align=4,
                 )
@@ -364,12 +365,18 @@ class GemmEmitter:
         tile.align = 64
         b.position_at_end(here)
         blocks = _ceil_div(b, k, K.kc)
+        # With one row of tasks (m <= MC) each element of a row-major B serves only the few row
+        # panels of this task: the micro-kernel reads it where it is rather than from a copy.
+        direct = b.and_(b.icmp_signed("==", b1, i64(1)), b.icmp_signed("<=", m, i64(K.mc)))
+        panel_at = entry_alloca(b, PTR)
+        panel_ld = entry_alloca(b, I64)
 
         def k_block(q: ir.Value) -> None:
             p0 = b.mul(q, i64(K.kc))
             kc = _min(b, i64(K.kc), b.sub(k, p0))
             b_src = gep(b, bm, b.add(b.mul(p0, b0), b.mul(j0, b1)))
-            self._pack(b, bp, b_src, nc, kc, b1, b0, K.nr)
+            with b.if_then(b.not_(direct)):
+                self._pack(b, bp, b_src, nc, kc, b1, b0, K.nr)
             a_src = gep(b, a, b.add(b.mul(i0, a0), b.mul(p0, a1)))
             self._pack(b, ap, a_src, mc, kc, a0, a1, K.mr)
             first = b.icmp_unsigned("==", q, i64(0))
@@ -377,7 +384,19 @@ class GemmEmitter:
             def col_panel(jr: ir.Value) -> None:
                 jj = b.mul(jr, i64(K.nr))
                 cols = _min(b, i64(K.nr), b.sub(nc, jj))
-                b_panel = gep(b, bp, b.mul(jj, kc))
+                b.store(gep(b, bp, b.mul(jj, kc)), panel_at)
+                b.store(i64(K.nr), panel_ld)
+                with b.if_then(direct):
+                    here = gep(b, b_src, b.mul(jj, b1))
+                    with b.if_else(b.icmp_signed("==", cols, i64(K.nr))) as (whole_cols, edge):
+                        with whole_cols:  # read in place: a row of the panel is NR adjacent floats
+                            b.store(here, panel_at)
+                            b.store(b0, panel_ld)
+                        with edge:  # the last, partial panel packed (zero beyond n)
+                            self._pack(b, bp, here, cols, kc, b1, b0, K.nr)
+                            b.store(bp, panel_at)
+                b_panel = b.load(panel_at, typ=PTR)
+                ldb = b.load(panel_ld, typ=I64)
 
                 def row_panel(ir_: ir.Value) -> None:
                     ii = b.mul(ir_, i64(K.mr))
@@ -390,10 +409,12 @@ class GemmEmitter:
                     )
                     with b.if_else(whole) as (then, other):
                         with then:
-                            b.call(self._kernel, [a_panel, b_panel, c_tile, n, kc, first])
+                            b.call(self._kernel, [a_panel, b_panel, c_tile, n, kc, first, ldb])
                         with other:
                             self._edge(b, tile, c_tile, n, rows, cols, first)
-                            b.call(self._kernel, [a_panel, b_panel, tile, i64(K.nr), kc, first])
+                            b.call(
+                                self._kernel, [a_panel, b_panel, tile, i64(K.nr), kc, first, ldb]
+                            )
                             self._edge_out(b, tile, c_tile, n, rows, cols)
 
                 for_count(b, _ceil_div(b, mc, K.mr), row_panel, "ir")
