@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import cli, program_of, run_exe
+from conftest import EXAMPLES, cli, program_of, run_exe
 from reference import train
 
 from alpha_core.build import Deployment, build_program
@@ -257,3 +257,23 @@ def test_the_learner_update_in_tasks_is_exact(learner: str, tmp_path: Path) -> N
     reference = train(program).sha256
     exe = build_program(program, tmp_path / "b").executables[0].path
     assert {_run(exe, "--threads", t) for t in ("1", "3")} == {reference}
+
+
+def test_admission_counts_each_threads_packed_panels(tmp_path: Path) -> None:
+    """A role with packed products holds one set of panels per thread: `cores 2` doubles it,
+    and a system whose products all stay small holds none."""
+    from alpha_core.plan.admission import admit, admit_program, task_scratch
+    from alpha_core.workspace import Workspace
+
+    program = program_of(SOURCE % {"steps": 2}, tmp_path / "single.alpha")
+    per_thread = task_scratch(program)
+    assert per_thread > 0
+    assert ("packed panels (1 thread)", per_thread) in admit_program(program).items
+    checked = Workspace().analyze_file(str(_plan_source(tmp_path))).checked
+    assert checked is not None
+    pairing = checked.pairings["two_cores"]
+    assert dict(admit(pairing.plan, pairing, 0).items)["packed panels (2 threads)"] == (
+        2 * per_thread
+    )
+    digits = (EXAMPLES / "digits.alpha").read_text().replace('"data/', f'"{EXAMPLES}/data/')
+    assert task_scratch(program_of(digits, tmp_path / "digits.alpha")) == 0

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from alpha_core.autodiff.reverse import training_step
 from alpha_core.check.program import Program
+from alpha_core.codegen.gemm import GEMM_MIN_WORK, blocking_for
 from alpha_core.codegen.graph_emit import live_nodes
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.ir.graph import concrete, size
@@ -23,6 +24,10 @@ from alpha_core.plan.tree import split
 FLOAT = 4
 FRAME_HEADER = 64
 RUNTIME_RESERVE = 1 << 20  # the executable's own code, stack and C library
+TILES = ((4, 16), (8, 16), (16, 32), (4, 32))  # (lanes, registers) of every target's tile
+# A role's threads are counted as its pairing's `cores` (one without it); the kernels' static
+# buffers above are an upper bound: a transpose read in place or a gradient computed where the
+# caller wants it takes no buffer of its own.
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,19 @@ def kernel_buffers(program: Program) -> int:
     return total
 
 
-def demand(program: Program, schedule: RoleSchedule) -> list[tuple[str, int]]:
+def task_scratch(program: Program) -> int:
+    """Bytes of packed panels one thread needs: the largest tile's, when the kernels have a
+    product large enough for the packed GEMM (codegen/gemm.py), else none."""
+    step = training_step(program)
+    for node in step.graph.nodes:
+        if node.op == "matmul":
+            (m, k), (_, n) = (concrete(step.graph[i].shape, program.leaf_size) for i in node.inputs)
+            if m * n * k >= GEMM_MIN_WORK:
+                return max(blocking_for(w, r).scratch_floats for w, r in TILES) * FLOAT
+    return 0
+
+
+def demand(program: Program, schedule: RoleSchedule, threads: int = 1) -> list[tuple[str, int]]:
     n = program.n_params
     d = program.data
     label_width = 1 if d.label_kind == "class" else d.outputs
@@ -124,6 +141,9 @@ def demand(program: Program, schedule: RoleSchedule) -> list[tuple[str, int]]:
                 len(schedule.links) * (FRAME_HEADER + (n + 1) * FLOAT),
             )
         )
+    scratch = task_scratch(program)
+    if scratch:
+        items.append((f"packed panels ({threads} thread{'s' * (threads != 1)})", threads * scratch))
     items.append(("runtime reserve", RUNTIME_RESERVE))
     return items
 
@@ -174,10 +194,11 @@ def admit(
     """Role `index` against `profile`, or else its pairing's profile (the default host
     profile without a pairing)."""
     schedule = project(plan, index)
+    threads = (pairing.cores_of(index) if pairing is not None else None) or 1
     return Admission(
         schedule.name,
         profile or role_profile(pairing, index),
-        tuple(demand(plan.system, schedule)),
+        tuple(demand(plan.system, schedule, threads)),
     )
 
 
