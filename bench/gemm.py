@@ -100,8 +100,12 @@ int main(int argc, char **argv)
             for (int64_t j = 0; j < n; j++) {
                 float acc = 0.0f;
                 for (int64_t p = 0; p < k; p++) {
+#ifdef FUSED
+                    acc = __builtin_fmaf(a[i * as0 + p * as1], b[p * bs0 + j * bs1], acc);
+#else
                     float prod = a[i * as0 + p * as1] * b[p * bs0 + j * bs1];
                     acc = acc + prod;
+#endif
                 }
                 wrong += memcmp(&acc, &c[i * n + j], sizeof acc) != 0;
             }
@@ -129,12 +133,14 @@ def strides(m: int, n: int, k: int, layout: str) -> tuple[tuple[int, int], tuple
     return a, b
 
 
-def module(host: HostTarget, shapes: list[tuple[int, int, int, str]]) -> tuple[ir.Module, int]:
+def module(
+    host: HostTarget, shapes: list[tuple[int, int, int, str]], fused: bool = False
+) -> tuple[ir.Module, int]:
     mod = ir.Module(name="bench.gemm")
     mod.triple = host.triple
     width = vector_width(host.triple, host.cpu, host.features)
     registers = 32 if width == 16 or host.triple.startswith("aarch64") else 16
-    gemm = GemmEmitter(mod, blocking_for(width, registers))
+    gemm = GemmEmitter(mod, blocking_for(width, registers), fused)
     run = ir.Function(
         mod, ir.FunctionType(ir.VoidType(), [ir.IntType(32), PTR, PTR, PTR]), "bench_run"
     )
@@ -216,17 +222,30 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=0.5)
     parser.add_argument("--shapes", default=DEFAULT_SHAPES)
     parser.add_argument("--json")
+    parser.add_argument(
+        "--fma",
+        action="store_true",
+        help="measure a fused multiply-add micro-kernel (a contract no build uses today), "
+        "checked against an fmaf loop",
+    )
     args = parser.parse_args()
     shapes = parse_shapes(args.shapes)
     host = TARGETS["x86_64"]
     host = HostTarget(host.name, host.triple, host.zig, args.cpu, host.features)
-    mod, width = module(host, shapes)
+    mod, width = module(host, shapes, args.fma)
     with tempfile.TemporaryDirectory(prefix="alpha-bench-gemm-") as temp:
         work = Path(temp)
         (work / "kernels.o").write_bytes(object_code(mod, host))
         (work / "driver.c").write_text(DRIVER)
         zig = host.zig
-        compile_c(zig, "driver.c", work / "driver.o", cwd=work, include_dirs=[runtime_dir()])
+        compile_c(
+            zig,
+            "driver.c",
+            work / "driver.o",
+            cwd=work,
+            include_dirs=[runtime_dir()],
+            extra_flags=["-DFUSED"] if args.fma else [],
+        )
         for name in ("pool", "refusal", "events", "json"):
             compile_c(zig, f"{name}.c", work / f"{name}.o", cwd=runtime_dir())
         objs = [str(work / f"{n}.o") for n in ("pool", "refusal", "events", "json")]
@@ -244,7 +263,8 @@ def main() -> int:
     mhz = nominal_mhz()
     nominal = width * 2 * mhz / 1000 if mhz else None
     peak = result["peak_gflops"] * args.threads
-    print(f"cpu {args.cpu}: {width} lanes, threads {args.threads}")
+    contract = "fused multiply-add" if args.fma else "separate multiply and add"
+    print(f"cpu {args.cpu}: {width} lanes, threads {args.threads}, {contract}")
     print(f"measured non-FMA peak {peak:.1f} GFLOP/s", end="")
     if nominal:
         print(f"; nominal {width} lanes x 2 ops x {mhz:.0f} MHz = {nominal * args.threads:.1f}")

@@ -105,9 +105,12 @@ def _ceil_div(b: ir.IRBuilder, x: ir.Value, d: int) -> ir.Value:
 class GemmEmitter:
     """Declares the product's functions in a module once and emits calls to them."""
 
-    def __init__(self, module: ir.Module, blocking: Blocking) -> None:
+    def __init__(self, module: ir.Module, blocking: Blocking, fused: bool = False) -> None:
+        """`fused` (bench/gemm.py --fma only, never a build): each step one correctly rounded
+        fused multiply-add, the contract an `fma` system would choose, to measure its gain."""
         self.module = module
         self.k = blocking
+        self.fused = fused
         self.vec = ir.VectorType(F32, blocking.width)
         # c, a, b, m, n, k, a's strides, b's strides, then the task's columns (a multiple of NR)
         self._ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8)
@@ -205,7 +208,14 @@ class GemmEmitter:
                 a_all = splat(b, av, K.width)
                 for v in range(nv):
                     acc = b.load(slots[r][v], typ=self.vec)
-                    b.store(b.fadd(acc, b.fmul(a_all, brow[v])), slots[r][v])
+                    if self.fused:
+                        name = f"llvm.fma.v{K.width}f32"
+                        fma = self.module.globals.get(name) or ir.Function(
+                            self.module, ir.FunctionType(self.vec, [self.vec] * 3), name
+                        )
+                        b.store(b.call(fma, [a_all, brow[v], acc]), slots[r][v])
+                    else:
+                        b.store(b.fadd(acc, b.fmul(a_all, brow[v])), slots[r][v])
 
         for_count(b, kc, step, "p")
         for r in range(K.mr):
