@@ -64,6 +64,7 @@ PAIRING_KEYS = [
     ("host", "host ${1|x86_64,aarch64|}"),
     ("gpu", "gpu ${1:h200}"),
     ("memory", "memory ${1:8} gib"),
+    ("cores", "cores ${1:8}"),
 ]
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")

@@ -9,7 +9,7 @@ syn match alphaDeclName /\<[A-Za-z_][A-Za-z0-9_]*\>/ contained
 syn keyword alphaKeyword for data batch leaves param fn loss learner steps
 syn keyword alphaKeyword roles topology round contract state checkpoint every rounds
 syn keyword alphaKeyword each computes over its combine by deliver to applies replicated partitioned
-syn keyword alphaKeyword host gpu memory
+syn keyword alphaKeyword host gpu memory cores
 syn keyword alphaStatement let return
 syn keyword alphaBuiltin relu tanh sigmoid exp log sum mean
 syn keyword alphaBuiltin sgd momentum adam softmax_cross_entropy mse zeros normal uniform
