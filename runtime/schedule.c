@@ -93,6 +93,26 @@ static void add_pieces(float *out, const float *left, const float *a, const floa
         out[i] = b ? left[i] + (a[i] + b[i]) : left[i] + a[i];
 }
 
+/* out[i] = ((base[i] + rights[n-1][i]) + ...) + rights[0][i]: a chain of additions in one
+ * pass, the first operand added first. */
+static void add_chain(float *out, const float *base, const float *const *rights, uint32_t n,
+                      uint64_t len)
+{
+    uint64_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        floats8 v = load8(base + i);
+        for (uint32_t j = n; j-- > 0;)
+            v = v + load8(rights[j] + i);
+        __builtin_memcpy(out + i, &v, sizeof v);
+    }
+    for (; i < len; i++) {
+        float v = base[i];
+        for (uint32_t j = n; j-- > 0;)
+            v = v + rights[j][i];
+        out[i] = v;
+    }
+}
+
 /* Addition [lo, mid) + [mid, hi) is performed at `depth` (it uses scratch[depth]). */
 static void record(struct schedule *s, uint32_t lo, uint32_t mid, uint32_t hi, uint32_t depth)
 {
@@ -103,12 +123,47 @@ static void record(struct schedule *s, uint32_t lo, uint32_t mid, uint32_t hi, u
         s->depth = depth + 1;
 }
 
+static const float *evaluate(struct schedule *s, uint32_t lo, uint32_t hi, float *out,
+                             uint32_t depth, const char **error);
+
+enum { SPINE = 8 }; /* the longest chain added in one pass */
+
+/* Node [lo, hi) (not held, not a leaf) down its left edge: while a node's right child is a
+ * piece held whole (received from a child role, say), the node is its left child plus that
+ * piece. A chain of two or more such links is added in one pass once its bottom node is in
+ * out, the bottom link first, as the recursion would: a combining role with k children reads
+ * and writes its result once, not k times. Returns 0 when the chain is shorter (nothing done);
+ * else 1, with *result as evaluate's. */
+static int spine(struct schedule *s, uint32_t lo, uint32_t hi, float *out, uint32_t depth,
+                 const char **error, const float **result)
+{
+    const float *rights[SPINE];
+    uint32_t mids[SPINE], his[SPINE], n = 0, h = hi;
+    while (n < SPINE && h - lo > 1 && (h == hi || !held(s, lo, h))) {
+        uint32_t m = lo + tree_split(h - lo);
+        struct piece *r = held(s, m, h);
+        if (!r || r->count != s->p->n_params)
+            break;
+        rights[n] = r->data, mids[n] = m, his[n] = h, n++;
+        h = m;
+    }
+    if (n < 2)
+        return 0;
+    const float *base = evaluate(s, lo, h, out, depth, error);
+    if (base && !s->dry)
+        add_chain(out, base, rights, n, s->p->n_params + 1); /* the loss float too */
+    for (uint32_t j = n; base && j-- > 0;)
+        record(s, lo, mids[j], his[j], depth);
+    *result = base ? out : NULL;
+    return 1;
+}
+
 /* Node [lo, hi) by the canonical tree: a held piece as it is, a leaf of the running COMBINE's
  * own COMPUTE computed into out, otherwise left + right into out, the right subtree in
  * scratch[depth]. When the right subtree is itself an addition (not held), its two operands go
  * to scratch[depth] and scratch[depth + 1] and both additions are made in one pass: the same
- * additions in the same order, one pass over memory fewer. NULL (dry run only) when a leaf is
- * missing. */
+ * additions in the same order, one pass over memory fewer; held pieces down the left edge are
+ * added in one pass too (spine). NULL (dry run only) when a leaf is missing. */
 static const float *evaluate(struct schedule *s, uint32_t lo, uint32_t hi, float *out,
                              uint32_t depth, const char **error)
 {
@@ -128,6 +183,9 @@ static const float *evaluate(struct schedule *s, uint32_t lo, uint32_t hi, float
             compute_leaf(s, lo, out);
         return out;
     }
+    const float *chained;
+    if (spine(s, lo, hi, out, depth, error, &chained))
+        return chained;
     uint32_t mid = lo + tree_split(hi - lo);
     const float *left = evaluate(s, lo, mid, out, depth, error), *a = NULL, *b = NULL;
     if (!left)
