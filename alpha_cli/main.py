@@ -91,9 +91,7 @@ def _deployment(args: argparse.Namespace, roles: int) -> Deployment:
             "captures (leave it out to keep every one)",
         )
     if args.threads is not None and not 1 <= args.threads <= 256:
-        raise Refused(
-            "bad-argument", f"--threads {args.threads} is out of range: 1 to 256 threads"
-        )
+        raise Refused("bad-argument", f"--threads {args.threads} is out of range: 1 to 256 threads")
     base = args.port_base if args.port_base is not None else free_port_base(roles)
     overlap = ephemeral_overlap(base, min(base + roles - 1, 65535))
     if args.port_base is not None and overlap:
