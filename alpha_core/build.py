@@ -17,7 +17,7 @@ import alpha_core.codegen.target as codegen_target
 from alpha_core.autodiff.reverse import training_step
 from alpha_core.check.program import Program
 from alpha_core.codegen.kernels import build_kernels
-from alpha_core.codegen.program_c import program_part_c, role_part_c
+from alpha_core.codegen.program_c import program_part, role_part_c
 from alpha_core.codegen.target import TARGETS, object_code
 from alpha_core.link.link import link_role
 from alpha_core.link.object_cache import bytes_object, c_object, content_key
@@ -116,8 +116,9 @@ class _Shared:
 
 def _shared(program: Program, target: str, data_path: str | None, cpu: str | None) -> _Shared:
     zig = TARGETS[target].zig
-    part = c_object("program", zig, program_part_c(program, data_path))
-    return _Shared(target, (*runtime_objects(zig), part), kernels_file(program, target, cpu))
+    part = program_part(program, data_path)
+    obj = c_object("program", zig, part.c, part.blobs)
+    return _Shared(target, (*runtime_objects(zig), obj), kernels_file(program, target, cpu))
 
 
 def _link(shared: _Shared, role: RoleSchedule, exe: Path, admission: Admission) -> BuiltExecutable:

@@ -9,19 +9,29 @@ import uuid
 from pathlib import Path
 
 import pytest
+from conftest import run_exe
 
-from alpha_core.build import BuiltExecutable, Deployment, build_plan, kernels_file
-from alpha_core.codegen.program_c import program_part_c
+from alpha_core.build import (
+    BuiltExecutable,
+    Deployment,
+    build_plan,
+    build_program,
+    kernels_file,
+    kernels_object,
+)
+from alpha_core.check.program import Program
+from alpha_core.codegen.program_c import program_c, program_part
 from alpha_core.launch import free_port_base
+from alpha_core.link.link import link_executable
 from alpha_core.link.object_cache import c_object
 from alpha_core.link.toolchain import LinkError, cache_root
 from alpha_core.plan.model import Plan
 from alpha_core.workspace import Workspace
 
 
-def source(seed: int) -> str:
+def source(seed: int, rows: int = 300) -> str:
     return f"""system s {{
-  data train: synthetic(rows: 300, features: 6, classes: 3, seed: {seed}, holdout: 60)
+  data train: synthetic(rows: {rows}, features: 6, classes: 3, seed: {seed}, holdout: 60)
   batch 16 leaves 4
   param w: f32[6, 3] = normal(0.0, 0.1, seed: 1)
   fn model(x: f32[B, 6]) -> f32[B, 3] {{
@@ -47,6 +57,13 @@ def checked_plan(text: str, folder: Path) -> Plan:
     return plan
 
 
+def program_object(program: Program) -> Path:
+    """Where the build keeps the system's program part for x86_64 (found, not made, once
+    a build has made it)."""
+    part = program_part(program, None)
+    return c_object("program", "x86_64-linux-musl", part.c, part.blobs)
+
+
 def deployment() -> Deployment:
     return Deployment(port_base=free_port_base(4))
 
@@ -56,7 +73,7 @@ def test_roles_and_later_builds_share_the_program_part_and_kernels(tmp_path: Pat
     plan = checked_plan(source(uuid.uuid4().int % 1_000_000), tmp_path)
     d = deployment()
     build_plan(plan, None, tmp_path / "first", d)
-    part = c_object("program", "x86_64-linux-musl", program_part_c(plan.system, None))
+    part = program_object(plan.system)
     kernels = kernels_file(plan.system, "x86_64")
     made = (part.stat().st_mtime_ns, part.stat().st_ino, kernels.stat().st_mtime_ns)
     again = build_plan(plan, None, tmp_path / "second", d)
@@ -98,7 +115,7 @@ def test_concurrent_builds_of_a_new_program_agree(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     assert len(results) == 2 and results[0] == results[1]
-    cache = c_object("program", "x86_64-linux-musl", program_part_c(plan.system, None)).parent
+    cache = program_object(plan.system).parent
     assert not [p.name for p in cache.iterdir() if p.name.startswith(".")]  # no staged leftovers
 
 
@@ -130,3 +147,26 @@ def test_a_shared_cache_that_cannot_be_written_is_refused_by_name(
         build_plan(plan, None, tmp_path / "out", deployment())
     assert refused.value.name == "cache-unusable"
     assert str(cache / "shared") in refused.value.message
+
+
+def test_embedded_data_is_included_as_bytes_with_the_bits_of_literals(tmp_path: Path) -> None:
+    small = checked_plan(source(7), tmp_path / "small").system
+    big = checked_plan(source(7, rows=40_000), tmp_path / "big").system
+    # the C does not grow with the rows: they are files the assembler includes
+    part = program_part(big, None)
+    assert len(part.c) < len(program_part(small, None).c) + 64
+    assert sum(len(data) for _, data in part.blobs) == 40_000 * (6 + 1) * 4
+    included = build_program(big, tmp_path / "included").executables[0].path
+    # the same system with its rows spelled as C literals, linked by hand with the same kernels
+    literal = link_executable(
+        "x86_64-linux-musl",
+        kernels_object(big, "x86_64"),
+        program_c(big, None),
+        tmp_path / "literal",
+    )
+    shas = []
+    for exe in (included, str(literal)):
+        code, events, stderr = run_exe(exe, "--quiet")  # the runtime checks the data's SHA-256
+        assert code == 0, stderr
+        shas.append(events[-1]["params_sha256"])
+    assert shas[0] == shas[1]

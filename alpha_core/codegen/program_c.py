@@ -6,6 +6,8 @@ A build compiles the program part once and shares it between its roles (link/obj
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from alpha_core.check.program import Program
@@ -34,6 +36,51 @@ def _floats(name: str, values: np.ndarray) -> str:
         lines.append("    " + ", ".join(float(v).hex() + "f" for v in chunk) + ",")
     body = "\n".join(lines) if lines else "    0"
     return f"static const float {name}[{max(1, len(flat))}] = {{\n{body}\n}};\n"
+
+
+def _incbin(name: str, file: str, size: int) -> str:
+    """The float array `name` whose bytes are the file `file` (little-endian float32, as both
+    targets store them), placed by the assembler's .incbin: no text of the values at all, so
+    a data set of 2^24 floats costs its bytes, not 400 MB of literals for the C compiler."""
+    directives = [
+        f'.section .rodata.{name},\\"a\\"',
+        ".balign 64",
+        f".globl {name}",
+        f".hidden {name}",
+        f".type {name}, %object",
+        f"{name}:",
+        f'.incbin \\"{file}\\"',
+        f".size {name}, {size}",
+        ".previous",
+    ]
+    body = "\n".join(f'    "{d}\\n"' for d in directives)
+    return f"extern const float {name}[];\n__asm__(\n{body}\n);\n"
+
+
+def _le_bytes(values: np.ndarray) -> bytes:
+    return np.ascontiguousarray(values, dtype="<f4").tobytes()
+
+
+@dataclass(frozen=True)
+class ProgramPart:
+    """The program part as a build compiles it: C, and the files its .incbin reads (name,
+    bytes), to be written beside it."""
+
+    c: str
+    blobs: tuple[tuple[str, bytes], ...]
+
+
+def program_part(program: Program, data_path: str | None) -> ProgramPart:
+    """ALPHA_PROGRAM with the embedded data as files the assembler includes (what a build
+    shares between its roles); the same values as program_part_c's literals, byte for byte."""
+    d = program.data
+    if d.kind != "synthetic":
+        return ProgramPart(program_part_c(program, data_path), ())
+    x, y = (_le_bytes(v) for v in synthetic.generate(d))
+    data = _incbin("alpha_embedded_x", "embedded_x.bin", len(x))
+    data += _incbin("alpha_embedded_y", "embedded_y.bin", len(y))
+    c = _program_part(program, data_path, data, ("alpha_embedded_x", "alpha_embedded_y"))
+    return ProgramPart(c, (("embedded_x.bin", x), ("embedded_y.bin", y)))
 
 
 def role_c(role: RoleSchedule) -> str:
@@ -99,14 +146,22 @@ def program_c(program: Program, data_path: str | None, role: RoleSchedule | None
 
 
 def program_part_c(program: Program, data_path: str | None) -> str:
-    """ALPHA_PROGRAM with its tensors and embedded data: what every role of a build shares."""
+    """ALPHA_PROGRAM with its tensors and embedded data spelled as C literals, in one text."""
+    if program.data.kind != "synthetic":
+        return _program_part(program, data_path, "", None)
+    x, y = synthetic.generate(program.data)
+    data = _floats("embedded_x", x) + _floats("embedded_y", y)
+    return _program_part(program, data_path, data, ("embedded_x", "embedded_y"))
+
+
+def _program_part(
+    program: Program, data_path: str | None, data: str, embedded: tuple[str, str] | None
+) -> str:
+    """ALPHA_PROGRAM after `data`, the C that defines the arrays `embedded` names (x, y)."""
     d = program.data
-    parts = [HEADER]
-    if d.kind == "synthetic":
-        x, y = synthetic.generate(d)
-        parts.append(_floats("embedded_x", x))
-        parts.append(_floats("embedded_y", y))
-        x_ref, y_ref, kind = "embedded_x", "embedded_y", "ALPHA_DATA_EMBEDDED"
+    parts = [HEADER, data]
+    if embedded is not None:
+        (x_ref, y_ref), kind = embedded, "ALPHA_DATA_EMBEDDED"
     else:
         x_ref, y_ref, kind = "NULL", "NULL", "ALPHA_DATA_CSV"
     parts.append("static const struct alpha_tensor tensors[] = {\n")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from alpha_core.link.toolchain import (
@@ -72,9 +72,10 @@ def cached_object(kind: str, target: str, key: str, make: Callable[[Path], None]
     return final
 
 
-def c_object(kind: str, target: str, source: str) -> Path:
+def c_object(kind: str, target: str, source: str, blobs: Sequence[tuple[str, bytes]] = ()) -> Path:
     """`source` (C that includes the runtime's headers) compiled for target once, as every
-    role's program.c used to be: same flags, same include folder."""
+    role's program.c used to be: same flags, same include folder. `blobs` are files (name,
+    bytes) written beside it, which its assembly may .incbin; they are part of the key."""
     check_target(target)
     folder = runtime_dir()
     headers = sorted(folder.glob("*.h"))
@@ -85,6 +86,7 @@ def c_object(kind: str, target: str, source: str) -> Path:
             "\0".join(C_FLAGS).encode(),
             source.encode(),
             *(part for h in headers for part in (h.name.encode(), h.read_bytes())),
+            *(part for name, data in blobs for part in (name.encode(), data)),
         ]
     )
 
@@ -92,6 +94,8 @@ def c_object(kind: str, target: str, source: str) -> Path:
         with tempfile.TemporaryDirectory(prefix="alpha-shared-") as temp:
             work = Path(temp)
             (work / f"{kind}.c").write_text(source, encoding="utf-8")
+            for name, data in blobs:
+                (work / name).write_bytes(data)
             compile_c(target, f"{kind}.c", out, cwd=work, include_dirs=[folder])
 
     return cached_object(kind, target, key, make)
