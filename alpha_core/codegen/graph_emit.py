@@ -34,6 +34,7 @@ from alpha_core.semantics.llvm_arith import LlvmArith
 from alpha_core.semantics.mathfuncs import emit_math_functions
 
 ROWS = 4  # rows of a matmul computed together
+OUTLINE_FROM = 160  # live nodes from which a kernel calls one function per kind of node
 
 
 def live_nodes(graph: Graph, roots: Sequence[int]) -> list[int]:
@@ -49,10 +50,20 @@ class GraphEmitter:
     """Emits nodes of one graph into the function under `builder`."""
 
     def __init__(
-        self, module: ir.Module, graph: Graph, batch: int, prefix: str, gemm: GemmEmitter
+        self,
+        module: ir.Module,
+        graph: Graph,
+        batch: int,
+        prefix: str,
+        gemm: GemmEmitter,
+        shared: dict[tuple[object, ...], ir.Function] | None = None,
     ) -> None:
         self.module = module
         self.gemm = gemm
+        # one function per distinct node (op, attributes, shapes), shared by the module's
+        # kernels: a model's code, and LLVM's time on it, grow with its distinct operations,
+        # not with how many times a function of the source calls them
+        self.shared = shared if shared is not None else {}
         # transposes read in place by the products that use them: node -> its input
         self.folded: dict[int, int] = {}
         self.graph = graph
@@ -91,9 +102,13 @@ class GraphEmitter:
         a node in `placed` is computed into the memory given there instead of a buffer."""
         self.ptrs.update(bound)
         self.ptrs.update(placed or {})
-        A = LlvmArith(b)
         live = live_nodes(self.graph, roots)
         self._fold_transposes(live, roots)
+        # A small kernel stays one function, where LLVM shares work between nodes (the loss and
+        # its gradient compute the same exponentials); a large one calls a function per kind
+        # of node, so that LLVM's time grows with the distinct code.
+        outline = len(live) >= OUTLINE_FROM
+        A = LlvmArith(b)
         for i in live:
             node = self.graph[i]
             if i in self.folded:
@@ -102,7 +117,61 @@ class GraphEmitter:
                 if i not in self.ptrs:
                     raise AssertionError(f"{node.op} %{i} is not bound")
                 continue
-            self._emit(b, A, i, node)
+            if node.op == "const":
+                self.buffer(i)  # initialised at its definition
+                continue
+            if outline:
+                self._call_node(b, i, node)
+            else:
+                self._emit(b, A, i, node)
+
+    def _call_node(self, b: ir.IRBuilder, i: int, node: Node) -> None:
+        """Node i computed by a call of the function for its kind, made on first use:
+        f(out, input...) with every shape fixed, the pointers its only variables."""
+        every = [self.folded.get(j, j) for j in node.inputs]
+        # constants stay in the function (x / 16.0 becomes x * 0.0625): part of its kind
+        sources = [j for j in every if self.graph[j].op != "const"]
+        constants = tuple(
+            self.graph[j].value() if self.graph[j].op == "const" else None for j in every
+        )
+        key = (
+            constants,
+            node.op,
+            node.attrs,
+            self.shape(i),
+            tuple(self.shape(j) for j in node.inputs),
+            tuple(j in self.folded for j in node.inputs),
+            tuple(self.shape(j) for j in sources),
+            tuple(sources.index(j) for j in sources),  # x * x is not a * b
+        )
+        args = [self.buffer(i), *(self.ptrs[j] for j in sources)]
+        fn = self.shared.get(key)
+        if fn is None:
+            fn = ir.Function(
+                self.module,
+                ir.FunctionType(ir.VoidType(), [PTR] * len(args)),
+                f"alpha.node.{len(self.shared)}.{node.op}",
+            )
+            fn.linkage = "internal"
+            fn.attributes.add("nounwind")
+            fn.attributes.add("noinline")  # inlined back, the kernel would be one huge function
+            fn.args[0].add_attribute("noalias")  # the output is no input's memory
+            saved = self.ptrs
+            self.ptrs = dict(saved)
+            self.ptrs[i] = fn.args[0]
+            first: dict[int, ir.Value] = {}
+            for j, arg in zip(sources, fn.args[1:], strict=True):
+                first.setdefault(j, arg)  # an input given twice is read through its first
+            self.ptrs.update(first)
+            for j in every:
+                if self.graph[j].op == "const":
+                    self.ptrs[j] = self.buffer(j)
+            inner = ir.IRBuilder(fn.append_basic_block("entry"))
+            self._emit(inner, LlvmArith(inner), i, node)
+            inner.ret_void()
+            self.ptrs = saved
+            self.shared[key] = fn
+        b.call(fn, args)
 
     def _large(self, node: Node) -> bool:
         (m, k), (_, n) = self.shape(node.inputs[0]), self.shape(node.inputs[1])

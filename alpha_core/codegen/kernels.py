@@ -72,12 +72,18 @@ def _copy(b: ir.IRBuilder, src: ir.Value, dst: ir.Value, dst_offset: int, n: int
     for_range(b, n, lambda j: store(b, load(b, src, j), dst, b.add(j, i64(dst_offset))), "cp")
 
 
-def emit_leaf_grad(module: ir.Module, program: Program, step: StepGraph, gemm: GemmEmitter) -> None:
+def emit_leaf_grad(
+    module: ir.Module,
+    program: Program,
+    step: StepGraph,
+    gemm: GemmEmitter,
+    shared: dict[tuple[object, ...], ir.Function],
+) -> None:
     fn, b = _function(
         module, "alpha_leaf_grad", F32, [PTR] * 5, ["params", "x", "y_class", "y_reg", "grad"]
     )
     params, x, ycls, yreg, grad = fn.args
-    em = GraphEmitter(module, step.graph, program.leaf_size, "step", gemm)
+    em = GraphEmitter(module, step.graph, program.leaf_size, "step", gemm, shared)
     bound = _bind_params(b, step.graph, program, params)
     bound.update(_bind_inputs(step.graph, x, ycls, yreg))
     # A gradient computed by its own node is computed where the caller wants it, with no copy;
@@ -94,10 +100,15 @@ def emit_leaf_grad(module: ir.Module, program: Program, step: StepGraph, gemm: G
     b.ret(load(b, em.ptrs[step.loss_sum], i64(0)))
 
 
-def emit_forward(module: ir.Module, program: Program, gemm: GemmEmitter) -> None:
+def emit_forward(
+    module: ir.Module,
+    program: Program,
+    gemm: GemmEmitter,
+    shared: dict[tuple[object, ...], ir.Function],
+) -> None:
     fn, b = _function(module, "alpha_forward", ir.VoidType(), [PTR] * 3, ["params", "x", "out"])
     params, x, out = fn.args
-    em = GraphEmitter(module, program.model, program.leaf_size, "fwd", gemm)
+    em = GraphEmitter(module, program.model, program.leaf_size, "fwd", gemm, shared)
     bound = _bind_params(b, program.model, program, params)
     bound.update(_bind_inputs(program.model, x, None, None))
     em.emit(b, [program.output], bound)
@@ -261,8 +272,9 @@ def build_kernels(
     registers = 32 if width == 16 or triple.startswith("aarch64") else 16
     gemm = GemmEmitter(module, blocking_for(width, registers))
     emit_init(module, program)
-    emit_leaf_grad(module, program, step, gemm)
+    shared: dict[tuple[object, ...], ir.Function] = {}  # node functions of both kernels
+    emit_leaf_grad(module, program, step, gemm, shared)
     emit_apply(module, program, gemm)
-    emit_forward(module, program, gemm)
+    emit_forward(module, program, gemm, shared)
     gemm.finish()
     return module
