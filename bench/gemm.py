@@ -33,9 +33,10 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(REPO))
 
-from alpha_core.codegen.gemm import GemmEmitter, blocking_for, vector_width  # noqa: E402
+from alpha_core.codegen.gemm import GemmEmitter  # noqa: E402
 from alpha_core.codegen.loops import F32, I64, PTR, for_count, gep, splat  # noqa: E402
 from alpha_core.codegen.target import TARGETS, HostTarget, object_code  # noqa: E402
+from alpha_core.codegen.tiles import blocking_for, vector_width  # noqa: E402
 from alpha_core.link.toolchain import compile_c, run_zig, runtime_dir  # noqa: E402
 
 DEFAULT_SHAPES = (

@@ -19,8 +19,9 @@ from conftest import EXAMPLES, cli, program_of, run_exe
 from reference import train
 
 from alpha_core.build import Deployment, build_program
-from alpha_core.codegen.gemm import GEMM_MIN_WORK, blocking_for, vector_width
+from alpha_core.codegen.gemm import GEMM_MIN_WORK
 from alpha_core.codegen.target import TARGETS
+from alpha_core.codegen.tiles import blocking_for, vector_width
 
 # Leaf 13 x 300 features -> 270 -> 260 -> 5 classes: 13 rows fill no register tile; k = 300
 # and 270 each take two blocks of 256; n = 270 and 260 take two column tasks; the weight

@@ -17,13 +17,11 @@ model's build time grows with its distinct code rather than with its matrix prod
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
-
-import llvmlite.binding as llvm
 from llvmlite import ir
 
 from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, for_count, gep, i64, splat
+from alpha_core.codegen.packing import ceil_div, min_i64, pack_panels
+from alpha_core.codegen.tiles import Blocking
 
 # A product below this many multiply-adds runs the plain loop in place (no packing, no tasks):
 # for the small layers of small models the packing would cost more than it saves.
@@ -34,72 +32,6 @@ PARALLEL_SYMBOL = "alpha_parallel"  # runs tasks 0..n-1, each once, on the role'
 WORKERS_SYMBOL = "alpha_workers"  # how many threads take tasks
 HOOK_SYMBOL = "alpha_threads_hook"  # the runtime's thread starter, or null (runtime/pool.h)
 SPAWN_SYMBOL = "alpha_pool_spawn"
-
-
-@dataclass(frozen=True)
-class Blocking:
-    """Register tile MR x NR (NR a multiple of the vector width) and cache blocks."""
-
-    width: int  # float lanes per vector register
-    mr: int
-    nr: int
-    kc: int
-    mc: int  # a multiple of mr
-    nc: int  # a multiple of nr
-
-    @property
-    def scratch_floats(self) -> int:
-        """One worker's packed panels: B (KC x NC), then A (MC x KC), 64-byte aligned."""
-        return self.kc * self.nc + self.mc * self.kc + 16
-
-
-def blocking_for(width: int, registers: int) -> Blocking:
-    """The tile for `registers` vector registers of `width` lanes: as many accumulators as leave
-    room for a row of B, a broadcast element of A and a product."""
-    if width >= 16:
-        return Blocking(16, 8, 48, 128, 96, 240)
-    if width == 8:
-        return Blocking(8, 4, 24, 256, 96, 240)
-    if registers >= 32:  # AArch64 NEON: 32 registers of 4 lanes
-        return Blocking(4, 8, 12, 256, 96, 252)
-    return Blocking(4, 4, 8, 256, 96, 256)  # SSE: 16 registers of 4 lanes
-
-
-_PROBE = """
-define void @probe(ptr %p) {
-  %v = load <16 x float>, ptr %p, align 64
-  %w = fadd <16 x float> %v, %v
-  store <16 x float> %w, ptr %p, align 64
-  ret void
-}
-"""
-
-
-@functools.cache
-def vector_width(triple: str, cpu: str, features: str) -> int:
-    """Float lanes of the widest vector register LLVM uses for this CPU: the width of the
-    registers a 16-lane add compiles to (zmm 16, ymm 8, otherwise 4)."""
-    llvm.initialize_all_targets()
-    llvm.initialize_all_asmprinters()
-    tm = llvm.Target.from_triple(triple).create_target_machine(
-        cpu=cpu, features=features, opt=2, reloc="pic", codemodel="default"
-    )
-    mod = llvm.parse_assembly(_PROBE)
-    mod.triple = triple
-    asm = tm.emit_assembly(mod)
-    if "zmm" in asm:
-        return 16
-    if "ymm" in asm:
-        return 8
-    return 4
-
-
-def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-    return b.select(b.icmp_signed("<", x, y), x, y)
-
-
-def _ceil_div(b: ir.IRBuilder, x: ir.Value, d: int) -> ir.Value:
-    return b.udiv(b.add(x, i64(d - 1)), i64(d))
 
 
 class GemmEmitter:
@@ -226,124 +158,6 @@ class GemmEmitter:
         return fn
 
     # -- packing ---------------------------------------------------------------------------------
-    def _pack(
-        self,
-        b: ir.IRBuilder,
-        dst: ir.Value,
-        src: ir.Value,
-        extent: ir.Value,
-        kc: ir.Value,
-        s_lane: ir.Value,
-        s_k: ir.Value,
-        lanes: int,
-    ) -> None:
-        """dst ← panels of `lanes` rows (of `extent`) by kc, k-major: dst[panel][p][l] =
-        src[(panel * lanes + l) * s_lane + p * s_k], zero beyond `extent`."""
-        panels = _ceil_div(b, extent, lanes)
-        vec = ir.VectorType(F32, lanes)  # a panel's row at once, when the lanes are adjacent
-
-        def panel(q: ir.Value) -> None:
-            base_lane = b.mul(q, i64(lanes))
-            out = gep(b, dst, b.mul(base_lane, kc))
-            full = b.icmp_signed("<=", b.add(base_lane, i64(lanes)), extent)
-            contiguous = b.and_(full, b.icmp_signed("==", s_lane, i64(1)))
-            along_k = b.and_(full, b.icmp_signed("==", s_k, i64(1)))
-            fast = b.function.append_basic_block("pack.fast")
-            other = b.function.append_basic_block("pack.other")
-            across = b.function.append_basic_block("pack.across")
-            slow = b.function.append_basic_block("pack.slow")
-            done = b.function.append_basic_block("pack.done")
-            b.cbranch(contiguous, fast, other)
-            b.position_at_end(other)
-            b.cbranch(along_k if lanes % 4 == 0 else ir.Constant(ir.IntType(1), 0), across, slow)
-
-            b.position_at_end(across)
-            self._pack_across(b, out, gep(b, src, b.mul(base_lane, s_lane)), kc, s_lane, lanes)
-            b.branch(done)
-
-            b.position_at_end(fast)
-            src_q = gep(b, src, base_lane)
-
-            def row_fast(p: ir.Value) -> None:
-                v = b.load(gep(b, src_q, b.mul(p, s_k), vec), typ=vec, align=4)
-                b.store(v, gep(b, out, b.mul(p, i64(lanes)), vec), align=4)
-
-            for_count(b, kc, row_fast, "pf")
-            b.branch(done)
-
-            b.position_at_end(slow)
-            last = b.sub(extent, i64(1))
-
-            def lane_major(lane: ir.Value) -> None:
-                at = b.add(base_lane, lane)
-                ok = b.icmp_signed("<", at, extent)
-                row = gep(b, src, b.mul(_min(b, at, last), s_lane))
-
-                def one(p: ir.Value) -> None:
-                    v = b.load(gep(b, row, b.mul(p, s_k)), typ=F32, align=4)
-                    v = b.select(ok, v, ir.Constant(F32, 0.0))
-                    b.store(v, gep(b, out, b.add(b.mul(p, i64(lanes)), lane)), align=4)
-
-                for_count(b, kc, one, "ps")
-
-            for_count(b, i64(lanes), lane_major, "pl")
-            b.branch(done)
-            b.position_at_end(done)
-
-        for_count(b, panels, panel, "pq")
-
-    def _pack_across(
-        self,
-        b: ir.IRBuilder,
-        out: ir.Value,
-        src: ir.Value,
-        kc: ir.Value,
-        s_lane: ir.Value,
-        lanes: int,
-    ) -> None:
-        """A full panel whose lanes are rows of a row-major source (a transposed operand):
-        4 x 4 blocks read as four vectors along k and transposed in registers, then the last
-        kc mod 4 steps one by one."""
-        q4 = ir.VectorType(F32, 4)
-        quads = b.udiv(kc, i64(4))
-
-        def group(g: ir.Value) -> None:
-            lane0 = b.mul(g, i64(4))
-            rows = [gep(b, src, b.mul(b.add(lane0, i64(i)), s_lane)) for i in range(4)]
-
-            def quad(qd: ir.Value) -> None:
-                p = b.mul(qd, i64(4))
-                r = [b.load(gep(b, row, p, q4), typ=q4, align=4) for row in rows]
-                t0 = b.shuffle_vector(r[0], r[1], ir.Constant(ir.VectorType(I32, 4), [0, 4, 1, 5]))
-                t1 = b.shuffle_vector(r[0], r[1], ir.Constant(ir.VectorType(I32, 4), [2, 6, 3, 7]))
-                t2 = b.shuffle_vector(r[2], r[3], ir.Constant(ir.VectorType(I32, 4), [0, 4, 1, 5]))
-                t3 = b.shuffle_vector(r[2], r[3], ir.Constant(ir.VectorType(I32, 4), [2, 6, 3, 7]))
-                lo = ir.Constant(ir.VectorType(I32, 4), [0, 1, 4, 5])
-                hi = ir.Constant(ir.VectorType(I32, 4), [2, 3, 6, 7])
-                cols = [
-                    b.shuffle_vector(t0, t2, lo),
-                    b.shuffle_vector(t0, t2, hi),
-                    b.shuffle_vector(t1, t3, lo),
-                    b.shuffle_vector(t1, t3, hi),
-                ]
-                for j, col in enumerate(cols):
-                    at = b.add(b.mul(b.add(p, i64(j)), i64(lanes)), lane0)
-                    b.store(col, gep(b, out, at, q4), align=4)
-
-            for_count(b, quads, quad, "pt")
-            start = b.mul(quads, i64(4))
-
-            def rest(t: ir.Value) -> None:
-                p = b.add(start, t)
-                for i, row in enumerate(rows):
-                    v = b.load(gep(b, row, p), typ=F32, align=4)
-                    at = b.add(b.mul(p, i64(lanes)), b.add(lane0, i64(i)))
-                    b.store(v, gep(b, out, at), align=4)
-
-            for_count(b, b.sub(kc, start), rest, "pr")
-
-        for_count(b, i64(lanes // 4), group, "pg")
-
     # -- one task: an MC x NC block of C ---------------------------------------------------------
     def _emit_task(self) -> ir.Function:
         K = self.k
@@ -364,8 +178,8 @@ class GemmEmitter:
         t = b.zext(index, I64)
         ti, tj = b.udiv(t, tiles_n), b.urem(t, tiles_n)
         i0, j0 = b.mul(ti, i64(K.mc)), b.mul(tj, task_nc)
-        mc = _min(b, i64(K.mc), b.sub(m, i0))
-        nc = _min(b, task_nc, b.sub(n, j0))
+        mc = min_i64(b, i64(K.mc), b.sub(m, i0))
+        nc = min_i64(b, task_nc, b.sub(n, j0))
         # scratch is 64-byte aligned by the runtime
         bp = scratch
         ap = gep(b, scratch, i64(K.kc * K.nc))
@@ -374,7 +188,7 @@ class GemmEmitter:
         tile = b.alloca(F32, size=i64(K.mr * K.nr))
         tile.align = 64
         b.position_at_end(here)
-        blocks = _ceil_div(b, k, K.kc)
+        blocks = ceil_div(b, k, K.kc)
         # With one row of tasks (m <= MC) each element of a row-major B serves only the few row
         # panels of this task: the micro-kernel reads it where it is rather than from a copy.
         direct = b.and_(b.icmp_signed("==", b1, i64(1)), b.icmp_signed("<=", m, i64(K.mc)))
@@ -383,17 +197,17 @@ class GemmEmitter:
 
         def k_block(q: ir.Value) -> None:
             p0 = b.mul(q, i64(K.kc))
-            kc = _min(b, i64(K.kc), b.sub(k, p0))
+            kc = min_i64(b, i64(K.kc), b.sub(k, p0))
             b_src = gep(b, bm, b.add(b.mul(p0, b0), b.mul(j0, b1)))
             with b.if_then(b.not_(direct)):
-                self._pack(b, bp, b_src, nc, kc, b1, b0, K.nr)
+                pack_panels(b, bp, b_src, nc, kc, b1, b0, K.nr)
             a_src = gep(b, a, b.add(b.mul(i0, a0), b.mul(p0, a1)))
-            self._pack(b, ap, a_src, mc, kc, a0, a1, K.mr)
+            pack_panels(b, ap, a_src, mc, kc, a0, a1, K.mr)
             first = b.icmp_unsigned("==", q, i64(0))
 
             def col_panel(jr: ir.Value) -> None:
                 jj = b.mul(jr, i64(K.nr))
-                cols = _min(b, i64(K.nr), b.sub(nc, jj))
+                cols = min_i64(b, i64(K.nr), b.sub(nc, jj))
                 b.store(gep(b, bp, b.mul(jj, kc)), panel_at)
                 b.store(i64(K.nr), panel_ld)
                 with b.if_then(direct):
@@ -403,14 +217,14 @@ class GemmEmitter:
                             b.store(here, panel_at)
                             b.store(b0, panel_ld)
                         with edge:  # the last, partial panel packed (zero beyond n)
-                            self._pack(b, bp, here, cols, kc, b1, b0, K.nr)
+                            pack_panels(b, bp, here, cols, kc, b1, b0, K.nr)
                             b.store(bp, panel_at)
                 b_panel = b.load(panel_at, typ=PTR)
                 ldb = b.load(panel_ld, typ=I64)
 
                 def row_panel(ir_: ir.Value) -> None:
                     ii = b.mul(ir_, i64(K.mr))
-                    rows = _min(b, i64(K.mr), b.sub(mc, ii))
+                    rows = min_i64(b, i64(K.mr), b.sub(mc, ii))
                     a_panel = gep(b, ap, b.mul(ii, kc))
                     at = b.add(b.mul(b.add(i0, ii), n), b.add(j0, jj))
                     c_tile = gep(b, c, at)
@@ -427,9 +241,9 @@ class GemmEmitter:
                             )
                             self._edge_out(b, tile, c_tile, n, rows, cols)
 
-                for_count(b, _ceil_div(b, mc, K.mr), row_panel, "ir")
+                for_count(b, ceil_div(b, mc, K.mr), row_panel, "ir")
 
-            for_count(b, _ceil_div(b, nc, K.nr), col_panel, "jr")
+            for_count(b, ceil_div(b, nc, K.nr), col_panel, "jr")
 
         for_count(b, blocks, k_block, "kb")
         b.ret_void()
@@ -499,15 +313,15 @@ class GemmEmitter:
         # Columns per task: at most NC, and few enough panels that every worker gets about as
         # many as the others (a whole number of rounds of tasks), since small m gives one
         # row of tasks. Only when an output is computed depends on this, never its bits.
-        tiles_m = _ceil_div(b, m, K.mc)
-        panels = _ceil_div(b, n, K.nr)
+        tiles_m = ceil_div(b, m, K.mc)
+        panels = ceil_div(b, n, K.nr)
         workers = b.zext(b.call(self._workers, []), I64)
         most = i64(K.nc // K.nr)
-        tiles_n = _ceil_div(b, panels, K.nc // K.nr)
+        tiles_n = ceil_div(b, panels, K.nc // K.nr)
         want = b.udiv(b.add(b.mul(workers, i64(2)), b.sub(tiles_m, i64(1))), tiles_m)
         rounds = b.udiv(b.add(tiles_n, b.sub(want, i64(1))), want)
-        tiles_n = _min(b, b.mul(rounds, want), panels)
-        per_task = _min(b, most, b.udiv(b.add(panels, b.sub(tiles_n, i64(1))), tiles_n))
+        tiles_n = min_i64(b, b.mul(rounds, want), panels)
+        per_task = min_i64(b, most, b.udiv(b.add(panels, b.sub(tiles_n, i64(1))), tiles_n))
         task_nc = b.mul(per_task, i64(K.nr))
         put(10, task_nc)
         tasks = b.mul(tiles_m, b.udiv(b.add(n, b.sub(task_nc, i64(1))), task_nc))

@@ -10,7 +10,7 @@ from llvmlite import ir
 
 from alpha_core.autodiff.reverse import StepGraph
 from alpha_core.check.program import InitSpec, Program
-from alpha_core.codegen.gemm import GemmEmitter, blocking_for, vector_width
+from alpha_core.codegen.gemm import GemmEmitter
 from alpha_core.codegen.graph_emit import GraphEmitter
 from alpha_core.codegen.loops import (
     F32,
@@ -25,6 +25,7 @@ from alpha_core.codegen.loops import (
     load,
     store,
 )
+from alpha_core.codegen.tiles import blocking_for, vector_width
 from alpha_core.ir.graph import Graph
 from alpha_core.semantics import learners
 from alpha_core.semantics.llvm_arith import LlvmArith

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from alpha_core.autodiff.reverse import training_step
 from alpha_core.check.program import Program
-from alpha_core.codegen.gemm import GEMM_MIN_WORK, blocking_for
+from alpha_core.codegen.gemm import GEMM_MIN_WORK
 from alpha_core.codegen.graph_emit import live_nodes
+from alpha_core.codegen.tiles import blocking_for
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.ir.graph import concrete, size
 from alpha_core.plan.model import Pairing, Plan

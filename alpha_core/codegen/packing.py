@@ -1,0 +1,140 @@
+"""Packing for the GEMM (gemm.py): operand panels copied k-major into a worker's scratch.
+
+A panel is `lanes` rows (of A) or columns (of B) by kc steps of k, stored so that the micro-kernel
+reads one step's `lanes` values at consecutive addresses, with zeros past the operand's edge.
+Three ways in, the same values out: a vector copy when the lanes are adjacent in memory, 4 x 4
+in-register transposes when each lane is a row along k (a transposed operand), and one value at a
+time otherwise (the partial panels at the edges).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from alpha_core.codegen.loops import F32, I32, for_count, gep, i64
+
+
+def min_i64(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+def ceil_div(b: ir.IRBuilder, x: ir.Value, d: int) -> ir.Value:
+    return b.udiv(b.add(x, i64(d - 1)), i64(d))
+
+
+def pack_panels(
+    b: ir.IRBuilder,
+    dst: ir.Value,
+    src: ir.Value,
+    extent: ir.Value,
+    kc: ir.Value,
+    s_lane: ir.Value,
+    s_k: ir.Value,
+    lanes: int,
+) -> None:
+    """dst ← panels of `lanes` rows (of `extent`) by kc, k-major: dst[panel][p][l] =
+    src[(panel * lanes + l) * s_lane + p * s_k], zero beyond `extent`."""
+    panels = ceil_div(b, extent, lanes)
+    vec = ir.VectorType(F32, lanes)  # a panel's row at once, when the lanes are adjacent
+
+    def panel(q: ir.Value) -> None:
+        base_lane = b.mul(q, i64(lanes))
+        out = gep(b, dst, b.mul(base_lane, kc))
+        full = b.icmp_signed("<=", b.add(base_lane, i64(lanes)), extent)
+        contiguous = b.and_(full, b.icmp_signed("==", s_lane, i64(1)))
+        along_k = b.and_(full, b.icmp_signed("==", s_k, i64(1)))
+        fast = b.function.append_basic_block("pack.fast")
+        other = b.function.append_basic_block("pack.other")
+        across = b.function.append_basic_block("pack.across")
+        slow = b.function.append_basic_block("pack.slow")
+        done = b.function.append_basic_block("pack.done")
+        b.cbranch(contiguous, fast, other)
+        b.position_at_end(other)
+        b.cbranch(along_k if lanes % 4 == 0 else ir.Constant(ir.IntType(1), 0), across, slow)
+
+        b.position_at_end(across)
+        pack_across(b, out, gep(b, src, b.mul(base_lane, s_lane)), kc, s_lane, lanes)
+        b.branch(done)
+
+        b.position_at_end(fast)
+        src_q = gep(b, src, base_lane)
+
+        def row_fast(p: ir.Value) -> None:
+            v = b.load(gep(b, src_q, b.mul(p, s_k), vec), typ=vec, align=4)
+            b.store(v, gep(b, out, b.mul(p, i64(lanes)), vec), align=4)
+
+        for_count(b, kc, row_fast, "pf")
+        b.branch(done)
+
+        b.position_at_end(slow)
+        last = b.sub(extent, i64(1))
+
+        def lane_major(lane: ir.Value) -> None:
+            at = b.add(base_lane, lane)
+            ok = b.icmp_signed("<", at, extent)
+            row = gep(b, src, b.mul(min_i64(b, at, last), s_lane))
+
+            def one(p: ir.Value) -> None:
+                v = b.load(gep(b, row, b.mul(p, s_k)), typ=F32, align=4)
+                v = b.select(ok, v, ir.Constant(F32, 0.0))
+                b.store(v, gep(b, out, b.add(b.mul(p, i64(lanes)), lane)), align=4)
+
+            for_count(b, kc, one, "ps")
+
+        for_count(b, i64(lanes), lane_major, "pl")
+        b.branch(done)
+        b.position_at_end(done)
+
+    for_count(b, panels, panel, "pq")
+
+
+def pack_across(
+    b: ir.IRBuilder,
+    out: ir.Value,
+    src: ir.Value,
+    kc: ir.Value,
+    s_lane: ir.Value,
+    lanes: int,
+) -> None:
+    """A full panel whose lanes are rows of a row-major source (a transposed operand):
+    4 x 4 blocks read as four vectors along k and transposed in registers, then the last
+    kc mod 4 steps one by one."""
+    q4 = ir.VectorType(F32, 4)
+    quads = b.udiv(kc, i64(4))
+
+    def group(g: ir.Value) -> None:
+        lane0 = b.mul(g, i64(4))
+        rows = [gep(b, src, b.mul(b.add(lane0, i64(i)), s_lane)) for i in range(4)]
+
+        def quad(qd: ir.Value) -> None:
+            p = b.mul(qd, i64(4))
+            r = [b.load(gep(b, row, p, q4), typ=q4, align=4) for row in rows]
+            t0 = b.shuffle_vector(r[0], r[1], ir.Constant(ir.VectorType(I32, 4), [0, 4, 1, 5]))
+            t1 = b.shuffle_vector(r[0], r[1], ir.Constant(ir.VectorType(I32, 4), [2, 6, 3, 7]))
+            t2 = b.shuffle_vector(r[2], r[3], ir.Constant(ir.VectorType(I32, 4), [0, 4, 1, 5]))
+            t3 = b.shuffle_vector(r[2], r[3], ir.Constant(ir.VectorType(I32, 4), [2, 6, 3, 7]))
+            lo = ir.Constant(ir.VectorType(I32, 4), [0, 1, 4, 5])
+            hi = ir.Constant(ir.VectorType(I32, 4), [2, 3, 6, 7])
+            cols = [
+                b.shuffle_vector(t0, t2, lo),
+                b.shuffle_vector(t0, t2, hi),
+                b.shuffle_vector(t1, t3, lo),
+                b.shuffle_vector(t1, t3, hi),
+            ]
+            for j, col in enumerate(cols):
+                at = b.add(b.mul(b.add(p, i64(j)), i64(lanes)), lane0)
+                b.store(col, gep(b, out, at, q4), align=4)
+
+        for_count(b, quads, quad, "pt")
+        start = b.mul(quads, i64(4))
+
+        def rest(t: ir.Value) -> None:
+            p = b.add(start, t)
+            for i, row in enumerate(rows):
+                v = b.load(gep(b, row, p), typ=F32, align=4)
+                at = b.add(b.mul(p, i64(lanes)), b.add(lane0, i64(i)))
+                b.store(v, gep(b, out, at), align=4)
+
+        for_count(b, b.sub(kc, start), rest, "pr")
+
+    for_count(b, i64(lanes // 4), group, "pg")

@@ -1,0 +1,66 @@
+"""Register tiles and cache blocks of the GEMM (gemm.py), per vector width."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+
+
+@dataclass(frozen=True)
+class Blocking:
+    """Register tile MR x NR (NR a multiple of the vector width) and cache blocks."""
+
+    width: int  # float lanes per vector register
+    mr: int
+    nr: int
+    kc: int
+    mc: int  # a multiple of mr
+    nc: int  # a multiple of nr
+
+    @property
+    def scratch_floats(self) -> int:
+        """One worker's packed panels: B (KC x NC), then A (MC x KC), 64-byte aligned."""
+        return self.kc * self.nc + self.mc * self.kc + 16
+
+
+def blocking_for(width: int, registers: int) -> Blocking:
+    """The tile for `registers` vector registers of `width` lanes: as many accumulators as leave
+    room for a row of B, a broadcast element of A and a product."""
+    if width >= 16:
+        return Blocking(16, 8, 48, 128, 96, 240)
+    if width == 8:
+        return Blocking(8, 4, 24, 256, 96, 240)
+    if registers >= 32:  # AArch64 NEON: 32 registers of 4 lanes
+        return Blocking(4, 8, 12, 256, 96, 252)
+    return Blocking(4, 4, 8, 256, 96, 256)  # SSE: 16 registers of 4 lanes
+
+
+_PROBE = """
+define void @probe(ptr %p) {
+  %v = load <16 x float>, ptr %p, align 64
+  %w = fadd <16 x float> %v, %v
+  store <16 x float> %w, ptr %p, align 64
+  ret void
+}
+"""
+
+
+@functools.cache
+def vector_width(triple: str, cpu: str, features: str) -> int:
+    """Float lanes of the widest vector register LLVM uses for this CPU: the width of the
+    registers a 16-lane add compiles to (zmm 16, ymm 8, otherwise 4)."""
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    tm = llvm.Target.from_triple(triple).create_target_machine(
+        cpu=cpu, features=features, opt=2, reloc="pic", codemodel="default"
+    )
+    mod = llvm.parse_assembly(_PROBE)
+    mod.triple = triple
+    asm = tm.emit_assembly(mod)
+    if "zmm" in asm:
+        return 16
+    if "ymm" in asm:
+        return 8
+    return 4
