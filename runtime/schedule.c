@@ -71,40 +71,21 @@ static inline floats8 load8(const float *p)
     return v;
 }
 
-/* out[i] = left[i] + a[i], or with b, out[i] = left[i] + (a[i] + b[i]): a right subtree's
- * own addition done in the same pass as its parent's, its sum never stored. out may be left
- * itself, which a compiler's overlap check would otherwise send to one float at a time. */
-static void add_pieces(float *out, const float *left, const float *a, const float *b,
-                       uint64_t n)
-{
-    uint64_t i = 0;
-    floats8 v;
-    if (b)
-        for (; i + 8 <= n; i += 8) {
-            v = load8(left + i) + (load8(a + i) + load8(b + i));
-            __builtin_memcpy(out + i, &v, sizeof v);
-        }
-    else
-        for (; i + 8 <= n; i += 8) {
-            v = load8(left + i) + load8(a + i);
-            __builtin_memcpy(out + i, &v, sizeof v);
-        }
-    for (; i < n; i++)
-        out[i] = b ? left[i] + (a[i] + b[i]) : left[i] + a[i];
-}
-
 /* out[i] = ((base[i] + rights[n-1][i]) + ...) + rights[0][i]: a chain of additions in one
- * pass, the first operand added first. */
+ * pass, the first operand added first (n = 1: one addition). out may be base itself, which a
+ * compiler's overlap check would otherwise send to one float at a time. */
 static void add_chain(float *out, const float *base, const float *const *rights, uint32_t n,
                       uint64_t len)
 {
     uint64_t i = 0;
+#pragma clang loop unroll(disable) /* memory-bound; the executable has a size budget */
     for (; i + 8 <= len; i += 8) {
         floats8 v = load8(base + i);
         for (uint32_t j = n; j-- > 0;)
             v = v + load8(rights[j] + i);
         __builtin_memcpy(out + i, &v, sizeof v);
     }
+#pragma clang loop vectorize(disable) unroll(disable)
     for (; i < len; i++) {
         float v = base[i];
         for (uint32_t j = n; j-- > 0;)
@@ -113,8 +94,29 @@ static void add_chain(float *out, const float *base, const float *const *rights,
     }
 }
 
+/* out[i] = left[i] + (a[i] + b[i]): a right subtree's own addition in the same pass as its
+ * parent's, its sum never stored. */
+static void add_right_pair(float *out, const float *left, const float *a, const float *b,
+                           uint64_t len)
+{
+    uint64_t i = 0;
+    floats8 v;
+#pragma clang loop unroll(disable)
+    for (; i + 8 <= len; i += 8) {
+        v = load8(left + i) + (load8(a + i) + load8(b + i));
+        __builtin_memcpy(out + i, &v, sizeof v);
+    }
+#pragma clang loop vectorize(disable) unroll(disable)
+    for (; i < len; i++)
+        out[i] = left[i] + (a[i] + b[i]);
+}
+
+/* The tree walk's bookkeeping is compiled for size (the executable has a size budget); the
+ * time is spent in the kernels and in the additions above. */
+#define WALK __attribute__((minsize))
+
 /* Addition [lo, mid) + [mid, hi) is performed at `depth` (it uses scratch[depth]). */
-static void record(struct schedule *s, uint32_t lo, uint32_t mid, uint32_t hi, uint32_t depth)
+WALK static void record(struct schedule *s, uint32_t lo, uint32_t mid, uint32_t hi, uint32_t depth)
 {
     if (s->n_adds < s->cap_adds)
         s->adds[s->n_adds] = (struct addition){lo, mid, hi};
@@ -123,8 +125,8 @@ static void record(struct schedule *s, uint32_t lo, uint32_t mid, uint32_t hi, u
         s->depth = depth + 1;
 }
 
-static const float *evaluate(struct schedule *s, uint32_t lo, uint32_t hi, float *out,
-                             uint32_t depth, const char **error);
+WALK static const float *evaluate(struct schedule *s, uint32_t lo, uint32_t hi, float *out,
+                                  uint32_t depth, const char **error);
 
 enum { SPINE = 8 }; /* the longest chain added in one pass */
 
@@ -134,7 +136,7 @@ enum { SPINE = 8 }; /* the longest chain added in one pass */
  * out, the bottom link first, as the recursion would: a combining role with k children reads
  * and writes its result once, not k times. Returns 0 when the chain is shorter (nothing done);
  * else 1, with *result as evaluate's. */
-static int spine(struct schedule *s, uint32_t lo, uint32_t hi, float *out, uint32_t depth,
+WALK static int spine(struct schedule *s, uint32_t lo, uint32_t hi, float *out, uint32_t depth,
                  const char **error, const float **result)
 {
     const float *rights[SPINE];
@@ -164,8 +166,8 @@ static int spine(struct schedule *s, uint32_t lo, uint32_t hi, float *out, uint3
  * to scratch[depth] and scratch[depth + 1] and both additions are made in one pass: the same
  * additions in the same order, one pass over memory fewer; held pieces down the left edge are
  * added in one pass too (spine). NULL (dry run only) when a leaf is missing. */
-static const float *evaluate(struct schedule *s, uint32_t lo, uint32_t hi, float *out,
-                             uint32_t depth, const char **error)
+WALK static const float *evaluate(struct schedule *s, uint32_t lo, uint32_t hi, float *out,
+                                  uint32_t depth, const char **error)
 {
     struct piece *q = held(s, lo, hi);
     if (q && q->count != s->p->n_params) {
@@ -201,8 +203,10 @@ static const float *evaluate(struct schedule *s, uint32_t lo, uint32_t hi, float
     } else if (!(a = evaluate(s, mid, hi, s->dry ? out : s->scratch[depth], depth + 1, error))) {
         return NULL;
     }
-    if (!s->dry)
-        add_pieces(out, left, a, b, s->p->n_params + 1); /* the loss float too */
+    if (!s->dry && b)
+        add_right_pair(out, left, a, b, s->p->n_params + 1); /* the loss float too */
+    else if (!s->dry)
+        add_chain(out, left, &a, 1, s->p->n_params + 1);
     record(s, lo, mid, hi, depth);
     return out;
 }
