@@ -1,7 +1,7 @@
 """Per-round latency and throughput on loopback: Alpha against gloo and a bare TCP round trip.
 
     python bench/round.py [--repeats R] [--short N1] [--long N2] [--json OUT] [--no-gloo]
-                          [--large | --no-large]
+                          [--large | --no-large] [--small | --no-small]
 
 The gradient is 2,410 float32 values (the size of the digits model's parameters). Measured side
 by side in one run:
@@ -23,7 +23,8 @@ by side in one run:
 - Alpha with 4 MB frames (`--large`, on by default): the same three realisations of a system of
   1,024,000 parameters (`relu(x @ w1) @ w2`, w1: f32[240, 4096], w2: f32[4096, 10]), so every
   piece and parameter frame carries 4,096,004 or 4,096,000 bytes; built with `steps N1/20` and
-  `steps N2/20` (at least 2 apart).
+  `steps N2/20` (at least 2 apart); and gloo's all_reduce of 1,024,000 floats at world sizes 2
+  and 8, the peer of the 4 MB pair and 8-role rounds. `--no-small` measures the 4 MB case alone.
 
 An Alpha round also computes the leaves and applies the learner; gloo's figure is the
 all-reduce alone. This is a benchmark, never a test: nothing here asserts a timing.
