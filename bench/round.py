@@ -1,7 +1,7 @@
 """Per-round latency and throughput on loopback: Alpha against gloo and a bare TCP round trip.
 
     python bench/round.py [--repeats R] [--short N1] [--long N2] [--json OUT] [--no-gloo]
-                          [--large | --no-large] [--small | --no-small]
+                          [--large | --no-large] [--small | --no-small] [--cpu LEVEL]
 
 The gradient is 2,410 float32 values (the size of the digits model's parameters). Measured side
 by side in one run:
@@ -112,11 +112,14 @@ class AlphaBuilds:
 
     configs = (("single", None), ("pair", "pair"), ("tree8", "tree8"))
 
-    def __init__(self, work: Path, short: int, long: int, source: str = SOURCE) -> None:
+    def __init__(
+        self, work: Path, short: int, long: int, source: str = SOURCE, cpu: str | None = None
+    ) -> None:
         self.work = work
         self.short = short
         self.long = long
         self.source = source
+        self.cpu = cpu
         self.commands: dict[tuple[str, int], list[tuple[str, list[str]]]] = {}
         self.best: dict[tuple[str, int], float] = {}
         self.sha: dict[tuple[str, int], set[str]] = {}
@@ -142,13 +145,18 @@ class AlphaBuilds:
                     program, diags = analysis.program()
                     if program is None:
                         raise RuntimeError(f"{config}: {diags}")
-                    result = build_program(program, out)
+                    result = build_program(program, out, deployment=Deployment(cpu=self.cpu))
                 else:
                     plan, _, diags = analysis.plan(plan_name)
                     if plan is None:
                         raise RuntimeError(f"{config}: {diags}")
                     deployment = Deployment(
-                        free_port_base(plan.membership.total), "127.0.0.1", None, 30_000, 30_000
+                        free_port_base(plan.membership.total),
+                        "127.0.0.1",
+                        None,
+                        30_000,
+                        30_000,
+                        cpu=self.cpu,
                     )
                     result = build_plan(plan, None, out, deployment)
                 self.commands[(config, steps)] = [
@@ -337,6 +345,9 @@ def main(argv: list[str] | None = None) -> int:
         default=True,
         help="the 9.6 KB system, gloo at 9.6 KB and the bare round trip (--no-small: 4 MB only)",
     )
+    parser.add_argument(
+        "--cpu", help="the CPU level Alpha's kernels are generated for (e.g. x86-64-v4)"
+    )
     parser.add_argument("--gloo-rank", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--gloo-world", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--gloo-port", type=int, help=argparse.SUPPRESS)
@@ -361,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     info = machine()
     print(f"machine: {info['cpu']}, {info['cores']} cores ({platform.machine()})")
+    info["alpha_cpu"] = args.cpu or "the target's baseline"
+    print(f"alpha kernels generated for: {info['alpha_cpu']}")
     load = os.getloadavg()[0]
     info["load_1min_at_start"] = load
     print(f"load average (1 min) at start: {load:.2f}")
@@ -373,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
 
         alpha: AlphaBuilds | None = None
         if args.small:
-            alpha = AlphaBuilds(work, args.short, args.long)
+            alpha = AlphaBuilds(work, args.short, args.long, cpu=args.cpu)
             try:
                 alpha.build()
             except Exception as exc:  # report it and go on with the peers
@@ -384,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.large:
             short4 = max(1, args.short // 20)
             large = AlphaBuilds(
-                work / "large", short4, max(short4 + 2, args.long // 20), SOURCE_LARGE
+                work / "large", short4, max(short4 + 2, args.long // 20), SOURCE_LARGE, args.cpu
             )
             try:
                 large.build()
