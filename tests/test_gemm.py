@@ -278,3 +278,59 @@ def test_admission_counts_each_threads_packed_panels(tmp_path: Path) -> None:
     )
     digits = (EXAMPLES / "digits.alpha").read_text().replace('"data/', f'"{EXAMPLES}/data/')
     assert task_scratch(program_of(digits, tmp_path / "digits.alpha")) == 0
+
+
+def test_a_plan_of_packed_products_and_partitioned_state_has_the_single_process_bits(
+    tmp_path: Path,
+) -> None:
+    """The 276,300-parameter system as 3 workers with parameters, gradients and learner state
+    partitioned, two threads each: packed products, the update in tasks on each owner's slice
+    and the canonical tree give the bits of one process and of the reference, then resume from
+    the round-2 capture to the same bits."""
+    from alpha_core.build import Deployment, build_plan
+    from alpha_core.launch import free_port_base, run_roles
+    from alpha_core.workspace import Workspace
+
+    learner = "adam(lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8)"
+    single = (LARGE % {"learner": learner}).replace("steps 3", "steps 4")
+    text = single.replace("batch 8 leaves 2", "batch 12 leaves 3") + (
+        "\nplan p for many {\n  roles worker[3]\n  topology hierarchy(fanout: 4)\n"
+        "  state { params partitioned over worker; grads partitioned over worker; "
+        "optimizer partitioned over worker }\n  checkpoint every 2 rounds\n}\n"
+    )
+    src = tmp_path / "many.alpha"
+    src.write_text(text)
+    analysis = Workspace().analyze_file(str(src))
+    plan, _, diags = analysis.plan("p")
+    assert plan is not None, diags
+    reference = train(plan.system).sha256
+    deployment = Deployment(
+        free_port_base(3),
+        "127.0.0.1",
+        None,
+        10_000,
+        10_000,
+        checkpoint_dir=str(tmp_path / "checkpoints"),
+        threads=2,
+    )
+    result = build_plan(plan, None, tmp_path / "build", deployment)
+
+    def run(*args: str) -> str:
+        out = tmp_path / "out.params"
+        outcomes = run_roles(
+            [
+                (e.role, [e.path, "--quiet", "--params-out", str(out), *args])
+                for e in result.executables
+            ],
+            keep_events=True,
+        )
+        for o in outcomes:
+            assert o.exit_code == 0, (o.role, o.refusal, o.message, o.stderr[-400:])
+        (writer,) = [o for o in outcomes if o.done and o.done.get("params_file")]
+        assert writer.done is not None
+        resumed = {e.get("round") for o in outcomes for e in o.events if e["event"] == "resumed"}
+        return f"{writer.done['params_sha256']} resumed at {sorted(map(str, resumed))}"
+
+    assert run() == f"{reference} resumed at []"
+    again = run("--resume", str(tmp_path / "checkpoints" / "round-00000002"))
+    assert again == f"{reference} resumed at ['2']"
