@@ -120,6 +120,7 @@ class AlphaBuilds:
         self.long = long
         self.source = source
         self.cpu = cpu
+        self.threads: list[str] = []  # ["--threads", N] for every role, when given
         self.commands: dict[tuple[str, int], list[tuple[str, list[str]]]] = {}
         self.best: dict[tuple[str, int], float] = {}
         self.sha: dict[tuple[str, int], set[str]] = {}
@@ -162,7 +163,13 @@ class AlphaBuilds:
                 self.commands[(config, steps)] = [
                     (
                         e.role,
-                        [str(e.path), "--quiet", "--params-out", str(out / f"{i}.params")],
+                        [
+                            str(e.path),
+                            "--quiet",
+                            "--params-out",
+                            str(out / f"{i}.params"),
+                            *self.threads,
+                        ],
                     )
                     for i, e in enumerate(result.executables)
                 ]
@@ -348,6 +355,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cpu", help="the CPU level Alpha's kernels are generated for (e.g. x86-64-v4)"
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="threads of every Alpha role (default: the executables' own, the cores)",
+    )
     parser.add_argument("--gloo-rank", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--gloo-world", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--gloo-port", type=int, help=argparse.SUPPRESS)
@@ -387,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
         alpha: AlphaBuilds | None = None
         if args.small:
             alpha = AlphaBuilds(work, args.short, args.long, cpu=args.cpu)
+            if args.threads:
+                alpha.threads = ["--threads", str(args.threads)]
             try:
                 alpha.build()
             except Exception as exc:  # report it and go on with the peers
@@ -399,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
             large = AlphaBuilds(
                 work / "large", short4, max(short4 + 2, args.long // 20), SOURCE_LARGE, args.cpu
             )
+            if args.threads:
+                large.threads = ["--threads", str(args.threads)]
             try:
                 large.build()
             except Exception as exc:  # report it and go on with the rest
