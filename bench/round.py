@@ -113,14 +113,21 @@ class AlphaBuilds:
     configs = (("single", None), ("pair", "pair"), ("tree8", "tree8"))
 
     def __init__(
-        self, work: Path, short: int, long: int, source: str = SOURCE, cpu: str | None = None
+        self,
+        work: Path,
+        short: int,
+        long: int,
+        source: str = SOURCE,
+        cpu: str | None = None,
+        threads: int | None = None,
     ) -> None:
         self.work = work
         self.short = short
         self.long = long
         self.source = source
         self.cpu = cpu
-        self.threads: list[str] = []  # ["--threads", N] for every role, when given
+        # every role's thread count, when given (else the executables' own: the cores)
+        self.threads = ["--threads", str(threads)] if threads else []
         self.commands: dict[tuple[str, int], list[tuple[str, list[str]]]] = {}
         self.best: dict[tuple[str, int], float] = {}
         self.sha: dict[tuple[str, int], set[str]] = {}
@@ -398,9 +405,7 @@ def main(argv: list[str] | None = None) -> int:
 
         alpha: AlphaBuilds | None = None
         if args.small:
-            alpha = AlphaBuilds(work, args.short, args.long, cpu=args.cpu)
-            if args.threads:
-                alpha.threads = ["--threads", str(args.threads)]
+            alpha = AlphaBuilds(work, args.short, args.long, cpu=args.cpu, threads=args.threads)
             try:
                 alpha.build()
             except Exception as exc:  # report it and go on with the peers
@@ -410,11 +415,8 @@ def main(argv: list[str] | None = None) -> int:
         large: AlphaBuilds | None = None
         if args.large:
             short4 = max(1, args.short // 20)
-            large = AlphaBuilds(
-                work / "large", short4, max(short4 + 2, args.long // 20), SOURCE_LARGE, args.cpu
-            )
-            if args.threads:
-                large.threads = ["--threads", str(args.threads)]
+            long4 = max(short4 + 2, args.long // 20)
+            large = AlphaBuilds(work / "large", short4, long4, SOURCE_LARGE, args.cpu, args.threads)
             try:
                 large.build()
             except Exception as exc:  # report it and go on with the rest

@@ -235,11 +235,12 @@ class GemmEmitter:
                         with then:
                             b.call(self._kernel, [a_panel, b_panel, c_tile, n, kc, first, ldb])
                         with other:
-                            self._edge(b, tile, c_tile, n, rows, cols, first)
+                            with b.if_then(b.not_(first)):  # the earlier blocks' sums
+                                self._copy_tile(b, c_tile, n, tile, i64(K.nr), rows, cols)
                             b.call(
                                 self._kernel, [a_panel, b_panel, tile, i64(K.nr), kc, first, ldb]
                             )
-                            self._edge_out(b, tile, c_tile, n, rows, cols)
+                            self._copy_tile(b, tile, i64(K.nr), c_tile, n, rows, cols)
 
                 for_count(b, ceil_div(b, mc, K.mr), row_panel, "ir")
 
@@ -249,48 +250,27 @@ class GemmEmitter:
         b.ret_void()
         return fn
 
-    def _edge(
-        self,
+    @staticmethod
+    def _copy_tile(
         b: ir.IRBuilder,
-        tile: ir.Value,
-        c: ir.Value,
-        ldc: ir.Value,
-        rows: ir.Value,
-        cols: ir.Value,
-        first: ir.Value,
-    ) -> None:
-        """The valid part of a partial tile copied into `tile` (row stride NR), unless first."""
-        K = self.k
-        with b.if_then(b.not_(first)):
-
-            def row(r: ir.Value) -> None:
-                def col(j: ir.Value) -> None:
-                    v = b.load(gep(b, c, b.add(b.mul(r, ldc), j)), typ=F32, align=4)
-                    b.store(v, gep(b, tile, b.add(b.mul(r, i64(K.nr)), j)), align=4)
-
-                for_count(b, cols, col, "ec")
-
-            for_count(b, rows, row, "er")
-
-    def _edge_out(
-        self,
-        b: ir.IRBuilder,
-        tile: ir.Value,
-        c: ir.Value,
-        ldc: ir.Value,
+        src: ir.Value,
+        src_ld: ir.Value,
+        dst: ir.Value,
+        dst_ld: ir.Value,
         rows: ir.Value,
         cols: ir.Value,
     ) -> None:
-        K = self.k
+        """rows x cols floats from src to dst (row strides src_ld, dst_ld): a partial tile's
+        valid part, between C and the stack tile the micro-kernel works on."""
 
         def row(r: ir.Value) -> None:
             def col(j: ir.Value) -> None:
-                v = b.load(gep(b, tile, b.add(b.mul(r, i64(K.nr)), j)), typ=F32, align=4)
-                b.store(v, gep(b, c, b.add(b.mul(r, ldc), j)), align=4)
+                v = b.load(gep(b, src, b.add(b.mul(r, src_ld), j)), typ=F32, align=4)
+                b.store(v, gep(b, dst, b.add(b.mul(r, dst_ld), j)), align=4)
 
-            for_count(b, cols, col, "oc")
+            for_count(b, cols, col, "tc")
 
-        for_count(b, rows, row, "or")
+        for_count(b, rows, row, "tr")
 
     # -- the entry: split C into tasks and run them ----------------------------------------------
     def _emit_gemm(self) -> ir.Function:
