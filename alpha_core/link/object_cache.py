@@ -12,7 +12,6 @@ renames over it.
 from __future__ import annotations
 
 import hashlib
-import os
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -20,11 +19,10 @@ from pathlib import Path
 from alpha_core.link.toolchain import (
     C_FLAGS,
     CACHE_WHAT,
-    LinkError,
     cache_root,
+    cache_write,
     check_target,
     compile_c,
-    os_reason,
     runtime_dir,
     writable_folder,
     zig_version,
@@ -51,24 +49,8 @@ def cached_object(kind: str, target: str, key: str, make: Callable[[Path], None]
     raises (LinkError `link-failed` from the toolchain)."""
     cache = writable_folder(cache_root() / "shared" / target, "cache-unusable", CACHE_WHAT)
     final = cache / f"{kind}-{key[:40]}.o"
-    if final.is_file():
-        return final
-    try:
-        handle, staged = tempfile.mkstemp(prefix=f".{final.name}.", dir=cache)
-        os.close(handle)
-    except OSError as error:
-        raise LinkError(
-            "cache-unusable", f"cannot write in {cache} ({CACHE_WHAT}): {os_reason(error)}"
-        ) from None
-    try:
-        make(Path(staged))
-        os.replace(staged, final)
-    except OSError as error:
-        raise LinkError(
-            "cache-unusable", f"cannot write {final} ({CACHE_WHAT}): {os_reason(error)}"
-        ) from None
-    finally:
-        Path(staged).unlink(missing_ok=True)
+    if not final.is_file():
+        cache_write(final, make)
     return final
 
 

@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -171,6 +171,29 @@ def _object_key(target: str, source: Path, headers: Sequence[Path]) -> str:
     return digest.hexdigest()
 
 
+def cache_write(final: Path, make: Callable[[Path], None]) -> None:
+    """`final` in the object cache, written by `make(path)` at a temporary name beside it and
+    renamed into place, so concurrent builds never see half a file; LinkError `cache-unusable`
+    when the cache cannot be written (and whatever `make` raises)."""
+    cache = final.parent
+    try:
+        handle, staged = tempfile.mkstemp(prefix=f".{final.name}.", dir=cache)
+        os.close(handle)
+    except OSError as error:
+        raise LinkError(
+            "cache-unusable", f"cannot write in {cache} ({CACHE_WHAT}): {os_reason(error)}"
+        ) from None
+    try:
+        make(Path(staged))
+        os.replace(staged, final)
+    except OSError as error:
+        raise LinkError(
+            "cache-unusable", f"cannot write {final} ({CACHE_WHAT}): {os_reason(error)}"
+        ) from None
+    finally:
+        Path(staged).unlink(missing_ok=True)
+
+
 def runtime_objects(target: str) -> list[Path]:
     """The runtime's objects for target, compiled on first use and cached by the SHA-256 of
     (source, every header, target, flags, zig version)."""
@@ -185,23 +208,7 @@ def runtime_objects(target: str) -> list[Path]:
     objects = [cache / f"{s.stem}-{_object_key(target, s, headers)[:32]}.o" for s in sources]
 
     def build(source: Path, obj: Path) -> None:
-        # Compile beside the final name, then rename: concurrent builds never see half a file.
-        try:
-            handle, staged = tempfile.mkstemp(prefix=f".{obj.name}.", dir=cache)
-            os.close(handle)
-        except OSError as error:
-            raise LinkError(
-                "cache-unusable", f"cannot write in {cache} ({CACHE_WHAT}): {os_reason(error)}"
-            ) from None
-        try:
-            compile_c(target, source.name, Path(staged), cwd=folder)
-            os.replace(staged, obj)
-        except OSError as error:
-            raise LinkError(
-                "cache-unusable", f"cannot write {obj} ({CACHE_WHAT}): {os_reason(error)}"
-            ) from None
-        finally:
-            Path(staged).unlink(missing_ok=True)
+        cache_write(obj, lambda staged: compile_c(target, source.name, staged, cwd=folder))
 
     missing = [(s, o) for s, o in zip(sources, objects, strict=True) if not o.exists()]
     with ThreadPoolExecutor(max_workers=max(1, min(len(missing), os.cpu_count() or 1))) as pool:
