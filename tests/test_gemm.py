@@ -263,11 +263,12 @@ def test_the_learner_update_in_tasks_is_exact(learner: str, tmp_path: Path) -> N
 def test_admission_counts_each_threads_packed_panels(tmp_path: Path) -> None:
     """A role with packed products holds one set of panels per thread: `cores 2` doubles it,
     and a system whose products all stay small holds none."""
+    from alpha_core.autodiff.reverse import training_step
     from alpha_core.plan.admission import admit, admit_program, task_scratch
     from alpha_core.workspace import Workspace
 
     program = program_of(SOURCE % {"steps": 2}, tmp_path / "single.alpha")
-    per_thread = task_scratch(program)
+    per_thread = task_scratch(program, training_step(program))
     assert per_thread > 0
     assert ("packed panels (1 thread)", per_thread) in admit_program(program).items
     checked = Workspace().analyze_file(str(_plan_source(tmp_path))).checked
@@ -277,7 +278,8 @@ def test_admission_counts_each_threads_packed_panels(tmp_path: Path) -> None:
         2 * per_thread
     )
     digits = (EXAMPLES / "digits.alpha").read_text().replace('"data/', f'"{EXAMPLES}/data/')
-    assert task_scratch(program_of(digits, tmp_path / "digits.alpha")) == 0
+    small = program_of(digits, tmp_path / "digits.alpha")
+    assert task_scratch(small, training_step(small)) == 0
 
 
 def test_a_plan_of_packed_products_and_partitioned_state_has_the_single_process_bits(

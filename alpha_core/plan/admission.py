@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from alpha_core.autodiff.reverse import training_step
+from alpha_core.autodiff.reverse import StepGraph, training_step
 from alpha_core.check.program import Program
 from alpha_core.codegen.gemm import GEMM_MIN_WORK
 from alpha_core.codegen.graph_emit import live_nodes
@@ -90,9 +90,8 @@ def pieces_held(schedule: RoleSchedule) -> int:
     return len(held)
 
 
-def kernel_buffers(program: Program) -> int:
-    """The static buffers of the leaf-gradient and forward kernels."""
-    step = training_step(program)
+def kernel_buffers(program: Program, step: StepGraph) -> int:
+    """The static buffers of the leaf-gradient (`step`) and forward kernels."""
     total = 0
     for graph, roots in (
         (step.graph, [step.loss_sum, *step.grads]),
@@ -105,10 +104,9 @@ def kernel_buffers(program: Program) -> int:
     return total
 
 
-def task_scratch(program: Program) -> int:
-    """Bytes of packed panels one thread needs: the largest tile's, when the kernels have a
-    product large enough for the packed GEMM (codegen/gemm.py), else none."""
-    step = training_step(program)
+def task_scratch(program: Program, step: StepGraph) -> int:
+    """Bytes of packed panels one thread needs: the largest tile's, when the leaf kernel
+    (`step`) has a product large enough for the packed GEMM (codegen/gemm.py), else none."""
     for node in step.graph.nodes:
         if node.op == "matmul":
             (m, k), (_, n) = (concrete(step.graph[i].shape, program.leaf_size) for i in node.inputs)
@@ -118,6 +116,7 @@ def task_scratch(program: Program) -> int:
 
 
 def demand(program: Program, schedule: RoleSchedule, threads: int = 1) -> list[tuple[str, int]]:
+    step = training_step(program)  # once: both the buffers and the scratch read it
     n = program.n_params
     d = program.data
     label_width = 1 if d.label_kind == "class" else d.outputs
@@ -131,7 +130,7 @@ def demand(program: Program, schedule: RoleSchedule, threads: int = 1) -> list[t
             f"gradient pieces ({pieces_held(schedule)} held)",
             pieces_held(schedule) * (n + 1) * FLOAT,
         ),
-        ("activations (kernel buffers)", kernel_buffers(program)),
+        ("activations (kernel buffers)", kernel_buffers(program, step)),
         ("data", d.rows * (d.features + label_width) * FLOAT),
         ("leaf inputs", program.leaf_size * (d.features + label_width) * FLOAT),
     ]
@@ -142,7 +141,7 @@ def demand(program: Program, schedule: RoleSchedule, threads: int = 1) -> list[t
                 len(schedule.links) * (FRAME_HEADER + (n + 1) * FLOAT),
             )
         )
-    scratch = task_scratch(program)
+    scratch = task_scratch(program, step)
     if scratch:
         items.append((f"packed panels ({threads} thread{'s' * (threads != 1)})", threads * scratch))
     items.append(("runtime reserve", RUNTIME_RESERVE))
