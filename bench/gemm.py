@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO))
 from alpha_core.codegen.gemm import GemmEmitter  # noqa: E402
 from alpha_core.codegen.loops import F32, I64, PTR, for_count, gep, splat  # noqa: E402
 from alpha_core.codegen.target import TARGETS, HostTarget, object_code  # noqa: E402
-from alpha_core.codegen.tiles import blocking_for, vector_width  # noqa: E402
+from alpha_core.codegen.tiles import blocking_of  # noqa: E402
 from alpha_core.link.toolchain import compile_c, run_zig, runtime_dir  # noqa: E402
 
 DEFAULT_SHAPES = (
@@ -139,9 +139,9 @@ def module(
 ) -> tuple[ir.Module, int]:
     mod = ir.Module(name="bench.gemm")
     mod.triple = host.triple
-    width = vector_width(host.triple, host.cpu, host.features)
-    registers = 32 if width == 16 or host.triple.startswith("aarch64") else 16
-    gemm = GemmEmitter(mod, blocking_for(width, registers), fused)
+    tile = blocking_of(host.triple, host.cpu, host.features)
+    width = tile.width
+    gemm = GemmEmitter(mod, tile, fused)
     run = ir.Function(
         mod, ir.FunctionType(ir.VoidType(), [ir.IntType(32), PTR, PTR, PTR]), "bench_run"
     )

@@ -27,6 +27,12 @@ from alpha_core.codegen.tiles import Blocking
 # for the small layers of small models the packing would cost more than it saves.
 GEMM_MIN_WORK = 1 << 18
 
+
+def packed(m: int, n: int, k: int) -> bool:
+    """Whether an m x k by k x n product takes the packed GEMM."""
+    return m * n * k >= GEMM_MIN_WORK
+
+
 SCRATCH_SYMBOL = "alpha_scratch_floats"  # floats of scratch each worker needs (runtime/pool.c)
 PARALLEL_SYMBOL = "alpha_parallel"  # runs tasks 0..n-1, each once, on the role's threads
 WORKERS_SYMBOL = "alpha_workers"  # how many threads take tasks

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from llvmlite import ir
 
-from alpha_core.codegen.gemm import GEMM_MIN_WORK, GemmEmitter
+from alpha_core.codegen.gemm import GemmEmitter, packed
 from alpha_core.codegen.loops import (
     F32,
     I32,
@@ -175,7 +175,7 @@ class GraphEmitter:
 
     def _large(self, node: Node) -> bool:
         (m, k), (_, n) = self.shape(node.inputs[0]), self.shape(node.inputs[1])
-        return m * n * k >= GEMM_MIN_WORK
+        return packed(m, n, k)
 
     def _fold_transposes(self, live: list[int], roots: Sequence[int]) -> None:
         """A transpose whose every live use is a large product is never written: the product

@@ -25,7 +25,7 @@ from alpha_core.codegen.loops import (
     load,
     store,
 )
-from alpha_core.codegen.tiles import blocking_for, vector_width
+from alpha_core.codegen.tiles import blocking_of
 from alpha_core.ir.graph import Graph
 from alpha_core.semantics import learners
 from alpha_core.semantics.llvm_arith import LlvmArith
@@ -269,9 +269,7 @@ def build_kernels(
     (never their bits)."""
     module = ir.Module(name=f"alpha.{program.name}")
     module.triple = triple
-    width = vector_width(triple, cpu, features)
-    registers = 32 if width == 16 or triple.startswith("aarch64") else 16
-    gemm = GemmEmitter(module, blocking_for(width, registers))
+    gemm = GemmEmitter(module, blocking_of(triple, cpu, features))
     emit_init(module, program)
     shared: dict[tuple[object, ...], ir.Function] = {}  # node functions of both kernels
     emit_leaf_grad(module, program, step, gemm, shared)

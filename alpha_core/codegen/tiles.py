@@ -64,3 +64,11 @@ def vector_width(triple: str, cpu: str, features: str) -> int:
     if "ymm" in asm:
         return 8
     return 4
+
+
+def blocking_of(triple: str, cpu: str, features: str) -> Blocking:
+    """The tile for a target CPU: its vector width, and 32 registers on AVX-512 and AArch64
+    (16 on the other x86-64 levels)."""
+    width = vector_width(triple, cpu, features)
+    registers = 32 if width == 16 or triple.startswith("aarch64") else 16
+    return blocking_for(width, registers)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from alpha_core.autodiff.reverse import StepGraph, training_step
 from alpha_core.check.program import Program
-from alpha_core.codegen.gemm import GEMM_MIN_WORK
+from alpha_core.codegen.gemm import packed
 from alpha_core.codegen.graph_emit import live_nodes
 from alpha_core.codegen.tiles import blocking_for
 from alpha_core.diagnostics import Diagnostic
@@ -110,7 +110,7 @@ def task_scratch(program: Program, step: StepGraph) -> int:
     for node in step.graph.nodes:
         if node.op == "matmul":
             (m, k), (_, n) = (concrete(step.graph[i].shape, program.leaf_size) for i in node.inputs)
-            if m * n * k >= GEMM_MIN_WORK:
+            if packed(m, n, k):
                 return max(blocking_for(w, r).scratch_floats for w, r in TILES) * FLOAT
     return 0
 
