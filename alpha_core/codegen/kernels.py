@@ -206,42 +206,59 @@ def _emit_apply_span(module: ir.Module, program: Program) -> ir.Function:
     fn.linkage = "internal"
     params, state, gsum, start, count, lo, hi, b1t, b2t = fn.args
     A = LlvmArith(b)
-    learner = program.learner
-    hyper = dict(learner.hyper)
 
     def element(t: ir.Value) -> None:
-        j = b.add(lo, t)
-        e = b.add(start, j)
-        p = load(b, params, e)
-        g = learners.mean_gradient(A, load(b, gsum, e), program.batch)
-        if learner.kind == "sgd":
-            store(b, learners.sgd(A, p, g, hyper["lr"]), params, e)
-        elif learner.kind == "momentum":
-            p2, v2 = learners.momentum(A, p, load(b, state, j), g, hyper["lr"], hyper["mu"])
-            store(b, p2, params, e)
-            store(b, v2, state, j)
-        else:
-            vj = b.add(j, count)
-            p2, m2, v2 = learners.adam(
-                A,
-                p,
-                load(b, state, j),
-                load(b, state, vj),
-                g,
-                b1t,
-                b2t,
-                hyper["lr"],
-                hyper["beta1"],
-                hyper["beta2"],
-                hyper["eps"],
-            )
-            store(b, p2, params, e)
-            store(b, m2, state, j)
-            store(b, v2, state, vj)
+        emit_apply_element(b, A, program, params, state, gsum, start, count, b.add(lo, t), b1t, b2t)
 
     for_count(b, b.sub(hi, lo), element, "p")
     b.ret_void()
     return fn
+
+
+def emit_apply_element(
+    b: ir.IRBuilder,
+    A: LlvmArith,
+    program: Program,
+    params: ir.Value,
+    state: ir.Value,
+    gsum: ir.Value,
+    start: ir.Value,
+    count: ir.Value,
+    j: ir.Value,
+    b1t: ir.Value,
+    b2t: ir.Value,
+) -> None:
+    """The learner's update of element start + j (0 <= j < count): host kernels call it in a
+    loop, GPU kernels once per thread, so both compute it with the same operations."""
+    learner = program.learner
+    hyper = dict(learner.hyper)
+    e = b.add(start, j)
+    p = load(b, params, e)
+    g = learners.mean_gradient(A, load(b, gsum, e), program.batch)
+    if learner.kind == "sgd":
+        store(b, learners.sgd(A, p, g, hyper["lr"]), params, e)
+    elif learner.kind == "momentum":
+        p2, v2 = learners.momentum(A, p, load(b, state, j), g, hyper["lr"], hyper["mu"])
+        store(b, p2, params, e)
+        store(b, v2, state, j)
+    else:
+        vj = b.add(j, count)
+        p2, m2, v2 = learners.adam(
+            A,
+            p,
+            load(b, state, j),
+            load(b, state, vj),
+            g,
+            b1t,
+            b2t,
+            hyper["lr"],
+            hyper["beta1"],
+            hyper["beta2"],
+            hyper["eps"],
+        )
+        store(b, p2, params, e)
+        store(b, m2, state, j)
+        store(b, v2, state, vj)
 
 
 def emit_init(module: ir.Module, program: Program) -> None:
