@@ -1,15 +1,17 @@
-"""Refusals as LSP diagnostics, published on open and, debounced, after edits.
+"""Refusals as LSP diagnostics, published on open and after edits.
 
-An edit schedules a check `debounce_ms` later and cancels the one still waiting, so a burst of
-keystrokes costs one analysis. Each diagnostic carries the refusal's name as its `code`, a link
-to its entry in docs/refusals.md, its related spans, and the text `alpha check` prints in
-`data.rendered`.
+An edit is checked at once while edits come slower than checks; while they come faster (a
+burst: a paste, a replay, fast typing on a large file) the check waits `debounce_ms` after the
+latest edit, so the burst costs one analysis and ends with the diagnostics of its final text.
+Each diagnostic carries the refusal's name as its `code`, a link to its entry in
+docs/refusals.md, its related spans, and the text `alpha check` prints in `data.rendered`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -90,25 +92,51 @@ def publish(ls: AlphaServer, uri: str) -> None:
 
 
 class Debouncer:
-    """One pending check per document; a newer edit cancels the older one."""
+    """When to check a document after an edit: at once when edits come slower than checks
+    (a typist on a file whose check is quick), else `debounce_ms` after the latest edit, each
+    newer edit cancelling the check still waiting (a burst costs one check).
+
+    "Slower than checks": the time between this edit's arrival and the previous one's (as the
+    reader saw them come, alpha_lsp/reading.py) is at least what the document's last check
+    took, and no check of it is waiting. A check "at once" is still a task, so the edits
+    already read from the pipe are applied before it runs."""
 
     def __init__(self, ls: AlphaServer) -> None:
         self.ls = ls
         self.pending: dict[str, asyncio.Task[None]] = {}
+        self.last_edit: dict[str, float] = {}
+        self.cost: dict[str, float] = {}  # seconds the document's last check took
 
     def cancel(self, uri: str) -> None:
         task = self.pending.pop(uri, None)
         if task is not None:
             task.cancel()
 
-    def schedule(self, uri: str) -> None:
+    def forget(self, uri: str) -> None:
         self.cancel(uri)
-        self.pending[uri] = asyncio.get_running_loop().create_task(self._later(uri))
+        self.last_edit.pop(uri, None)
+        self.cost.pop(uri, None)
 
-    async def _later(self, uri: str) -> None:
-        await asyncio.sleep(self.ls.debounce_ms / 1000)
-        self.pending.pop(uri, None)
+    def schedule(self, uri: str) -> None:
+        now = self.ls.arrival()
+        previous = self.last_edit.get(uri)
+        self.last_edit[uri] = now
+        waiting = uri in self.pending
+        quick = previous is None or now - previous >= self.cost.get(uri, 0.0)
+        delay = 0.0 if quick and not waiting else self.ls.debounce_ms / 1000
+        self.cancel(uri)
+        self.pending[uri] = asyncio.get_running_loop().create_task(self._later(uri, delay))
+
+    def check(self, uri: str) -> None:
+        """Publish now, and remember what it cost."""
+        t = time.perf_counter()
         publish(self.ls, uri)
+        self.cost[uri] = time.perf_counter() - t
+
+    async def _later(self, uri: str, delay: float) -> None:
+        await asyncio.sleep(delay)
+        self.pending.pop(uri, None)
+        self.check(uri)
 
 
 def register(server: AlphaServer) -> None:
@@ -116,8 +144,10 @@ def register(server: AlphaServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: AlphaServer, params: types.DidOpenTextDocumentParams) -> None:
-        debouncer.cancel(params.text_document.uri)
-        publish(ls, params.text_document.uri)
+        uri = params.text_document.uri
+        debouncer.cancel(uri)
+        debouncer.last_edit[uri] = ls.arrival()
+        debouncer.check(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: AlphaServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -130,7 +160,7 @@ def register(server: AlphaServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: AlphaServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
-        debouncer.cancel(uri)
+        debouncer.forget(uri)
         ls.forget(uri)
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=[])

@@ -8,12 +8,16 @@ and line index) and the guard that keeps a failure in one request from reaching 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import functools
 import gc
 import logging
 import os
 import re
+import sys
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
@@ -21,6 +25,7 @@ from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
@@ -30,6 +35,7 @@ from alpha_core.workspace import Analysis, Workspace
 from alpha_lsp import __version__
 from alpha_lsp.errors import AlphaProtocol, DocumentUnreadable, configure_logging, one_line
 from alpha_lsp.positions import Lines
+from alpha_lsp.reading import AheadReader
 
 logger = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -96,6 +102,34 @@ class AlphaServer(LanguageServer):
         self.core = Workspace(read_file=self.data_files.read)
         self.debounce_ms = DEFAULT_DEBOUNCE_MS
         self._snapshots: dict[str, Snapshot] = {}
+        self.reader: AheadReader | None = None
+
+    def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
+        """Serve on stdio, stdin read ahead by a thread (alpha_lsp/reading.py) so that each
+        message's arrival time is known even while a check holds the event loop."""
+        self.reader = AheadReader((stdin or sys.stdin.buffer).fileno())
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(
+                run_async(
+                    stop_event=self._stop_event,
+                    reader=self.reader,
+                    protocol=self.protocol,
+                    logger=logger,
+                    error_handler=self.report_server_error,
+                )
+            )
+        except BrokenPipeError:
+            logger.error("the connection to the client is lost: stopping")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
+
+    def arrival(self) -> float:
+        """When the message being handled arrived (`time.perf_counter()`); over TCP, now."""
+        return self.reader.arrival if self.reader is not None else time.perf_counter()
 
     def path_of(self, uri: str) -> str:
         path = to_fs_path(uri)
@@ -232,9 +266,12 @@ def _tune_collector() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from alpha_core.version import version_line
+
     parser = argparse.ArgumentParser(prog="alpha-lsp", description="The Alpha language server.")
     parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
     parser.add_argument("--log-level", default="WARNING", help="logging level on stderr")
+    parser.add_argument("--version", action="version", version=version_line("alpha-lsp"))
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
     server = build()

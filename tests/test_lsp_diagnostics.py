@@ -138,17 +138,30 @@ async def test_closing_clears_the_diagnostics(client: Client) -> None:
 
 
 @IN_MODULE_LOOP
-async def test_a_burst_of_edits_is_checked_once(client: Client) -> None:
+async def test_a_burst_of_edits_ends_with_the_final_texts_diagnostics(client: Client) -> None:
+    """200 whole-text edits sent without waiting, at the default settings: edits that come
+    faster than checks are coalesced (far fewer versions checked than sent), and the last
+    diagnostics published are those of the final text. Before, every edit waited a fixed
+    debounce; checking at once when idle must not lose this."""
     client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"alpha": {"debounceMs": 2000}})
+        types.DidChangeConfigurationParams(settings={"alpha": {"debounceMs": 50}})
     )
     uri = _uri("burst.alpha")
     text = (EXAMPLES / "blobs.alpha").read_text()
-    client.open(uri, text)
-    versions = [client.replace(uri, text.replace("steps 200", f"steps {n}")) for n in range(1, 6)]
-    assert await client.published_for(uri, versions[-1]) == []
-    seen = [p.version for p in client.published if p.uri == uri]
-    assert not set(versions[:-1]) & set(seen), seen  # the earlier checks were cancelled
+    assert await client.published_for(uri, client.open(uri, text)) == []
+    count = len(client.published)
+    # the final text says `steps 0`: refused, so its diagnostics differ from every other's
+    versions = [
+        client.replace(uri, text.replace("steps 200", f"steps {n}")) for n in range(199, -1, -1)
+    ]
+    final = await client.published_for(uri, versions[-1])
+    expected = Workspace().analyze(
+        str(ROOT / "tests" / "fixtures" / "burst.alpha"), text.replace("steps 200", "steps 0")
+    )
+    assert _names(final) == sorted(d.name for d in expected.diagnostics) != []
+    checked = [p.version for p in client.published[count:] if p.uri == uri]
+    assert checked[-1] == versions[-1]
+    assert len(checked) < len(versions) // 2, checked
     client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"alpha": {"debounceMs": 5}})
     )
