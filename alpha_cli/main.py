@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from alpha_cli.deploy_cmd import add_deploy, show_hosts_refused
 from alpha_cli.environment import Refused, StdoutUnwritable, drop_stdout, guard_stdout
 from alpha_cli.render import diagnostic_json, err, error_line, out, show_refusals
 from alpha_cli.run_view import run_with_progress
@@ -18,6 +19,7 @@ from alpha_core.build import BuildResult, BuiltExecutable, Deployment, build_pro
 from alpha_core.checkpoint import CheckpointError, read_checkpoint
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.registry import REGISTRY
+from alpha_core.hosts_file import HostsRefused, read_hosts
 from alpha_core.launch import LaunchError, RoleOutcome, free_port_base
 from alpha_core.link.toolchain import LinkError
 from alpha_core.plan.projection import project
@@ -92,6 +94,8 @@ def _deployment(args: argparse.Namespace, roles: int) -> Deployment:
         )
     if args.threads is not None and not 1 <= args.threads <= 256:
         raise Refused("bad-argument", f"--threads {args.threads} is out of range: 1 to 256 threads")
+    if args.hosts and args.plan is None:
+        raise Refused("bad-argument", "--hosts gives each role of a plan its address: add --plan")
     base = args.port_base if args.port_base is not None else free_port_base(roles)
     overlap = ephemeral_overlap(base, min(base + roles - 1, 65535))
     if args.port_base is not None and overlap:
@@ -111,6 +115,7 @@ def _deployment(args: argparse.Namespace, roles: int) -> Deployment:
         # A path to read the launch secret from, compiled in; never the secret itself.
         str(Path(args.secret_file).resolve()) if getattr(args, "secret_file", None) else "",
         threads=args.threads or 0,
+        hosts=read_hosts(args.hosts) if args.hosts else None,  # HostsRefused, shown by main
     )
 
 
@@ -391,6 +396,13 @@ def parser() -> argparse.ArgumentParser:
         )
         b.add_argument("--host", default="127.0.0.1", help="address of the peers")
         b.add_argument(
+            "--hosts",
+            default=None,
+            metavar="FILE",
+            help="each role's own address, a line `ROLE HOST[:PORT]` per role (deployment "
+            "input; with --plan)",
+        )
+        b.add_argument(
             "--timeout-ms", type=int, default=10_000, help="deadline for connections and frames"
         )
         b.add_argument(
@@ -424,6 +436,7 @@ def parser() -> argparse.ArgumentParser:
     e = sub.add_parser("explain", help="explain a refusal by name")
     e.add_argument("name")
     e.set_defaults(func=cmd_explain)
+    add_deploy(sub)
     return p
 
 
@@ -449,6 +462,8 @@ def main(argv: list[str] | None = None) -> int:
             code = _command_refused(args, r.name, r.message)
         except LaunchError as e:
             code = _command_refused(args, e.name, str(e))
+        except HostsRefused as h:
+            code = show_hosts_refused(h, getattr(args, "json", False))
         sys.stdout.flush()  # a full or closed stdout is found here, not at interpreter exit
         return code
     except Refused as r:  # standard output closed

@@ -19,6 +19,7 @@ from alpha_core.check.program import Program
 from alpha_core.codegen.kernels import build_kernels
 from alpha_core.codegen.program_c import program_part, role_part_c
 from alpha_core.codegen.target import TARGETS, object_code
+from alpha_core.hosts_file import HostsFile, check_hosts, placed, role_addresses
 from alpha_core.link.link import link_role
 from alpha_core.link.object_cache import bytes_object, c_object, content_key
 from alpha_core.link.toolchain import LinkError, os_reason, runtime_objects, writable_folder
@@ -72,6 +73,8 @@ class Deployment:
     checkpoint_keep: int = 0  # published captures the root keeps; 0: every one
     secret_file: str = ""  # where every role reads the launch secret; "" for none compiled in
     threads: int = 0  # threads per role for the kernels' tasks; 0: the cores each may use
+    hosts: HostsFile | None = None  # each role's own address (--hosts); None: `host` for all
+    listen_any: bool = False  # with hosts: listen on every interface, dial the listed address
 
 
 def kernels_object(program: Program, target: str, cpu: str | None = None) -> bytes:
@@ -194,6 +197,11 @@ def build_plan(
     writable_folder(out_dir, "output-unwritable", "the build's output folder")
     program = plan.system
     indices = list(range(plan.membership.total) if roles is None else roles)
+    addresses = None
+    if deployment.hosts is not None:  # HostsRefused, with the lines, before anything is built
+        names = [plan.membership.name_of(i) for i in range(plan.membership.total)]
+        check_hosts(deployment.hosts, names, plan.name)
+        addresses = role_addresses(deployment.hosts, names, deployment.port_base)
     # every role admitted before anything is compiled; without a pairing against this machine
     machine = machine_profile() if pairing is None else None
     admissions = {index: admit(plan, pairing, index, machine) for index in indices}
@@ -215,7 +223,7 @@ def build_plan(
     }
     schedules = {
         i: replace(
-            _schedule(plan, i, deployment),
+            _schedule(plan, i, deployment, addresses),
             threads=deployment.threads or cores[i] or 0,
             max_threads=cores[i] or 0,
         )
@@ -244,8 +252,13 @@ def build_plan(
     return result
 
 
-def _schedule(plan: Plan, index: int, deployment: Deployment) -> RoleSchedule:
-    return replace(
+def _schedule(
+    plan: Plan,
+    index: int,
+    deployment: Deployment,
+    addresses: tuple[tuple[str, int], ...] | None = None,
+) -> RoleSchedule:
+    schedule = replace(
         project(plan, index, deployment.port_base, deployment.host),
         connect_timeout_ms=deployment.connect_timeout_ms,
         io_timeout_ms=deployment.io_timeout_ms,
@@ -254,6 +267,9 @@ def _schedule(plan: Plan, index: int, deployment: Deployment) -> RoleSchedule:
         checkpoint_keep=deployment.checkpoint_keep,
         secret_file=deployment.secret_file,
     )
+    if addresses is None:
+        return schedule
+    return placed(schedule, addresses, deployment.listen_any)
 
 
 def _link_all(

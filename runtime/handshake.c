@@ -158,9 +158,11 @@ static void connect_to_peer(struct opening *o, uint32_t k)
     snprintf(address, sizeof address, "%s:%u", l->host, (unsigned)l->port);
     struct addrinfo hints = {.ai_flags = AI_NUMERICSERV, .ai_socktype = SOCK_STREAM};
     const char *why = "no attempt";
+    int unresolved = 0; /* the last attempt found no address for the name */
     for (;;) {
         struct addrinfo *found = NULL;
         int error = getaddrinfo(l->host, port, &hints, &found);
+        unresolved = error != 0;
         if (error)
             why = gai_strerror(error);
         for (struct addrinfo *a = found; a; a = a->ai_next) {
@@ -178,7 +180,11 @@ static void connect_to_peer(struct opening *o, uint32_t k)
             }
             why = strerror(errno);
         }
-        freeaddrinfo(found);
+        if (found) /* musl's freeaddrinfo dereferences what it is given */
+            freeaddrinfo(found);
+        if (net_now_ms() >= o->deadline && unresolved)
+            refuse(REFUSAL_PEER_UNRESOLVABLE, "cannot resolve %s, the host of %s, within %u ms: "
+                   "%s", l->host, l->peer_name, (unsigned)o->timeout_ms, why);
         if (net_now_ms() >= o->deadline)
             refuse(REFUSAL_PEER_UNREACHABLE, "cannot connect to %s at %s within %u ms: %s",
                    l->peer_name, address, (unsigned)o->timeout_ms, why);

@@ -24,6 +24,7 @@
 /* Between roles (net.c, frame.c). */
 #define REFUSAL_LISTEN_FAILED "listen-failed"         /* cannot listen on listen_host:port */
 #define REFUSAL_PEER_UNREACHABLE "peer-unreachable"   /* a peer never connected or accepted */
+#define REFUSAL_PEER_UNRESOLVABLE "peer-unresolvable" /* a peer's host name never resolved */
 #define REFUSAL_PEER_TIMEOUT "peer-timeout"           /* a frame did not arrive in time */
 #define REFUSAL_PEER_LOST "peer-lost"                 /* a peer closed or reset its connection */
 #define REFUSAL_FRAME_CORRUPT "frame-corrupt"         /* bad magic, checksum or reserved field */

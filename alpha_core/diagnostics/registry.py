@@ -458,6 +458,58 @@ _ENTRIES = [
         "role with more cores.",
     ),
     Refusal(
+        "hosts-malformed",
+        USAGE,
+        "a line of a hosts file is not `ROLE HOST[:PORT]`",
+        "`alpha build --hosts FILE` reads one line per role: the role as `alpha project` prints "
+        "it, then its address (an IPv4 address, an IPv6 address in brackets when a port "
+        "follows, or a host name), optionally `:PORT` (1 to 65535; by default the plan's port "
+        "for the role). `#` starts a comment. A line with more or fewer words, an address that "
+        "is neither an address nor a host name, or a port out of range is refused with the "
+        "file, line and column, before anything is compiled.",
+    ),
+    Refusal(
+        "hosts-unreadable",
+        USAGE,
+        "the hosts file cannot be read",
+        "The file given to `--hosts` does not exist, cannot be opened or is not UTF-8 text; "
+        "nothing is compiled.",
+    ),
+    Refusal(
+        "hosts-unknown-role",
+        USAGE,
+        "a hosts file names a role the plan does not have",
+        "Every line of a hosts file names one role of the plan being built, as `alpha project` "
+        "prints it (`hub`, `worker[3]`). A name the plan does not have (a typo, a plan with "
+        "fewer workers) is refused at its line, with the plan's roles, before anything is "
+        "compiled.",
+    ),
+    Refusal(
+        "hosts-duplicate",
+        USAGE,
+        "a hosts file gives a role two addresses",
+        "Each role listens on exactly one address and every peer dials that address, so a role "
+        "listed twice is ambiguous: both lines are shown, and nothing is compiled.",
+    ),
+    Refusal(
+        "hosts-incomplete",
+        USAGE,
+        "a hosts file leaves roles of the plan without an address",
+        "With `--hosts`, every role's address comes from the file: none falls back to `--host`, "
+        "because a role placed by accident on the wrong machine would only be found when its "
+        "peers cannot reach it. The roles missing are named; nothing is compiled.",
+    ),
+    Refusal(
+        "peer-unresolvable",
+        START_UP,
+        "a peer's host name did not resolve before the connect deadline",
+        "A hosts file may give a role's address as a host name. Each role resolves the names of "
+        "the peers it dials at start-up (the C library's resolver: /etc/hosts, then DNS), "
+        "retrying every 20 ms until the connect deadline, so a name that appears late (a "
+        "Kubernetes pod's DNS record) is still found. A name that never resolves is named with "
+        "the peer and the resolver's reason; no round has run, so nothing is committed.",
+    ),
+    Refusal(
         "listen-failed",
         START_UP,
         "a role cannot listen on its address",
