@@ -46,6 +46,12 @@
 #define REFUSAL_CHECKPOINT_IDENTITY_MISMATCH "checkpoint-identity-mismatch"
 #define REFUSAL_CHECKPOINT_DIGEST_MISMATCH "checkpoint-digest-mismatch"
 #define REFUSAL_CHECKPOINT_FOLDER_FOREIGN "checkpoint-folder-foreign" /* not this system's */
+/* GPU roles (gpu_cuda.c: the NVIDIA driver, opened with dlopen). */
+#define REFUSAL_GPU_DRIVER_MISSING "gpu-driver-missing" /* no libcuda.so.1, or cuInit failed */
+#define REFUSAL_GPU_NOT_FOUND "gpu-not-found"         /* no device of that UUID or index */
+#define REFUSAL_GPU_JIT_FAILED "gpu-jit-failed"       /* the driver's JIT refused the PTX */
+#define REFUSAL_GPU_LAUNCH_FAILED "gpu-launch-failed" /* a kernel launch or the device failed */
+#define REFUSAL_MEMORY_ADMISSION "memory-admission"   /* the device has too little free memory */
 
 /* What every refused event names besides the refusal: the role and the round (1-based, as in
  * step events; 0 before and after the rounds, printed as null). */

@@ -316,7 +316,11 @@ _ENTRIES = [
         "system (or each role of a plan) against the machine that builds it, before anything "
         "is compiled: its MemTotal in /proc/meminfo, or its container's memory limit when "
         "lower, or the default host profile when the machine does not say. `alpha check` and "
-        "the editor admit only what a pairing names, so they answer alike on every machine.",
+        "the editor admit only what a pairing names, so they answer alike on every machine. "
+        "A GPU role is admitted twice: at compile time against its device profile, and at "
+        "start-up against the free memory of the card it opened (cuMemGetInfo, once its "
+        "context exists), refused with the same name, the demand, the free and total bytes "
+        "and the breakdown, before anything is allocated on the card.",
         _tiny() + _PLAN + "pairing lab for duo {\n  worker[*]: host x86_64, memory 1 mib\n}\n",
     ),
     Refusal(
@@ -713,6 +717,44 @@ _ENTRIES = [
         "Every failure an executable detects is refused by name. This one is reported by the "
         "launcher when a process ends with a non-zero status and no refusal event, for example "
         "when it was killed by a signal.",
+    ),
+    Refusal(
+        "gpu-driver-missing",
+        START_UP,
+        "a GPU role found no working NVIDIA driver",
+        "A GPU role needs the NVIDIA kernel driver and its library `libcuda.so.1`, and nothing "
+        "else from CUDA (no toolkit, no runtime library). At start-up it opens `libcuda.so.1` "
+        "with dlopen and calls cuInit; when the library cannot be loaded the refusal quotes the "
+        "loader's reason, when cuInit or a later query fails it names the driver's error "
+        "(`CUDA_ERROR_...`). Nothing is computed on the host instead, and nothing is written.",
+    ),
+    Refusal(
+        "gpu-not-found",
+        START_UP,
+        "the GPU a role was given is not on this machine",
+        "A GPU role runs on the device named by `--gpu-uuid` (the UUID as `nvidia-smi -L` "
+        "prints it, `GPU-` and 32 hex digits) or `--gpu-index` (the driver's order), by default "
+        "the first. When the driver has no such device, or none at all, the role stops at "
+        "start-up and the message lists the index and UUID of every device the driver sees.",
+    ),
+    Refusal(
+        "gpu-jit-failed",
+        START_UP,
+        "the NVIDIA driver could not compile a GPU role's kernels",
+        "A GPU role carries its kernels as PTX and hands them to the driver's JIT compiler at "
+        "start-up (cuModuleLoadDataEx). When the JIT refuses them (a driver too old for the "
+        "PTX version, a device below the PTX target) the message carries the driver's error "
+        "name and its error log, and the whole log goes to stderr; a kernel missing from the "
+        "module is refused the same way. Nothing is written.",
+    ),
+    Refusal(
+        "gpu-launch-failed",
+        START_UP,
+        "a GPU kernel, or a copy to or from the device, failed during the run",
+        "Every kernel launch is checked, and so is every wait for the device and every copy "
+        "between host and device memory, where a kernel's own fault shows. The message names "
+        "the driver's error (`CUDA_ERROR_...`) and the kernel; the `refused` event names the "
+        "round. A failed round commits nothing and no parameter file is written.",
     ),
     Refusal(
         "no-system",

@@ -215,3 +215,19 @@ def runtime_objects(target: str) -> list[Path]:
         for future in [pool.submit(build, s, o) for s, o in missing]:
             future.result()
     return objects
+
+
+# GPU roles are glibc-dynamic: they dlopen libcuda.so.1, which a static musl executable cannot.
+GPU_ZIG_TARGET = "x86_64-linux-gnu.2.28"
+
+
+def gpu_runtime_sources(shadow: bool) -> tuple[list[Path], list[str]]:
+    """What a GPU role links beside the runtime every executable has: the implementation of
+    runtime/gpu.h (the NVIDIA driver through dlopen, or the host shadow) and the link flags it
+    needs; not the role's bridge (gpu_role.c). No host role links them (runtime_objects leaves
+    out every `gpu_*.c`). Compile them for GPU_ZIG_TARGET."""
+    folder = runtime_dir()
+    if shadow:
+        return [folder / "gpu_shadow.c"], []
+    # glibc 2.28 keeps dlopen in libdl (2.34 moved it into libc)
+    return [folder / "gpu_cuda.c"], ["-ldl"]

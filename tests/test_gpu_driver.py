@@ -1,0 +1,256 @@
+"""runtime/gpu_cuda.c, the NVIDIA driver backend of GPU roles, against the real machine (which
+has no NVIDIA driver) and against tests/fixtures/gpu/libcuda_double.c: a test double of the
+driver's answers (devices, UUIDs, memory, a failing JIT, a failing launch), built here into a
+`libcuda.so.1` and found through LD_LIBRARY_PATH. The double never runs a kernel; nothing here
+is evidence about GPU arithmetic.
+
+The probe (tests/fixtures/gpu/probe.c) calls gpu.h in a role's order and writes its --out file
+last, as a role writes its parameters: every refusal must exit 3 with a `refused` event as its
+last line, `error[NAME]` on stderr, and no file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from alpha_core.link.toolchain import (
+    C_FLAGS,
+    GPU_ZIG_TARGET,
+    gpu_runtime_sources,
+    run_zig,
+    runtime_dir,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "gpu"
+UUID_A = "GPU-0123abcd-4567-89ef-0123-456789abcdef"
+UUID_B = "GPU-f00dfeed-0000-1111-2222-333344445555"
+
+# Two kernels in the signature every GPU role's kernels have: (u64 args, u64 threads).
+PTX = """.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry leaf_forward(.param .u64 args, .param .u64 threads)
+{
+  ret;
+}
+.visible .entry apply(.param .u64 args, .param .u64 threads)
+{
+  ret;
+}
+"""
+
+
+@dataclass
+class Built:
+    probe: Path
+    double_dir: Path  # holds libcuda.so.1, the test double
+    ptx: Path
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    out = tmp_path_factory.mktemp("gpu-driver")
+    sources, link_flags = gpu_runtime_sources(shadow=False)
+    runtime = runtime_dir()
+    probe = out / "probe"
+    run_zig(
+        [
+            "cc", "-target", GPU_ZIG_TARGET, *C_FLAGS, "-Werror", f"-I{runtime}",
+            *map(str, sources), str(runtime / "refusal.c"), str(runtime / "events.c"),
+            str(FIXTURES / "probe.c"), *link_flags, "-o", str(probe),
+        ],
+        cwd=out,
+    )  # fmt: skip
+    double_dir = out / "double"
+    double_dir.mkdir()
+    run_zig(
+        [
+            "cc", "-shared", "-fPIC", "-target", GPU_ZIG_TARGET, *C_FLAGS, "-Werror",
+            str(FIXTURES / "libcuda_double.c"), "-o", str(double_dir / "libcuda.so.1"),
+        ],
+        cwd=out,
+    )  # fmt: skip
+    ptx = out / "kernels.ptx"
+    ptx.write_text(PTX)
+    return Built(probe, double_dir, ptx)
+
+
+@dataclass
+class Ran:
+    code: int
+    events: list[dict[str, object]]
+    stderr: str
+    wrote: bool
+
+
+def _run(built: Built, tmp_path: Path, args: tuple[str, ...], env: dict[str, str]) -> Ran:
+    out = tmp_path / "probe.out"
+    out.unlink(missing_ok=True)
+    proc = subprocess.run(
+        [str(built.probe), *args, "--out", str(out)],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    return Ran(proc.returncode, events, proc.stderr, out.exists())
+
+
+def _plain_environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ALPHA_DOUBLE_")}
+    env.pop("LD_LIBRARY_PATH", None)
+    return env
+
+
+def probe(built: Built, tmp_path: Path, *args: str, **answers: str) -> Ran:
+    """The probe against the double, which answers as `answers` (ALPHA_DOUBLE_...) say."""
+    env = {**_plain_environment(), "LD_LIBRARY_PATH": str(built.double_dir), **answers}
+    return _run(built, tmp_path, args, env)
+
+
+def refused(ran: Ran, name: str) -> dict[str, object]:
+    """The refusal's event, after checking every mark a refusal leaves and that it wrote
+    nothing."""
+    assert ran.code == 3, (ran.code, ran.events, ran.stderr)
+    last = ran.events[-1]
+    assert last["event"] == "refused" and last["name"] == name, last
+    assert f"error[{name}]: " in ran.stderr
+    assert not ran.wrote, "a refused probe wrote its output"
+    assert not [e for e in ran.events if e["event"] == "done"]
+    return last
+
+
+def test_this_machine_has_no_driver(built: Built, tmp_path: Path) -> None:
+    """Nothing from CUDA is installed here: the loader's own reason, named."""
+    ran = _run(built, tmp_path, (), _plain_environment())
+    last = refused(ran, "gpu-driver-missing")
+    message = str(last["message"])
+    assert "libcuda.so.1: cannot open shared object file: No such file or directory" in message
+    assert last["round"] is None and last["role"] == "probe"
+    assert [e["event"] for e in ran.events] == ["refused"]
+
+
+def test_cuinit_failing_is_named(built: Built, tmp_path: Path) -> None:
+    ran = probe(built, tmp_path, ALPHA_DOUBLE_INIT_ERROR="999", ALPHA_DOUBLE_UUIDS=UUID_A)
+    message = str(refused(ran, "gpu-driver-missing")["message"])
+    assert "cuInit" in message and "CUDA_ERROR_UNKNOWN" in message
+
+
+def test_device_by_index_and_by_uuid(built: Built, tmp_path: Path) -> None:
+    answers = {
+        "ALPHA_DOUBLE_UUIDS": f"{UUID_A},{UUID_B}",
+        "ALPHA_DOUBLE_NAME": "double H200",
+        "ALPHA_DOUBLE_TOTAL_BYTES": str(150_000_000_000),
+        "ALPHA_DOUBLE_FREE_BYTES": str(149_000_000_000),
+        "ALPHA_DOUBLE_CC": "9.0",
+    }
+    by_index = probe(built, tmp_path, "--index", "1", **answers)
+    assert by_index.code == 0, by_index.stderr
+    device = by_index.events[0]
+    assert device == {
+        "event": "device", "name": "double H200", "uuid": UUID_B,
+        "total_bytes": 150_000_000_000, "free_bytes": 149_000_000_000, "cc": "9.0",
+        "ordinal": 1, "shadow": 0,
+    }  # fmt: skip
+    assert {"event": "copied", "bytes": 256, "same": True} in by_index.events
+    assert by_index.wrote
+
+    # nvidia-smi prints lowercase; an uppercase or prefix-less UUID names the same card
+    for asked in (UUID_A.upper(), UUID_A.removeprefix("GPU-")):
+        by_uuid = probe(built, tmp_path, "--uuid", asked, "--index", "1", **answers)
+        assert by_uuid.code == 0, by_uuid.stderr
+        assert by_uuid.events[0]["uuid"] == UUID_A and by_uuid.events[0]["ordinal"] == 0
+
+    default = probe(built, tmp_path, **{**answers, "ALPHA_DOUBLE_CC": "8.6"})
+    assert default.events[0]["ordinal"] == 0 and default.events[0]["cc"] == "8.6"
+
+
+def test_a_gpu_not_present_lists_those_that_are(built: Built, tmp_path: Path) -> None:
+    two = {"ALPHA_DOUBLE_UUIDS": f"{UUID_A},{UUID_B}"}
+    wrong = "GPU-00000000-4567-89ef-0123-456789abcdef"
+    message = str(
+        refused(probe(built, tmp_path, "--uuid", wrong, **two), "gpu-not-found")["message"]
+    )
+    assert wrong in message and f"0 {UUID_A}" in message and f"1 {UUID_B}" in message
+
+    message = str(
+        refused(probe(built, tmp_path, "--index", "2", **two), "gpu-not-found")["message"]
+    )
+    assert "index 2" in message and UUID_A in message and UUID_B in message
+
+    none = refused(probe(built, tmp_path, ALPHA_DOUBLE_UUIDS=""), "gpu-not-found")
+    assert "sees no device" in str(none["message"])
+
+
+def test_too_little_free_memory_is_refused_with_the_breakdown(built: Built, tmp_path: Path) -> None:
+    ran = probe(
+        built, tmp_path, "--demand", "3145728",
+        "--breakdown", "parameters 1.0 MiB, gradients 1.0 MiB, kernel buffers 1.0 MiB",
+        ALPHA_DOUBLE_UUIDS=UUID_A, ALPHA_DOUBLE_FREE_BYTES="2097152",
+    )  # fmt: skip
+    message = str(refused(ran, "memory-admission")["message"])
+    assert "3145728 bytes (3.0 MiB)" in message and "2097152 free (2.0 MiB of 1.0 GiB)" in message
+    assert "parameters 1.0 MiB, gradients 1.0 MiB, kernel buffers 1.0 MiB" in message
+    assert UUID_A in message
+    # before anything was allocated on the card
+    assert [e["event"] for e in ran.events] == ["device", "refused"]
+
+    enough = probe(built, tmp_path, "--demand", "2097152", ALPHA_DOUBLE_UUIDS=UUID_A,
+                   ALPHA_DOUBLE_FREE_BYTES="2097152")  # fmt: skip
+    assert enough.code == 0 and {"event": "admitted", "demand": 2097152} in enough.events
+
+
+def test_a_jit_failure_shows_the_log(built: Built, tmp_path: Path) -> None:
+    log = "ptxas application ptx input, line 4; error   : Unknown symbol 'bogus'"
+    load = ("--ptx", str(built.ptx), "--kernel", "leaf_forward")
+    ran = probe(built, tmp_path, *load, ALPHA_DOUBLE_UUIDS=UUID_A, ALPHA_DOUBLE_JIT_LOG=log)
+    message = str(refused(ran, "gpu-jit-failed")["message"])
+    assert "CUDA_ERROR_INVALID_PTX" in message and log in message
+
+    # a log longer than a message holds: the message has its start, stderr all of it
+    long_log = "".join(f"line {i}: error : something the JIT said\n" for i in range(200))
+    ran = probe(built, tmp_path, *load, ALPHA_DOUBLE_UUIDS=UUID_A, ALPHA_DOUBLE_JIT_LOG=long_log)
+    assert "line 0: error" in str(refused(ran, "gpu-jit-failed")["message"])
+    assert long_log.rstrip() in ran.stderr
+
+    missing = probe(built, tmp_path, *load, "--kernel", "learner", ALPHA_DOUBLE_UUIDS=UUID_A)
+    message = str(refused(missing, "gpu-jit-failed")["message"])
+    assert "no kernel learner" in message and "CUDA_ERROR_NOT_FOUND" in message
+
+
+def test_a_launch_failure_names_the_error_the_kernel_and_the_round(
+    built: Built, tmp_path: Path
+) -> None:
+    load = ("--ptx", str(built.ptx), "--kernel", "leaf_forward", "--kernel", "apply")
+    ran = probe(built, tmp_path, *load, "--round", "7", "--launch", "1:1000",
+                ALPHA_DOUBLE_UUIDS=UUID_A)  # fmt: skip
+    last = refused(ran, "gpu-launch-failed")
+    assert last["round"] == 7
+    message = str(last["message"])
+    assert "CUDA_ERROR_NOT_SUPPORTED" in message and "kernel apply" in message
+
+    # a fault that shows only when the host waits: the last kernel launched is named
+    ran = probe(
+        built, tmp_path, *load, "--round", "3", "--launch", "1:1000", "--launch", "0:40",
+        ALPHA_DOUBLE_UUIDS=UUID_A, ALPHA_DOUBLE_LAUNCH_ERROR="0", ALPHA_DOUBLE_SYNC_ERROR="700",
+    )  # fmt: skip
+    last = refused(ran, "gpu-launch-failed")
+    assert last["round"] == 3
+    message = str(last["message"])
+    assert "CUDA_ERROR_ILLEGAL_ADDRESS" in message and "kernel leaf_forward" in message
+
+
+def test_kernel_time_is_the_sum_over_launches(built: Built, tmp_path: Path) -> None:
+    """Each launch's pair of events is read once at the wait; a launch of no threads is not
+    made. The double reports the time the test chose for every launch."""
+    ran = probe(
+        built, tmp_path, "--ptx", str(built.ptx), "--kernel", "leaf_forward", "--kernel", "apply",
+        "--launch", "0:1000", "--launch", "1:5", "--launch", "1:0", "--launch", "0:300",
+        ALPHA_DOUBLE_UUIDS=UUID_A, ALPHA_DOUBLE_LAUNCH_ERROR="0", ALPHA_DOUBLE_KERNEL_MS="0.25",
+    )  # fmt: skip
+    assert ran.code == 0, ran.stderr
+    assert {"event": "synced", "launches": 4, "kernel_us": 750} in ran.events
+    assert ran.wrote
