@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from reference_layers import LAYER
 
 from alpha_core.autodiff.reverse import StepGraph, training_step
 from alpha_core.check.program import Program
@@ -79,7 +80,7 @@ def evaluate(
         if op == "param":
             r = params[int(n.attr("index"))].astype(dt)  # type: ignore[call-overload]
         elif op == "input_x":
-            r = x.astype(dt)
+            r = x.astype(dt).reshape(shape)
         elif op == "label_class":
             r = y.astype(np.int64).reshape(-1)
         elif op == "label_reg":
@@ -111,7 +112,9 @@ def evaluate(
             for k in range(a.shape[1]):
                 r = (r + (a[:, k : k + 1] * c[k : k + 1, :]).astype(dt)).astype(dt)
         elif op == "transpose":
-            r = np.ascontiguousarray(ins[0].T)
+            r = np.ascontiguousarray(np.swapaxes(ins[0], -1, -2))
+        elif op in LAYER:
+            r = LAYER[op](n, ins, shape, mode)
         elif op in ("sum", "mean"):
             axis = n.attr("axis")
             axes = list(range(ins[0].ndim)) if axis is None else [int(axis)]  # type: ignore

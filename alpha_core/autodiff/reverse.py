@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from alpha_core.check.program import Program
 from alpha_core.ir.graph import BATCH, Graph, GraphBuilder, Shape
+from alpha_core.semantics.activations import GRAD_READS
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,41 @@ def _backward(b: GraphBuilder, out: int, seed: int, n_forward: int) -> dict[int,
             acc(ins[0], b.add("mul", (d, i), node.shape))
         elif op == "log":
             acc(ins[0], b.add("div", (d, ins[0]), node.shape))
+        elif op in GRAD_READS:
+            reads = i if GRAD_READS[op] == "y" else ins[0]
+            acc(ins[0], b.add(f"{op}_grad", (reads, d), node.shape))
+        elif op in ("maximum", "minimum"):
+            a, c = ins
+            for side, operand in enumerate((a, c)):
+                g = b.add("pick_grad", (a, c, d), node.shape, (("kind", op), ("side", side)))
+                acc(operand, reduce_to(g, b.shape(operand)))
+        elif op == "softmax":
+            axis = node.attr("axis")
+            assert isinstance(axis, int)
+            dy = b.add("mul", (d, i), node.shape)
+            total = _kept_sum(b, dy, axis)
+            acc(ins[0], b.add("mul", (i, b.add("sub", (d, total), node.shape)), node.shape))
+        elif op == "log_softmax":
+            axis = node.attr("axis")
+            assert isinstance(axis, int)
+            soft = b.add("softmax", (ins[0],), node.shape, node.attrs)
+            total = _kept_sum(b, d, axis)
+            scaled = b.add("mul", (soft, total), node.shape)
+            acc(ins[0], b.add("sub", (d, scaled), node.shape))
+        elif op == "reshape":
+            acc(ins[0], _reshape(b, d, b.shape(ins[0])))
+        elif op == "bmatmul":
+            a, c = ins
+            sa, sc = b.shape(a), b.shape(c)
+            ct = b.add("transpose", (c,), sc[:-2] + (sc[-1], sc[-2]))
+            acc(a, b.add("bmatmul", (d, ct), sa))
+            at = b.add("transpose", (a,), sa[:-2] + (sa[-1], sa[-2]))
+            acc(c, b.add("bmatmul", (at, d), sc))
+        elif op == "causal_mask":
+            acc(ins[0], b.add("causal_mask", (d,), node.shape, (("fill", 0.0),)))
+        elif op == "embed":
+            table, tokens = ins
+            acc(table, b.add("embed_grad", (d, tokens), b.shape(table)))
         elif op in ("sum", "mean"):
             (a,) = ins
             axis = node.attr("axis")
@@ -120,6 +156,17 @@ def _backward(b: GraphBuilder, out: int, seed: int, n_forward: int) -> dict[int,
         else:
             raise AssertionError(f"no derivative for {op}")
     return grads
+
+
+def _reshape(b: GraphBuilder, x: int, shape: Shape) -> int:
+    return x if b.shape(x) == shape else b.add("reshape", (x,), shape)
+
+
+def _kept_sum(b: GraphBuilder, x: int, axis: int) -> int:
+    """sum(x, axis) with the axis kept as a 1, to broadcast back along it."""
+    shape = b.shape(x)
+    total = b.add("sum", (x,), shape[:axis] + shape[axis + 1 :], (("axis", axis),))
+    return _reshape(b, total, shape[:axis] + (1,) + shape[axis + 1 :])
 
 
 def _count(shape: Shape) -> int:

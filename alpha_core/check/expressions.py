@@ -10,13 +10,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from alpha_core.check import builtins
+from alpha_core.check.builtins import CALLS, HANDLERS, REDUCE, UNARY
 from alpha_core.check.context import CheckContext, show_shape
+from alpha_core.check.signature import Sizes, bind_sizes, result_shape
 from alpha_core.diagnostics import Related
-from alpha_core.ir.graph import BATCH, GraphBuilder, Shape, broadcast_shapes
+from alpha_core.ir.graph import BATCH, GraphBuilder, Shape
 from alpha_core.syntax import ast
 
-UNARY = {"relu": "relu", "tanh": "tanh", "sigmoid": "sigmoid", "exp": "exp", "log": "log"}
-REDUCE = ("sum", "mean")
+__all__ = ["UNARY", "REDUCE", "CALLS", "Binding", "ExprLowering", "declared_shape"]
 BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
 
 
@@ -75,7 +77,8 @@ class ExprLowering:
             Related(e.right.span, f"this is {show_shape(sc)}"),
         )
         if e.op == "@":
-            if len(sa) != 2 or len(sc) != 2 or sa[1] != sc[0] or sc[0] == BATCH:
+            out = builtins.matmul(self, a, c)
+            if out is None:
                 self.ctx.refuse(
                     "shape-mismatch",
                     f"cannot multiply {show_shape(sa)} by {show_shape(sc)}",
@@ -83,42 +86,44 @@ class ExprLowering:
                     related=related,
                     help="`a @ b` needs a: [m, k] and b: [k, n] with the same k"
                     if len(sa) == 2 and len(sc) == 2
+                    else "`a @ b` needs a: [..., m, k] and b: [k, n] (no batch axis), or "
+                    "b: [..., k, n] with the leading axes of a"
+                    if len(sa) >= 2 and len(sc) >= 2
                     else "`@` takes two matrices",
                 )
-                return None
-            return self.b.add("matmul", (a, c), (sa[0], sc[1]))
-        out = broadcast_shapes(sa, sc)
-        if out is None or (BATCH in out and (out[0] != BATCH or out.count(BATCH) > 1)):
-            self.ctx.refuse(
-                "shape-mismatch",
-                f"shapes {show_shape(sa)} and {show_shape(sc)} do not broadcast for `{e.op}`",
-                e.op_span,
-                related=related,
-            )
-            return None
-        return self.b.add(BINARY[e.op], (a, c), out)
+            return out
+        return builtins.pairwise(self, BINARY[e.op], a, c, e.op_span, e.op, related)
 
     def _call(self, e: ast.Call, env: dict[str, Binding]) -> int | None:
-        if e.func in UNARY:
-            if len(e.args) != 1 or e.kwargs:
-                self.ctx.refuse("bad-argument", f"`{e.func}` takes one tensor", e.span)
-                return None
-            x = self.expr(e.args[0], env)
-            return None if x is None else self.b.add(UNARY[e.func], (x,), self.b.shape(x))
+        handler = HANDLERS.get(e.func)
+        if handler is not None:
+            return handler(self, e, env)
         if e.func in REDUCE:
             return self._reduce(e, env)
         fn = self.fns.get(e.func)
         if fn is None:
             self.ctx.unknown(
-                "function", e.func, e.func_span, list(self.fns) + list(UNARY) + list(REDUCE)
+                "function",
+                e.func,
+                e.func_span,
+                list(self.fns) + list(UNARY) + list(REDUCE) + list(CALLS),
             )
             return None
         return self.inline(fn, e, env)
 
     def _reduce(self, e: ast.Call, env: dict[str, Binding]) -> int | None:
-        if len(e.args) != 1 or any(k.name != "axis" for k in e.kwargs):
-            self.ctx.refuse("bad-argument", f"`{e.func}` takes one tensor and `axis:`", e.span)
+        if len(e.args) != 1 or any(k.name not in ("axis", "keepdims") for k in e.kwargs):
+            self.ctx.refuse(
+                "bad-argument", f"`{e.func}` takes one tensor, `axis:` and `keepdims:`", e.span
+            )
             return None
+        keep = e.kwarg("keepdims")
+        keepdims = False
+        if keep is not None:
+            if not (isinstance(keep.value, ast.Name) and keep.value.id in ("true", "false")):
+                self.ctx.refuse("bad-argument", "`keepdims:` is `true` or `false`", keep.value.span)
+                return None
+            keepdims = keep.value.id == "true"
         x = self.expr(e.args[0], env)
         if x is None:
             return None
@@ -157,29 +162,11 @@ class ExprLowering:
                 )
                 return None
             out = shape[:axis] + shape[axis + 1 :]
-        return self.b.add(e.func, (x,), out, (("axis", axis),))
-
-    def declared(self, t: ast.TensorType) -> Shape | None:
-        """A declared tensor type's shape, refused unless it is `f32` with sizes and `B`."""
-        if t.dtype != "f32":
-            self.ctx.refuse(
-                "type-mismatch", f"tensors in a model are `f32`, not `{t.dtype}`", t.dtype_span
-            )
-            return None
-        shape = declared_shape(t)
-        if shape is None:
-            bad = next(
-                d
-                for i, d in enumerate(t.dims)
-                if isinstance(d.value, str) and (d.value != "B" or i != 0)
-            )
-            self.ctx.refuse(
-                "shape-mismatch",
-                f"`{bad.value}` is not a size; the only named dimension is `B`, the "
-                "leading batch axis",
-                bad.span,
-            )
-        return shape
+        reduced = self.b.add(e.func, (x,), out, (("axis", axis),))
+        if not keepdims:
+            return reduced
+        kept = tuple(1 for _ in shape) if axis is None else shape[:axis] + (1,) + shape[axis + 1 :]
+        return builtins.reshape(self, reduced, kept)
 
     def inline(self, fn: ast.FnItem, call: ast.Call, env: dict[str, Binding]) -> int | None:
         if fn.name in self._active:
@@ -200,30 +187,21 @@ class ExprLowering:
             return None
         self.ctx.definitions[call.func_span] = fn.name_span
         inner = {k: v for k, v in env.items() if k not in ("x", "y")}
+        sizes = Sizes()
         for arg, param in zip(call.args, fn.params, strict=True):
             node = self.expr(arg, env)
             if node is None:
                 return None
-            want = self.declared(param.type)
-            if want is None:
-                return None
-            got = self.b.shape(node)
-            if want != got:
-                self.ctx.refuse(
-                    "shape-mismatch",
-                    f"`{param.name}` is declared {show_shape(want)} but is given {show_shape(got)}",
-                    arg.span,
-                    related=(Related(param.type.span, "declared here"),),
-                )
+            if not bind_sizes(self.ctx, param, self.b.shape(node), sizes, arg):
                 return None
             inner[param.name] = Binding(node, param.name_span)
         self._active.append(fn.name)
         try:
-            return self._body(fn, inner)
+            return self._body(fn, inner, sizes)
         finally:
             self._active.pop()
 
-    def _body(self, fn: ast.FnItem, env: dict[str, Binding]) -> int | None:
+    def _body(self, fn: ast.FnItem, env: dict[str, Binding], sizes: Sizes) -> int | None:
         result: int | None = None
         returned = False
         for stmt in fn.body:
@@ -253,7 +231,7 @@ class ExprLowering:
             self.ctx.refuse("missing-item", f"function `{fn.name}` has no `return`", fn.name_span)
             return None
         assert result is not None
-        want = self.declared(fn.result)
+        want = result_shape(self.ctx, fn, sizes)
         if want is None:
             return None
         got = self.b.shape(result)

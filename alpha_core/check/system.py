@@ -246,7 +246,7 @@ def _params(items: list[ast.ParamItem], ctx: CheckContext) -> list[ParamSpec]:
                 p.type.dtype_span,
             )
             continue
-        if shape is None or BATCH in shape or any(d < 1 for d in shape) or not shape:
+        if shape is None or BATCH in shape or any(d < 1 for d in shape):
             ctx.refuse(
                 "shape-mismatch",
                 f"parameter `{p.name}` needs a fixed shape of positive sizes",
@@ -339,16 +339,20 @@ def _model(
         return None
     xparam = model.params[0]
     xshape = declared_shape(xparam.type)
-    if xshape is None or len(xshape) != 2 or xshape[0] != BATCH:
-        ctx.refuse(
-            "shape-mismatch", "the model's argument must be `f32[B, features]`", xparam.type.span
-        )
-        return None
-    if features is not None and xshape[1] != features:
+    if xshape is None or len(xshape) < 2 or xshape[0] != BATCH or BATCH in xshape[1:]:
         ctx.refuse(
             "shape-mismatch",
-            f"the model takes {xshape[1]} features but the data has {features}",
-            xparam.type.dims[1].span,
+            "the model's argument must be `f32[B, features]` (or the features as an image, "
+            "`f32[B, C, H, W]`)",
+            xparam.type.span,
+        )
+        return None
+    per_example = size(xshape[1:])
+    if features is not None and per_example != features:
+        ctx.refuse(
+            "shape-mismatch",
+            f"the model takes {per_example} features but the data has {features}",
+            xparam.type.dims[1].span if len(xshape) == 2 else xparam.type.span,
         )
         return None
     x = b.add("input_x", (), xshape)

@@ -28,6 +28,7 @@ from alpha_core.codegen.loops import (
     splat,
     store,
 )
+from alpha_core.codegen.tensor_ops import LAYER_OPS, emit_layer_op
 from alpha_core.ir.graph import Graph, Node, concrete, size
 from alpha_core.semantics import learners as recipes
 from alpha_core.semantics.llvm_arith import LlvmArith
@@ -119,6 +120,10 @@ class GraphEmitter:
                 continue
             if node.op == "const":
                 self.buffer(i)  # initialised at its definition
+                continue
+            if node.op == "reshape" and i not in self.ptrs:
+                # the same floats in the same order: read where they are
+                self.ptrs[i] = self.ptrs[self.folded.get(node.inputs[0], node.inputs[0])]
                 continue
             if outline:
                 self._call_node(b, i, node)
@@ -242,14 +247,28 @@ class GraphEmitter:
             )
         elif op == "matmul":
             self._matmul(b, A, node, out)
-        elif op == "transpose":
-            (m, n) = self.shape(node.inputs[0])
+        elif op == "transpose":  # the last two axes swapped, for every index before them
+            src_shape = self.shape(node.inputs[0])
+            (m, n) = src_shape[-2:]
+            lead = size(src_shape[:-2])
             a = self._in(node, 0)
+            if lead == 1:  # a matrix: the loops as they always were
+                nest(
+                    b,
+                    (m, n),
+                    lambda idx: store(
+                        b, load(b, a, linear(b, idx, (n, 1))), out, linear(b, idx, (1, m))
+                    ),
+                )
+                return
             nest(
                 b,
-                (m, n),
+                (lead, m, n),
                 lambda idx: store(
-                    b, load(b, a, linear(b, idx, (n, 1))), out, linear(b, idx, (1, m))
+                    b,
+                    load(b, a, linear(b, idx, (m * n, n, 1))),
+                    out,
+                    linear(b, idx, (m * n, 1, m)),
                 ),
             )
         elif op in ("sum", "mean", "reduce_to"):
@@ -260,6 +279,8 @@ class GraphEmitter:
             self._xent(b, A, node, out, grad=op == "xent_grad")
         elif op in ("mse", "mse_grad"):
             self._mse(b, A, node, out, grad=op == "mse_grad")
+        elif op in LAYER_OPS:
+            emit_layer_op(self, b, A, i, node, out)
         else:
             raise AssertionError(f"no code for {op}")
 

@@ -10,11 +10,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 BATCH = -1
+# A dimension -k (k > 1) is k times the batch axis: the per-example rows of a tensor
+# f32[B, k, ...] seen as one matrix, as a product over every position reads them (only
+# autodiff and lowering make such shapes; a declared type never holds one).
 
 Shape = tuple[int, ...]
 
-ELEMENTWISE_BINARY = ("add", "sub", "mul", "div")
-ELEMENTWISE_UNARY = ("neg", "relu", "tanh", "sigmoid", "exp", "log")
+ELEMENTWISE_BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
+ELEMENTWISE_UNARY = (
+    "neg",
+    "relu",
+    "tanh",
+    "sigmoid",
+    "exp",
+    "log",
+    "sqrt",
+    "abs",
+    "square",
+    "gelu",
+    "silu",
+)
 
 
 @dataclass(frozen=True)
@@ -100,7 +115,20 @@ def broadcast_shapes(a: Shape, b: Shape) -> Shape | None:
 
 
 def concrete(shape: Shape, batch: int) -> Shape:
-    return tuple(batch if d == BATCH else d for d in shape)
+    return tuple(-d * batch if d < 0 else d for d in shape)
+
+
+def symbolic_size(shape: Shape) -> int:
+    """The element count, negative (k times the batch) when the shape has the batch axis."""
+    n = 1
+    batched = False
+    for d in shape:
+        if d < 0:
+            batched = True
+            n *= -d
+        else:
+            n *= d
+    return -n if batched else n
 
 
 def size(shape: Shape) -> int:

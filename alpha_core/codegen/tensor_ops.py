@@ -1,0 +1,282 @@
+"""Loops for the layer operations: softmax, batched products, masks, embeddings, pairwise
+maximum/minimum, and the activations of semantics/activations.py.
+
+Every sum keeps the order docs/semantics.md gives it (from +0.0, its index ascending); loops
+that run over independent outputs may be vectorised by LLVM, which never changes a bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from alpha_core.codegen.loops import (
+    F32,
+    I32,
+    I64,
+    broadcast_strides,
+    entry_alloca,
+    for_range,
+    i64,
+    linear,
+    load,
+    nest,
+    row_major_strides,
+    store,
+)
+from alpha_core.ir.graph import Node, size
+from alpha_core.semantics import activations
+from alpha_core.semantics.llvm_arith import LlvmArith
+
+if TYPE_CHECKING:
+    from alpha_core.codegen.graph_emit import GraphEmitter
+
+LAYER_OPS = (
+    *activations.UNARY,
+    *activations.GRADS,
+    "maximum",
+    "minimum",
+    "pick_grad",
+    "softmax",
+    "log_softmax",
+    "reshape",
+    "bmatmul",
+    "causal_mask",
+    "embed",
+    "embed_grad",
+)
+
+
+def emit_layer_op(
+    em: GraphEmitter, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value
+) -> None:
+    op = node.op
+    shape = em.shape(i)
+    if op in activations.UNARY:
+        rec = activations.UNARY[op]
+        a = em.ptrs[node.inputs[0]]
+        for_range(b, size(shape), lambda j: store(b, rec(A, load(b, a, j)), out, j))
+    elif op in activations.GRADS:
+        grad = activations.GRADS[op]
+        x, d = em.ptrs[node.inputs[0]], em.ptrs[node.inputs[1]]
+        for_range(b, size(shape), lambda j: store(b, grad(A, load(b, x, j), load(b, d, j)), out, j))
+    elif op in ("maximum", "minimum"):
+        pick = activations.maximum if op == "maximum" else activations.minimum
+        _broadcast_map(em, b, node, shape, out, lambda v: pick(A, v[0], v[1]))
+    elif op == "pick_grad":
+        kind, side = str(node.attr("kind")), int(node.attr("side"))  # type: ignore[call-overload]
+        _broadcast_map(em, b, node, shape, out, lambda v: activations.pick_grad(A, kind, side, *v))
+    elif op in ("softmax", "log_softmax"):
+        _softmax(em, b, A, node, shape, out)
+    elif op == "reshape":
+        n = size(shape)
+        src = em.ptrs[node.inputs[0]]
+        for_range(b, n, lambda j: store(b, load(b, src, j), out, j), "cp")
+    elif op == "bmatmul":
+        _bmatmul(em, b, A, node, shape, out)
+    elif op == "causal_mask":
+        _causal_mask(em, b, A, node, shape, out)
+    elif op == "embed":
+        _embed(em, b, A, node, shape, out)
+    elif op == "embed_grad":
+        _embed_grad(em, b, A, node, shape, out)
+    else:
+        raise AssertionError(f"no code for {op}")
+
+
+def _broadcast_map(
+    em: GraphEmitter,
+    b: ir.IRBuilder,
+    node: Node,
+    shape: tuple[int, ...],
+    out: ir.Value,
+    f: Callable[[list[ir.Value]], ir.Value],
+) -> None:
+    """out[idx] = f(inputs read at idx with NumPy broadcasting)."""
+    srcs = [(em.ptrs[j], broadcast_strides(em.shape(j), shape)) for j in node.inputs]
+    st_o = row_major_strides(shape)
+
+    def body(idx: list[ir.Value]) -> None:
+        vals = [load(b, p, linear(b, idx, st)) for p, st in srcs]
+        store(b, f(vals), out, linear(b, idx, st_o))
+
+    nest(b, shape, body)
+
+
+def _softmax(
+    em: GraphEmitter,
+    b: ir.IRBuilder,
+    A: LlvmArith,
+    node: Node,
+    shape: tuple[int, ...],
+    out: ir.Value,
+) -> None:
+    """Along the axis, for each other index: m = the first element, then m = v > m ? v : m
+    ascending; s = Σ exp(v - m) ascending from +0.0; softmax = exp(v - m) / s, log_softmax =
+    (v - m) - log(s)."""
+    axis = int(node.attr("axis"))  # type: ignore[call-overload]
+    outer, n, inner = size(shape[:axis]), shape[axis], size(shape[axis + 1 :])
+    x = em.ptrs[node.inputs[0]]
+    exp, log = em.math["exp"], em.math["log"]
+    m_slot, s_slot = entry_alloca(b), entry_alloca(b)
+
+    def line(o: ir.Value, c: ir.Value) -> None:
+        base = b.add(b.mul(o, i64(n * inner)), c)
+
+        def at(k: ir.Value) -> ir.Value:
+            return b.add(base, b.mul(k, i64(inner)))
+
+        b.store(load(b, x, base), m_slot)
+
+        def top(k: ir.Value) -> None:
+            v, m = load(b, x, at(k)), b.load(m_slot, typ=F32)
+            b.store(A.select(A.gt(v, m), v, m), m_slot)
+
+        for_range(b, n, top, "mx")
+        m = b.load(m_slot, typ=F32)
+        b.store(A.const(0.0), s_slot)
+        for_range(
+            b,
+            n,
+            lambda k: b.store(
+                A.add(b.load(s_slot, typ=F32), b.call(exp, [A.sub(load(b, x, at(k)), m)])),
+                s_slot,
+            ),
+            "sx",
+        )
+        s = b.load(s_slot, typ=F32)
+        if node.op == "softmax":
+            for_range(
+                b,
+                n,
+                lambda k: store(
+                    b, A.div(b.call(exp, [A.sub(load(b, x, at(k)), m)]), s), out, at(k)
+                ),
+                "o",
+            )
+        else:
+            ls = b.call(log, [s])
+            for_range(
+                b, n, lambda k: store(b, A.sub(A.sub(load(b, x, at(k)), m), ls), out, at(k)), "o"
+            )
+
+    for_range(b, outer, lambda o: for_range(b, inner, lambda c: line(o, c), "in"), "out")
+
+
+def _bmatmul(
+    em: GraphEmitter,
+    b: ir.IRBuilder,
+    A: LlvmArith,
+    node: Node,
+    shape: tuple[int, ...],
+    out: ir.Value,
+) -> None:
+    """out[..., r, j] = Σ_k a[..., r, k] c[..., k, j], k ascending from +0.0; the k loop runs
+    outside the j loop, so the j loop is over independent outputs."""
+    sa, sc = em.shape(node.inputs[0]), em.shape(node.inputs[1])
+    lead, (m, k), n = size(sa[:-2]), sa[-2:], sc[-1]
+    a, c = em.ptrs[node.inputs[0]], em.ptrs[node.inputs[1]]
+    for_range(b, size(shape), lambda j: store(b, ir.Constant(F32, 0.0), out, j), "z")
+
+    def row(g: ir.Value, r: ir.Value) -> None:
+        o_row = b.add(b.mul(g, i64(m * n)), b.mul(r, i64(n)))
+        a_row = b.add(b.mul(g, i64(m * k)), b.mul(r, i64(k)))
+        c_base = b.mul(g, i64(k * n))
+
+        def step(kk: ir.Value) -> None:
+            av = load(b, a, b.add(a_row, kk))
+            c_row = b.add(c_base, b.mul(kk, i64(n)))
+
+            def col(j: ir.Value) -> None:
+                at = b.add(o_row, j)
+                prod = A.mul(av, load(b, c, b.add(c_row, j)))
+                store(b, A.add(load(b, out, at), prod), out, at)
+
+            for_range(b, n, col, "j")
+
+        for_range(b, k, step, "k")
+
+    for_range(b, lead, lambda g: for_range(b, m, lambda r: row(g, r), "r"), "g")
+
+
+def _causal_mask(
+    em: GraphEmitter,
+    b: ir.IRBuilder,
+    A: LlvmArith,
+    node: Node,
+    shape: tuple[int, ...],
+    out: ir.Value,
+) -> None:
+    """Element [..., r, c] is kept where c <= r, else the fill (-inf forward, +0 backward)."""
+    fill = A.const(float(node.attr("fill")))  # type: ignore[arg-type]
+    src = em.ptrs[node.inputs[0]]
+    st = row_major_strides(shape)
+
+    def body(idx: list[ir.Value]) -> None:
+        at = linear(b, idx, st)
+        keep = b.icmp_unsigned("<=", idx[-1], idx[-2])
+        store(b, b.select(keep, load(b, src, at), fill), out, at)
+
+    nest(b, shape, body)
+
+
+def token_index(b: ir.IRBuilder, A: LlvmArith, v: ir.Value, rows: int) -> ir.Value:
+    """The table row a token value names: truncated toward zero (NaN -> 0), then clamped to
+    [0, rows - 1]."""
+    t = A.ftoi(v)
+    zero, top = ir.Constant(I32, 0), ir.Constant(I32, rows - 1)
+    t = b.select(b.icmp_signed("<", t, zero), zero, t)
+    t = b.select(b.icmp_signed(">", t, top), top, t)
+    return b.sext(t, I64)
+
+
+def _embed(
+    em: GraphEmitter,
+    b: ir.IRBuilder,
+    A: LlvmArith,
+    node: Node,
+    shape: tuple[int, ...],
+    out: ir.Value,
+) -> None:
+    table, tokens = em.ptrs[node.inputs[0]], em.ptrs[node.inputs[1]]
+    rows, width = em.shape(node.inputs[0])
+    positions = size(em.shape(node.inputs[1]))
+
+    def position(p: ir.Value) -> None:
+        row = b.mul(token_index(b, A, load(b, tokens, p), rows), i64(width))
+        base = b.mul(p, i64(width))
+        for_range(
+            b, width, lambda j: store(b, load(b, table, b.add(row, j)), out, b.add(base, j)), "e"
+        )
+
+    for_range(b, positions, position, "p")
+
+
+def _embed_grad(
+    em: GraphEmitter,
+    b: ir.IRBuilder,
+    A: LlvmArith,
+    node: Node,
+    shape: tuple[int, ...],
+    out: ir.Value,
+) -> None:
+    """The table's gradient: from +0.0, each position's row of d added to its token's row,
+    positions in row-major order."""
+    d, tokens = em.ptrs[node.inputs[0]], em.ptrs[node.inputs[1]]
+    rows, width = shape
+    positions = size(em.shape(node.inputs[1]))
+    for_range(b, rows * width, lambda j: store(b, ir.Constant(F32, 0.0), out, j), "z")
+
+    def position(p: ir.Value) -> None:
+        row = b.mul(token_index(b, A, load(b, tokens, p), rows), i64(width))
+        base = b.mul(p, i64(width))
+
+        def col(j: ir.Value) -> None:
+            at = b.add(row, j)
+            store(b, A.add(load(b, out, at), load(b, d, b.add(base, j))), out, at)
+
+        for_range(b, width, col, "e")
+
+    for_range(b, positions, position, "p")
