@@ -116,6 +116,9 @@ def _deployment(args: argparse.Namespace, roles: int) -> Deployment:
         str(Path(args.secret_file).resolve()) if getattr(args, "secret_file", None) else "",
         threads=args.threads or 0,
         hosts=read_hosts(args.hosts) if args.hosts else None,  # HostsRefused, shown by main
+        gpu_shadow=bool(getattr(args, "gpu_shadow", False)),
+        gpu_uuid=getattr(args, "gpu_uuid", None) or "",
+        gpu_index=getattr(args, "gpu_index", None) or 0,
     )
 
 
@@ -372,6 +375,18 @@ def parser() -> argparse.ArgumentParser:
                 "is compiled in, never the secret (deployment input; alpha run gives one)",
             )
         b.add_argument("--target", default="x86_64", choices=["x86_64", "aarch64"])
+        b.add_argument(
+            "--gpu-shadow",
+            action="store_true",
+            help="build GPU roles as their host shadow: the same kernels and launch geometry "
+            "run on the host, named as shadow everywhere (a control, never a fallback)",
+        )
+        b.add_argument(
+            "--gpu-uuid", default=None, help="the GPU every GPU role opens (deployment input)"
+        )
+        b.add_argument(
+            "--gpu-index", type=int, default=None, help="else the driver's index of it (default 0)"
+        )
         b.add_argument(
             "--cpu",
             default=None,

@@ -19,6 +19,7 @@ from alpha_core.check.program import Program
 from alpha_core.codegen.kernels import build_kernels
 from alpha_core.codegen.program_c import program_part, role_part_c
 from alpha_core.codegen.target import TARGETS, object_code
+from alpha_core.gpu_build import gpu_objects
 from alpha_core.hosts_file import HostsFile, check_hosts, placed, role_addresses
 from alpha_core.link.link import link_role
 from alpha_core.link.object_cache import bytes_object, c_object, content_key
@@ -75,6 +76,9 @@ class Deployment:
     threads: int = 0  # threads per role for the kernels' tasks; 0: the cores each may use
     hosts: HostsFile | None = None  # each role's own address (--hosts); None: `host` for all
     listen_any: bool = False  # with hosts: listen on every interface, dial the listed address
+    gpu_shadow: bool = False  # GPU roles built as their host shadow (a control, never a fallback)
+    gpu_uuid: str = ""  # the device every GPU role opens (--gpu-uuid); "" for gpu_index
+    gpu_index: int = 0  # else the driver's index of it (--gpu-index)
 
 
 def kernels_object(program: Program, target: str, cpu: str | None = None) -> bytes:
@@ -112,9 +116,16 @@ def kernels_file(program: Program, target: str, cpu: str | None = None) -> Path:
 class _Shared:
     """What every role of a build for one target links: runtime, program part, kernels."""
 
-    target: str  # as a pairing names it
+    target: str  # as a pairing names it (a GPU role: "gpu h200", "gpu h200 (shadow)")
     objects: tuple[Path, ...]  # the runtime's objects, then the program part
     kernels: Path
+    zig: str = ""  # zig's target when it is not the host target's (GPU roles)
+
+
+def _gpu_shared(program: Program, profile: str, d: Deployment) -> _Shared:
+    g = gpu_objects(program, profile, d.gpu_shadow, d.data_path, d.gpu_uuid, d.gpu_index)
+    label = f"gpu {profile}" + (" (shadow)" if d.gpu_shadow else "")
+    return _Shared(label, g.objects, g.kernels, g.zig)
 
 
 def _shared(program: Program, target: str, data_path: str | None, cpu: str | None) -> _Shared:
@@ -126,7 +137,8 @@ def _shared(program: Program, target: str, data_path: str | None, cpu: str | Non
 
 def _link(shared: _Shared, role: RoleSchedule, exe: Path, admission: Admission) -> BuiltExecutable:
     """One role's executable: its schedule compiled and linked with the shared objects."""
-    link_role(TARGETS[shared.target].zig, shared.objects, role_part_c(role), shared.kernels, exe)
+    zig = shared.zig or TARGETS[shared.target].zig
+    link_role(zig, shared.objects, role_part_c(role), shared.kernels, exe)
     content = exe.read_bytes()
     return BuiltExecutable(
         role.name,
@@ -208,6 +220,7 @@ def build_plan(
     for a in admissions.values():
         refuse_unless_admitted(a, f"{a.role} of plan `{plan.name}`")
     targets = {i: pairing.host_of(i) if pairing is not None else "x86_64" for i in indices}
+    gpus = {i: pairing.gpu_of(i) if pairing is not None else None for i in indices}
     cores = {i: pairing.cores_of(i) if pairing is not None else None for i in indices}
     for i in indices:
         if deployment.threads and cores[i] and deployment.threads > (cores[i] or 0):
@@ -219,8 +232,11 @@ def build_plan(
     # the program part and the kernels once per target; per role only its schedule
     shared = {
         t: _shared(program, t, deployment.data_path, deployment.cpu)
-        for t in sorted(set(targets.values()))
+        for t in sorted({targets[i] for i in indices if gpus[i] is None})
     }
+    for profile in sorted({g for g in gpus.values() if g is not None}):
+        shared[f"gpu:{profile}"] = _gpu_shared(program, profile, deployment)
+    kind = {i: targets[i] if gpus[i] is None else f"gpu:{gpus[i]}" for i in indices}
     schedules = {
         i: replace(
             _schedule(plan, i, deployment, addresses),
@@ -232,7 +248,7 @@ def build_plan(
     built = _link_all(
         indices,
         lambda i: _link(
-            shared[targets[i]],
+            shared[kind[i]],
             schedules[i],
             out_dir / role_file_name(schedules[i].name),
             admissions[i],

@@ -249,6 +249,7 @@ def command_for(path: str, target: str) -> list[str]:
     import platform
 
     here = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
-    if here.get(platform.machine().lower()) == target:
+    # a GPU role ("gpu h200", "gpu h200 (shadow)") is an x86-64 process of this machine's
+    if target.startswith("gpu ") or here.get(platform.machine().lower()) == target:
         return [path]
     return [f"qemu-{target}", path]

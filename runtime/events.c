@@ -30,6 +30,9 @@ void events_init(void)
     syscall(SYS_rt_sigaction, SIGPIPE, &ignore, (void *)0, sizeof ignore.mask);
 }
 
+/* Defined only by a GPU role's bridge (gpu_role.c). */
+extern uint64_t alpha_device_kernel_us(void) __attribute__((weak));
+
 /* Flushes the event just printed; remembers the first failure. */
 static void event_end(void)
 {
@@ -124,8 +127,11 @@ void event_step(uint32_t step, float loss, const char *role, const struct additi
         printf("%s\"%u:%u=%u:%u+%u:%u\"", i ? "," : "", (unsigned)a->lo, (unsigned)a->hi,
                (unsigned)a->lo, (unsigned)a->mid, (unsigned)a->mid, (unsigned)a->hi);
     }
-    printf("],\"frames\":%llu,\"bytes\":%llu}\n", (unsigned long long)frames,
+    printf("],\"frames\":%llu,\"bytes\":%llu", (unsigned long long)frames,
            (unsigned long long)bytes);
+    if (alpha_device_kernel_us) /* a GPU role: its kernels' time this round */
+        printf(",\"kernel_us\":%llu", (unsigned long long)alpha_device_kernel_us());
+    fputs("}\n", stdout);
     event_end();
 }
 

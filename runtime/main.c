@@ -24,6 +24,11 @@
 #include "secret.h"
 #include "sha256.h"
 
+/* Defined only by a GPU role's bridge (gpu_role.c); null in every other executable. */
+extern int alpha_device_option(const char *flag, const char *value) __attribute__((weak));
+extern const char *alpha_device_usage(void) __attribute__((weak));
+extern void alpha_device_start(void) __attribute__((weak));
+
 struct options {
     const char *data_path;     /* NULL: the program's data_path */
     const char *params_out;
@@ -93,6 +98,8 @@ static struct options parse_options(int argc, char **argv)
                    ALPHA_PROGRAM.data_kind == ALPHA_DATA_CSV ? ALPHA_PROGRAM.data_path
                                                              : "the embedded data",
                    self, dir, keep_text, resume ? resume : "a fresh start", threads_text);
+            if (alpha_device_usage)
+                fputs(alpha_device_usage(), stdout);
             exit(0);
         } else if (strcmp(a, "--quiet") == 0) {
             o.quiet = 1;
@@ -121,6 +128,8 @@ static struct options parse_options(int argc, char **argv)
             const char **slot[] = {&o.data_path, &o.params_out, &o.resume, &o.checkpoint_dir,
                                    &o.secret_file};
             *slot[v] = argv[++i];
+        } else if (alpha_device_option && alpha_device_option(a, i + 1 < argc ? argv[i + 1] : 0)) {
+            i++;
         } else {
             refuse(REFUSAL_USAGE, "unknown argument %s (try --help)", a);
         }
@@ -232,6 +241,9 @@ int main(int argc, char **argv)
     struct schedule s;
     schedule_check(&s, p, role);
     event_start(p);
+    /* A GPU role's device, its memory and its kernels, before anything is read or written. */
+    if (alpha_device_start)
+        alpha_device_start();
 
     /* Where the run will write is checked before anything is read or trained, so a run that
      * cannot publish its parameters refuses now rather than after its last round. */

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from alpha_core.link.toolchain import (
     C_FLAGS,
+    GPU_ZIG_TARGET,
     LinkError,
     check_target,
     os_reason,
@@ -64,7 +65,10 @@ def link_role(target: str, objects: Sequence[Path], role_c: str, kernels: Path, 
         flags = [*C_FLAGS, f"-ffile-prefix-map={work}=.", f"-I{folder}"]
         flags.append(f"-ffile-prefix-map={folder}=runtime")
         inputs = [*map(str, objects), "role.c", str(kernels)]
-        run_zig(["cc", "-target", target, *flags, *LINK_FLAGS, *inputs, "-o", "executable"], work)
+        link_flags = list(LINK_FLAGS)
+        if target == GPU_ZIG_TARGET:  # dynamic against glibc, to dlopen libcuda.so.1
+            link_flags = [f for f in link_flags if f != "-static"] + ["-ldl"]
+        run_zig(["cc", "-target", target, *flags, *link_flags, *inputs, "-o", "executable"], work)
         staged = work / "executable"
         staged.chmod(0o755)
         _place(staged, out)

@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-TARGETS = ("x86_64-linux-musl", "aarch64-linux-musl")
+# static musl for every host role; glibc-dynamic for GPU roles (GPU_ZIG_TARGET below)
+TARGETS = ("x86_64-linux-musl", "aarch64-linux-musl", "x86_64-linux-gnu.2.28")
 
 # Every C file of an executable is compiled with these: no contraction into FMA (it changes the
 # bits), no fast-math, and nothing that depends on where the sources live.
@@ -147,6 +148,8 @@ def compile_c(
     the object file out."""
     check_target(target)
     flags = [*C_FLAGS, *extra_flags, f"-ffile-prefix-map={cwd}=."]
+    if target == "x86_64-linux-gnu.2.28":  # glibc shows O_TMPFILE and friends only so
+        flags.append("-D_GNU_SOURCE")
     for folder in include_dirs:
         flags += [f"-I{folder}", f"-ffile-prefix-map={folder}=runtime"]
     run_zig(["cc", "-target", target, *flags, "-c", source, "-o", str(out)], cwd=cwd)
@@ -199,7 +202,9 @@ def runtime_objects(target: str) -> list[Path]:
     (source, every header, target, flags, zig version)."""
     check_target(target)
     folder = runtime_dir()
-    sources = sorted(folder.glob("*.c"))
+    # gpu_*.c make a GPU role's kernels (gpu_role.c) and device (gpu_cuda.c, gpu_shadow.c):
+    # linked only into GPU roles (gpu_runtime_sources), never into every executable
+    sources = [s for s in sorted(folder.glob("*.c")) if not s.name.startswith("gpu_")]
     headers = sorted(folder.glob("*.h"))
     # The zig cache is checked here too: zig's own words about a cache it cannot write name
     # neither the cache nor ALPHA_CACHE_DIR.

@@ -10,7 +10,7 @@ import hashlib
 from dataclasses import dataclass
 
 from alpha_core.check.program import Program
-from alpha_core.plan.profiles import Profile, host_profile
+from alpha_core.plan.profiles import DEVICE_PROFILES, Profile, host_profile
 
 MAX_FANOUT = 64
 
@@ -162,6 +162,7 @@ class PairingEntry:
     host: str
     memory: int | None = None
     cores: int | None = None
+    gpu: str | None = None  # a device profile (profiles.DEVICE_PROFILES): a GPU role
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,12 @@ class Pairing:
     def cores_of(self, index: int) -> int | None:
         return self.entry_of(index).cores
 
+    def gpu_of(self, index: int) -> str | None:
+        """The device profile of a GPU role, None for a host role."""
+        return self.entry_of(index).gpu
+
     def profile_of(self, index: int) -> Profile:
         e = self.entry_of(index)
+        if e.gpu is not None:
+            return DEVICE_PROFILES[e.gpu]
         return host_profile(e.host, e.memory)

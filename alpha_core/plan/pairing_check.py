@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from alpha_core.check.context import CheckContext
+from alpha_core.codegen.gpu_support import gpu_unsupported
 from alpha_core.plan.admission import admit, positions
 from alpha_core.plan.model import Family, Pairing, PairingEntry, Plan
 from alpha_core.plan.profiles import MEMORY_UNITS
@@ -38,6 +39,7 @@ def check_pairing(decl: ast.Decl, plan: Plan, ctx: CheckContext) -> Pairing | No
             ctx.refuse("unknown-name", f"`{fam.name}` has members 0..{fam.count}", ref.span)
             continue
         host = None
+        gpu: str | None = None
         memory: int | None = None
         cores: int | None = None
         for prop in item.props:
@@ -77,7 +79,8 @@ def check_pairing(decl: ast.Decl, plan: Plan, ctx: CheckContext) -> Pairing | No
                     ctx.unknown("host", prop.value, prop.value_span, HOSTS)
                 host = prop.value
             elif prop.key == "gpu":
-                if prop.value.replace("_", "-") not in GPU_PROFILES:
+                profile = prop.value.replace("_", "-")
+                if profile not in GPU_PROFILES:
                     ctx.unknown(
                         "device profile",
                         prop.value,
@@ -85,12 +88,17 @@ def check_pairing(decl: ast.Decl, plan: Plan, ctx: CheckContext) -> Pairing | No
                         [p.replace("-", "_") for p in GPU_PROFILES],
                     )
                 else:
-                    ctx.refuse(
-                        "unsupported-on-target",
-                        f"{fam.member(lo)} asks for a {prop.value}; GPU roles are not built yet",
-                        prop.value_span,
-                        help="pair it with a host only for now",
-                    )
+                    absent = gpu_unsupported(plan.system)
+                    if absent:
+                        ctx.refuse(
+                            "unsupported-on-target",
+                            f"{fam.member(lo)} is paired with `gpu {profile}`, "
+                            f"but {', '.join(f'`{op}`' for op in absent)} "
+                            f"{'has' if len(absent) == 1 else 'have'} no GPU kernel",
+                            prop.value_span,
+                            help="pair this role with a host, or write the system without it",
+                        )
+                    gpu = profile
             else:
                 ctx.unknown(
                     "pairing property", prop.key, prop.key_span, ["host", "gpu", "memory", "cores"]
@@ -103,7 +111,7 @@ def check_pairing(decl: ast.Decl, plan: Plan, ctx: CheckContext) -> Pairing | No
                 help="add `host x86_64` or `host aarch64`",
             )
             continue
-        entries.append((PairingEntry(fam.name, lo, hi, host, memory, cores), item.span))
+        entries.append((PairingEntry(fam.name, lo, hi, host, memory, cores, gpu), item.span))
     if len(ctx.diagnostics) > before:
         return None
     missing: list[str] = []

@@ -1,0 +1,302 @@
+"""A GPU role's kernels and the launches that make its four entry points.
+
+The host runtime calls the same four entry points on every role (runtime/alpha_program.h):
+init, leaf gradient, learner update, forward. On a GPU role each is a fixed sequence of
+launches over device buffers, described here as data (`GpuLayout`) that program C turns into
+tables for runtime/gpu_role.c. Every launch computes one node (or one learner step) with one
+thread per output (gpu_nodes), so the role's bits are the host's.
+
+The kernels' module is built once per device kind: for the GPU each body sits under a
+`ptx_kernel` that finds its output from the block and thread index; for the host shadow under
+an ordinary function that runtime/gpu_shadow.c calls with the same geometry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llvmlite import ir
+
+from alpha_core.autodiff.reverse import StepGraph
+from alpha_core.check.program import Program
+from alpha_core.codegen.gpu_nodes import BOUND, NodeBodies, UnsupportedOnGpu, unsupported_ops
+from alpha_core.codegen.graph_emit import live_nodes
+from alpha_core.codegen.kernels import emit_apply_element, init_arguments
+from alpha_core.codegen.loops import F32, I32, I64, PTR, i64, load, store
+from alpha_core.ir.graph import Graph, concrete, size
+from alpha_core.semantics import learners, rng
+from alpha_core.semantics.llvm_arith import LlvmArith
+
+PTX_TRIPLE = "nvptx64-nvidia-cuda"
+# the scalars buffer of the learner update: start, count, step (u64 each), then b1t, b2t (f32)
+SCALAR_START, SCALAR_COUNT, SCALAR_STEP, SCALAR_B1T, SCALAR_B2T = 0, 1, 2, 6, 7
+SCALAR_WORDS = 4
+DYNAMIC = 0  # a launch whose thread count is the update's element count
+
+
+@dataclass(frozen=True)
+class Buffer:
+    what: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Launch:
+    kernel: int
+    args: tuple[tuple[int, int], ...]  # (buffer, byte offset) per argument
+    threads: int  # DYNAMIC: the update's element count
+
+
+@dataclass(frozen=True)
+class GradPiece:
+    """Where a parameter's leaf gradient is read back from: a buffer, or a constant."""
+
+    offset: int  # first float in the flat gradient
+    count: int
+    buffer: int  # -1: every element is `value`
+    value: float = 0.0
+
+
+@dataclass
+class GpuLayout:
+    kernels: list[str] = field(default_factory=list)
+    buffers: list[Buffer] = field(default_factory=list)
+    init: list[Launch] = field(default_factory=list)
+    leaf: list[Launch] = field(default_factory=list)
+    apply: list[Launch] = field(default_factory=list)
+    forward: list[Launch] = field(default_factory=list)
+    grads: list[GradPiece] = field(default_factory=list)
+    params: int = 0
+    x: int = 0
+    y_class: int = 0
+    y_reg: int = 0
+    state: int = 0
+    grad_sum: int = 0
+    scalars: int = 0
+    loss: int = 0
+    out: int = 0
+
+    def buffer(self, what: str, floats: int) -> int:
+        self.buffers.append(Buffer(what, 4 * max(1, floats)))
+        return len(self.buffers) - 1
+
+    @property
+    def device_bytes(self) -> int:
+        return sum(b.bytes for b in self.buffers)
+
+
+class GpuKernels:
+    """Builds the kernels' module for one device kind ("ptx" or "host") and the layout."""
+
+    def __init__(self, program: Program, step: StepGraph, device: str, triple: str = "") -> None:
+        self.program = program
+        self.step = step
+        self.device = device
+        self.module = ir.Module(name=f"alpha.gpu.{program.name}")
+        self.module.triple = PTX_TRIPLE if device == "ptx" else triple
+        self.layout = GpuLayout()
+        self._tid: ir.Function | None = None
+
+    # -- kernels ---------------------------------------------------------------------------
+
+    def _kernel(self, body: ir.Function, name: str) -> int:
+        """The launchable function `name(args, threads)` around `body(args, t)`."""
+        if self.device == "ptx":
+            fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, I64]), name)
+            fn.calling_convention = "ptx_kernel"
+            args, threads = fn.args
+            b = ir.IRBuilder(fn.append_basic_block("entry"))
+            t = b.add(
+                b.mul(b.zext(self._sreg(b, "ctaid.x"), I64), b.zext(self._sreg(b, "ntid.x"), I64)),
+                b.zext(self._sreg(b, "tid.x"), I64),
+            )
+            run = b.append_basic_block("run")
+            done = b.append_basic_block("done")
+            b.cbranch(b.icmp_unsigned("<", t, threads), run, done)
+            b.position_at_end(run)
+            b.call(body, [args, t])
+            b.branch(done)
+            b.position_at_end(done)
+            b.ret_void()
+        else:  # the shadow calls it once per output, in the GPU's geometry
+            fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, I64]), name)
+            args, t = fn.args
+            b = ir.IRBuilder(fn.append_basic_block("entry"))
+            b.call(body, [args, t])
+            b.ret_void()
+        fn.attributes.add("nounwind")
+        self.layout.kernels.append(name)
+        return len(self.layout.kernels) - 1
+
+    def _sreg(self, b: ir.IRBuilder, reg: str) -> ir.Value:
+        name = f"llvm.nvvm.read.ptx.sreg.{reg}"
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(I32, []), name)
+        assert isinstance(fn, ir.Function)
+        return b.call(fn, [])
+
+    def _body(self, name: str) -> tuple[ir.Function, ir.IRBuilder, ir.Value, ir.Value]:
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, I64]), name)
+        fn.linkage = "internal"
+        fn.attributes.add("nounwind")
+        fn.attributes.add("alwaysinline")
+        args, t = fn.args
+        return fn, ir.IRBuilder(fn.append_basic_block("entry")), args, t
+
+    @staticmethod
+    def _arg(b: ir.IRBuilder, args: ir.Value, k: int) -> ir.Value:
+        return b.inttoptr(b.load(b.gep(args, [i64(k)], source_etype=I64), typ=I64), PTR)
+
+    # -- entry points ----------------------------------------------------------------------
+
+    def build(self) -> GpuLayout:
+        p = self.program
+        lay = self.layout
+        lay.params = lay.buffer("parameters", p.n_params)
+        lay.x = lay.buffer("leaf inputs", p.leaf_size * p.data.features)
+        lay.y_class = lay.buffer("leaf labels", p.leaf_size)
+        lay.y_reg = lay.buffer("leaf targets", p.leaf_size * p.data.outputs)
+        lay.grad_sum = lay.buffer("gradient sum", p.n_params)
+        lay.state = lay.buffer("learner state", p.state_slots * p.n_params + p.state_scalars)
+        lay.scalars = lay.buffer("update scalars", 2 * SCALAR_WORDS)
+        self._init()
+        self._leaf()
+        self._apply()
+        self._forward()
+        return lay
+
+    def _init(self) -> None:
+        for spec in self.program.params:
+            kind, values, seed = init_arguments(spec.init)
+            fn, b, args, t = self._body(f"alpha.gpu.init.{len(self.layout.init)}")
+            A = LlvmArith(b)
+            key = rng.seed_key(A, i64(seed))
+            store(b, rng.init_value(A, kind, values, key, t), self._arg(b, args, 0), t)
+            b.ret_void()
+            k = self._kernel(fn, f"alpha_init_{len(self.layout.init)}")
+            self.layout.init.append(Launch(k, ((self.layout.params, 4 * spec.offset),), spec.count))
+
+    def _graph(
+        self, graph: Graph, roots: list[int], prefix: str, bound: dict[int, tuple[int, int]]
+    ) -> tuple[list[Launch], dict[int, int]]:
+        """A launch per live node not bound to a buffer; returns them and each node's buffer."""
+        live = live_nodes(graph, roots)
+        missing = unsupported_ops(graph, live)
+        if missing:
+            raise UnsupportedOnGpu(", ".join(missing))
+        bodies = NodeBodies(
+            self.module, graph, self.program.leaf_size, f"alpha.gpu.{prefix}", self.device == "ptx"
+        )
+        where: dict[int, tuple[int, int]] = dict(bound)
+        owned: dict[int, int] = {}
+        launches: list[Launch] = []
+        for i in live:
+            node = graph[i]
+            if node.op == "const" or i in where:
+                continue
+            if node.op in BOUND:
+                raise AssertionError(f"{node.op} %{i} is not bound")
+            nk = bodies.kernel(i)
+            buf = self.layout.buffer(
+                f"{prefix} %{i} {node.op}", size(concrete(node.shape, self.program.leaf_size))
+            )
+            where[i] = (buf, 0)
+            owned[i] = buf
+            k = self._kernel(nk.body, f"alpha_{prefix}_{i}")
+            launches.append(Launch(k, (where[i], *(where[j] for j in nk.inputs)), nk.threads))
+        return launches, owned
+
+    def _bound(self, graph: Graph) -> dict[int, tuple[int, int]]:
+        lay = self.layout
+        bound: dict[int, tuple[int, int]] = {}
+        for i, node in enumerate(graph.nodes):
+            if node.op == "param":
+                index = node.attr("index")
+                assert isinstance(index, int)
+                bound[i] = (lay.params, 4 * self.program.params[index].offset)
+            elif node.op == "input_x":
+                bound[i] = (lay.x, 0)
+            elif node.op == "label_class":
+                bound[i] = (lay.y_class, 0)
+            elif node.op == "label_reg":
+                bound[i] = (lay.y_reg, 0)
+        return bound
+
+    def _leaf(self) -> None:
+        st = self.step
+        bound = self._bound(st.graph)
+        launches, owned = self._graph(st.graph, [st.loss_sum, *st.grads], "step", bound)
+        self.layout.leaf = launches
+        self.layout.loss = owned[st.loss_sum] if st.loss_sum in owned else -1
+        for spec, g in zip(self.program.params, st.grads, strict=True):
+            node = st.graph[g]
+            if node.op == "const":
+                self.layout.grads.append(GradPiece(spec.offset, spec.count, -1, node.value()))
+            elif g in owned:
+                self.layout.grads.append(GradPiece(spec.offset, spec.count, owned[g]))
+            else:  # a gradient that is a parameter or an input itself: copied on the device
+                raise UnsupportedOnGpu("gradient bound to an input")
+        if self.layout.loss < 0:
+            raise UnsupportedOnGpu("loss bound to an input")
+
+    def _forward(self) -> None:
+        p = self.program
+        bound = self._bound(p.model)
+        launches, owned = self._graph(p.model, [p.output], "fwd", bound)
+        self.layout.forward = launches
+        if p.output not in owned:
+            raise UnsupportedOnGpu("output bound to an input")
+        self.layout.out = owned[p.output]
+
+    def _apply(self) -> None:
+        """The learner update: (adam) one thread advances the beta powers, then one thread
+        per element [start, start + count) applies the recipe of emit_apply_element."""
+        p = self.program
+        lay = self.layout
+        args = ((lay.params, 0), (lay.state, 0), (lay.grad_sum, 0), (lay.scalars, 0))
+        if p.learner.kind == "adam":
+            fn, b, a, _ = self._body("alpha.gpu.powers")
+            A = LlvmArith(b)
+            state, scalars = self._arg(b, a, 1), self._arg(b, a, 3)
+            count = load(b, scalars, i64(SCALAR_COUNT), I64)
+            step = load(b, scalars, i64(SCALAR_STEP), I64)
+            at = b.mul(count, i64(2))
+            hyper = dict(p.learner.hyper)
+            b1t, b2t = learners.adam_powers(
+                A,
+                b.icmp_unsigned("==", step, i64(0)),
+                load(b, state, at),
+                load(b, state, b.add(at, i64(1))),
+                hyper["beta1"],
+                hyper["beta2"],
+            )
+            store(b, b1t, state, at)
+            store(b, b2t, state, b.add(at, i64(1)))
+            store(b, b1t, scalars, i64(SCALAR_B1T))
+            store(b, b2t, scalars, i64(SCALAR_B2T))
+            b.ret_void()
+            lay.apply.append(Launch(self._kernel(fn, "alpha_powers"), args, 1))
+        fn, b, a, t = self._body("alpha.gpu.update")
+        A = LlvmArith(b)
+        params, state, gsum, scalars = (self._arg(b, a, k) for k in range(4))
+        start = load(b, scalars, i64(SCALAR_START), I64)
+        count = load(b, scalars, i64(SCALAR_COUNT), I64)
+        p1: ir.Value = ir.Constant(F32, 0.0)
+        p2: ir.Value = ir.Constant(F32, 0.0)
+        if p.learner.kind == "adam":
+            p1 = load(b, scalars, i64(SCALAR_B1T))
+            p2 = load(b, scalars, i64(SCALAR_B2T))
+        emit_apply_element(b, A, p, params, state, gsum, start, count, t, p1, p2)
+        b.ret_void()
+        lay.apply.append(Launch(self._kernel(fn, "alpha_update"), args, DYNAMIC))
+
+
+def build_gpu_kernels(
+    program: Program, step: StepGraph, device: str, triple: str = ""
+) -> tuple[ir.Module, GpuLayout]:
+    """The module of a GPU role's kernels for `device` ("ptx", or "host" for the shadow, with
+    the host's `triple`) and its layout; raises UnsupportedOnGpu naming the ops without one."""
+    kernels = GpuKernels(program, step, device, triple)
+    layout = kernels.build()
+    return kernels.module, layout

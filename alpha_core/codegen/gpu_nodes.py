@@ -1,0 +1,441 @@
+"""One GPU kernel per graph node: the body that computes one output of the node.
+
+A GPU role runs each node of a graph as one launch. Thread t computes output t by itself, with
+the operations, and in the order, that docs/semantics.md fixes and the host loops use: a sum
+starts from +0.0 and adds its terms in ascending row-major order of the input, a product adds
+over k ascending, each with a separate multiply and add. No thread ever adds into another's
+output, so the launch geometry cannot change a bit. (The softmax and squared-error losses are
+computed by one thread per example, which writes that example's outputs.)
+
+A body is `void body(ptr args, i64 t)`: args[0] is the output's address, args[1..] the inputs'
+(64-bit addresses), t the output. The same body is compiled for the GPU (under a kernel that
+finds t from its block and thread) and, for the host shadow, for the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, i64, load, store
+from alpha_core.ir.graph import Graph, Node, concrete, size
+from alpha_core.semantics import learners as recipes
+from alpha_core.semantics.llvm_arith import LlvmArith
+from alpha_core.semantics.mathfuncs import emit_math_functions
+
+ELEMENTWISE = ("add", "sub", "mul", "div")
+UNARY = ("neg", "relu", "tanh", "sigmoid", "exp", "log")
+GRADS = ("relu_grad", "tanh_grad", "sigmoid_grad")
+BOUND = ("param", "input_x", "label_class", "label_reg")
+# every op a GPU role computes; any other is refused `unsupported-on-target` at compile time
+SUPPORTED = frozenset(
+    (
+        "const",
+        "zeros",
+        "matmul",
+        "transpose",
+        "sum",
+        "mean",
+        "reduce_to",
+        "broadcast",
+        "xent",
+        "xent_grad",
+        "mse",
+        "mse_grad",
+        *ELEMENTWISE,
+        *UNARY,
+        *GRADS,
+        *BOUND,
+    )
+)
+
+
+class UnsupportedOnGpu(Exception):
+    """A graph node with no GPU kernel: the op's name."""
+
+
+@dataclass(frozen=True)
+class NodeKernel:
+    """The body of one node's kernel and how many threads it runs."""
+
+    body: ir.Function
+    threads: int
+    inputs: tuple[int, ...]  # graph nodes whose addresses follow the output's in args
+
+
+def unsupported_ops(graph: Graph, live: Sequence[int]) -> list[str]:
+    """The ops of the live nodes that have no GPU kernel, each once, in graph order."""
+    seen: list[str] = []
+    for i in live:
+        op = graph[i].op
+        if op not in SUPPORTED and op not in seen:
+            seen.append(op)
+    return seen
+
+
+def _unravel(b: ir.IRBuilder, t: ir.Value, shape: Sequence[int]) -> list[ir.Value]:
+    """The row-major coordinates of element t of `shape`."""
+    coords: list[ir.Value] = []
+    rest = t
+    for d in reversed(shape):
+        coords.append(b.urem(rest, i64(d)))
+        rest = b.udiv(rest, i64(d))
+    return list(reversed(coords))
+
+
+def _linear(b: ir.IRBuilder, coords: Sequence[ir.Value], strides: Sequence[int]) -> ir.Value:
+    at: ir.Value = i64(0)
+    for c, s in zip(coords, strides, strict=True):
+        if s:
+            at = b.add(at, b.mul(c, i64(s)))
+    return at
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    out = [1] * len(shape)
+    for k in range(len(shape) - 2, -1, -1):
+        out[k] = out[k + 1] * shape[k + 1]
+    return out
+
+
+def _broadcast_strides(shape: Sequence[int], out: Sequence[int]) -> list[int]:
+    """Strides reading a `shape` tensor at `out` coordinates (NumPy's alignment)."""
+    own = _strides(shape)
+    strides = [0] * len(out)
+    for k in range(1, len(shape) + 1):
+        strides[-k] = 0 if shape[-k] == 1 and out[-k] != 1 else own[-k]
+    return strides
+
+
+def _loop(b: ir.IRBuilder, n: int, body: Callable[[ir.Value], None], name: str) -> None:
+    """for j in 0..n (a static count, at least 1 iteration when n > 0)."""
+    if n <= 0:
+        return
+    pre = b.block
+    loop = b.append_basic_block(f"{name}.loop")
+    done = b.append_basic_block(f"{name}.done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    j = b.phi(I64, name=name)
+    j.add_incoming(i64(0), pre)
+    body(j)
+    nxt = b.add(j, i64(1))
+    j.add_incoming(nxt, b.block)
+    b.cbranch(b.icmp_unsigned("<", nxt, i64(n)), loop, done)
+    b.position_at_end(done)
+
+
+def _nest(
+    b: ir.IRBuilder, dims: Sequence[int], body: Callable[[list[ir.Value]], None], name: str
+) -> None:
+    """Nested loops over `dims`, the last innermost (row-major order)."""
+
+    def level(k: int, outer: list[ir.Value]) -> None:
+        if k == len(dims):
+            body(outer)
+            return
+        _loop(b, dims[k], lambda j: level(k + 1, [*outer, j]), f"{name}{k}")
+
+    level(0, [])
+
+
+class _OpaqueZero(LlvmArith):
+    """The host's arithmetic, but +0.0 comes from an instruction LLVM cannot see through.
+
+    LLVM turns `x > 0 ? x : 0` into `max.f32 x, 0` on NVPTX; whether that instruction orders
+    -0.0 below +0.0 as the select does is the hardware's rule, not the program's. With the zero
+    opaque, the select stays a compare and a select, as on the host.
+    """
+
+    def const(self, x: float) -> ir.Value:
+        if x != 0.0:
+            return super().const(x)
+        asm = ir.InlineAsm(ir.FunctionType(F32, []), "mov.b32 $0, 0;", "=f")
+        return self.b.call(asm, [])
+
+
+class NodeBodies:
+    """Emits the body of each node's kernel into one module."""
+
+    def __init__(
+        self, module: ir.Module, graph: Graph, batch: int, prefix: str, ptx: bool = False
+    ) -> None:
+        self.module = module
+        self.ptx = ptx
+        self.graph = graph
+        self.batch = batch
+        self.prefix = prefix
+        self.math = emit_math_functions(module)
+
+    def shape(self, i: int) -> tuple[int, ...]:
+        return concrete(self.graph[i].shape, self.batch)
+
+    def kernel(self, i: int) -> NodeKernel:
+        node = self.graph[i]
+        if node.op not in SUPPORTED or node.op in BOUND or node.op == "const":
+            raise UnsupportedOnGpu(node.op)
+        fn = ir.Function(
+            self.module, ir.FunctionType(ir.VoidType(), [PTR, I64]), f"{self.prefix}.n{i}"
+        )
+        fn.linkage = "internal"
+        fn.attributes.add("nounwind")
+        fn.attributes.add("alwaysinline")
+        args, t = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        inputs = tuple(j for j in node.inputs if self.graph[j].op != "const")
+        ptrs: dict[int, ir.Value] = {}
+        out = self._arg(b, args, 0)
+        for k, j in enumerate(inputs):
+            ptrs[j] = self._arg(b, args, k + 1)
+        threads = self._body(b, LlvmArith(b), node, i, out, ptrs, t)
+        b.ret_void()
+        return NodeKernel(fn, threads, inputs)
+
+    def _arg(self, b: ir.IRBuilder, args: ir.Value, k: int) -> ir.Value:
+        addr = b.load(b.gep(args, [i64(k)], source_etype=I64), typ=I64)
+        return b.inttoptr(addr, PTR)
+
+    def _read(
+        self, b: ir.IRBuilder, ptrs: dict[int, ir.Value], j: int, at: ir.Value, ty: ir.Type = F32
+    ) -> ir.Value:
+        """Element `at` of input node j: a constant node is its value everywhere."""
+        node = self.graph[j]
+        if node.op == "const":
+            return ir.Constant(F32, node.value())
+        return load(b, ptrs[j], at, ty)
+
+    def _body(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        i: int,
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> int:
+        """Emit output t of node i; returns the thread count."""
+        shape = self.shape(i)
+        n = max(1, size(shape))
+        op = node.op
+        if op == "zeros":
+            store(b, ir.Constant(F32, 0.0), out, t)
+        elif op in ELEMENTWISE:
+            coords = _unravel(b, t, shape)
+            ja, jc = node.inputs
+            va = self._read(
+                b, ptrs, ja, _linear(b, coords, _broadcast_strides(self.shape(ja), shape))
+            )
+            vc = self._read(
+                b, ptrs, jc, _linear(b, coords, _broadcast_strides(self.shape(jc), shape))
+            )
+            fn = {"add": A.add, "sub": A.sub, "mul": A.mul, "div": A.div}[op]
+            store(b, fn(va, vc), out, t)
+        elif op in UNARY:
+            v = self._read(b, ptrs, node.inputs[0], t)
+            if op == "neg":
+                r = A.neg(v)
+            elif op == "relu":
+                r = recipes.relu(_OpaqueZero(b) if self.ptx else A, v)
+            else:
+                r = b.call(self.math[op], [v])
+            store(b, r, out, t)
+        elif op in GRADS:
+            rec = {
+                "relu_grad": recipes.relu_grad,
+                "tanh_grad": recipes.tanh_grad,
+                "sigmoid_grad": recipes.sigmoid_grad,
+            }[op]
+            x = self._read(b, ptrs, node.inputs[0], t)
+            d = self._read(b, ptrs, node.inputs[1], t)
+            store(b, rec(A, x, d), out, t)
+        elif op == "matmul":
+            self._matmul(b, A, node, out, ptrs, t)
+        elif op == "transpose":
+            (m, cols) = self.shape(node.inputs[0])
+            # output (c, r) of the n x m transpose is input (r, c)
+            c, r = b.udiv(t, i64(m)), b.urem(t, i64(m))
+            v = self._read(b, ptrs, node.inputs[0], b.add(b.mul(r, i64(cols)), c))
+            store(b, v, out, t)
+        elif op in ("sum", "mean", "reduce_to"):
+            self._reduce(b, A, node, shape, out, ptrs, t)
+        elif op == "broadcast":
+            axis = node.axis()
+            if axis is None:
+                strides = [0] * len(shape)
+            else:
+                own = _strides(shape[:axis] + shape[axis + 1 :])
+                strides = own[:axis] + [0] + own[axis:]
+            coords = _unravel(b, t, shape)
+            store(b, self._read(b, ptrs, node.inputs[0], _linear(b, coords, strides)), out, t)
+        elif op in ("xent", "xent_grad"):
+            self._xent(b, A, node, out, ptrs, t, grad=op == "xent_grad")
+            return self.shape(node.inputs[0])[0]
+        elif op in ("mse", "mse_grad"):
+            if op == "mse_grad":
+                _, width = self.shape(node.inputs[0])
+                d = A.sub(
+                    self._read(b, ptrs, node.inputs[0], t), self._read(b, ptrs, node.inputs[1], t)
+                )
+                store(b, A.div(A.add(d, d), A.const(float(width))), out, t)
+            else:
+                self._mse(b, A, node, out, ptrs, t)
+                return self.shape(node.inputs[0])[0]
+        else:  # pragma: no cover - SUPPORTED lists exactly the ops above
+            raise UnsupportedOnGpu(op)
+        return n
+
+    def _matmul(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> None:
+        """out[r, c] = Σ_k a[r, k] * w[k, c], k ascending from +0.0."""
+        ja, jw = node.inputs
+        (_, k), (_, n) = self.shape(ja), self.shape(jw)
+        r, c = b.udiv(t, i64(n)), b.urem(t, i64(n))
+        acc = entry_alloca(b)
+        b.store(ir.Constant(F32, 0.0), acc)
+
+        def step(kk: ir.Value) -> None:
+            av = self._read(b, ptrs, ja, b.add(b.mul(r, i64(k)), kk))
+            wv = self._read(b, ptrs, jw, b.add(b.mul(kk, i64(n)), c))
+            b.store(A.add(b.load(acc, typ=F32), A.mul(av, wv)), acc)
+
+        _loop(b, k, step, "k")
+        store(b, b.load(acc, typ=F32), out, t)
+
+    def _reduce(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        out_shape: tuple[int, ...],
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> None:
+        """Output t: the sum, from +0.0, of the inputs that reduce into it, in ascending
+        row-major order of the input (the order the host's loop adds them in)."""
+        src = node.inputs[0]
+        src_shape = self.shape(src)
+        if node.op == "reduce_to":
+            to_out = _broadcast_strides(out_shape, src_shape)
+        else:
+            axis = node.axis()
+            if axis is None:
+                to_out = [0] * len(src_shape)
+            else:
+                own = _strides(out_shape)
+                to_out = own[:axis] + [0] + own[axis:]
+        # a source dimension with stride 0 into the output is summed over; the others are
+        # fixed by t's coordinates
+        out_coords = _unravel(b, t, out_shape) if out_shape else []
+        lead = len(src_shape) - len(out_shape) if node.op == "reduce_to" else 0
+        st_src = _strides(src_shape)
+        base: ir.Value = i64(0)
+        varying: list[int] = []
+        for d, s in enumerate(to_out):
+            if s == 0:
+                varying.append(d)
+                continue
+            if node.op == "reduce_to":
+                coord = out_coords[d - lead]
+            else:
+                axis = node.axis()
+                assert isinstance(axis, int)
+                coord = out_coords[d if d < axis else d - 1]
+            base = b.add(base, b.mul(coord, i64(st_src[d])))
+        acc = entry_alloca(b)
+        b.store(ir.Constant(F32, 0.0), acc)
+
+        def add(idx: list[ir.Value]) -> None:
+            at = base
+            for d, j in zip(varying, idx, strict=True):
+                at = b.add(at, b.mul(j, i64(st_src[d])))
+            b.store(A.add(b.load(acc, typ=F32), self._read(b, ptrs, src, at)), acc)
+
+        _nest(b, [src_shape[d] for d in varying], add, "r")
+        total = b.load(acc, typ=F32)
+        if node.op == "mean":
+            axis = node.axis()
+            count = size(src_shape) if axis is None else src_shape[axis]
+            total = A.div(total, A.const(float(count)))
+        store(b, total, out, t)
+
+    def _xent(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        r: ir.Value,
+        grad: bool,
+    ) -> None:
+        """Example r: m = max z; s = Σ exp(z - m); loss = log s - (z[y] - m);
+        grad = exp(z - m) / s - [j = y] (the host's recipe, graph_emit._xent)."""
+        jz, jy = node.inputs
+        _, classes = self.shape(jz)
+        base = b.mul(r, i64(classes))
+        m_slot, s_slot = entry_alloca(b), entry_alloca(b)
+        b.store(self._read(b, ptrs, jz, base), m_slot)
+
+        def mx(j: ir.Value) -> None:
+            v = self._read(b, ptrs, jz, b.add(base, j))
+            m = b.load(m_slot, typ=F32)
+            b.store(A.select(A.gt(v, m), v, m), m_slot)
+
+        _loop(b, classes, mx, "mx")
+        m = b.load(m_slot, typ=F32)
+        b.store(A.const(0.0), s_slot)
+        exp = self.math["exp"]
+
+        def sx(j: ir.Value) -> None:
+            e = b.call(exp, [A.sub(self._read(b, ptrs, jz, b.add(base, j)), m)])
+            b.store(A.add(b.load(s_slot, typ=F32), e), s_slot)
+
+        _loop(b, classes, sx, "sx")
+        s = b.load(s_slot, typ=F32)
+        y = b.sext(load(b, ptrs[jy], r, I32), I64)
+        if not grad:
+            zy = self._read(b, ptrs, jz, b.add(base, y))
+            store(b, A.sub(b.call(self.math["log"], [s]), A.sub(zy, m)), out, r)
+            return
+
+        def cls(j: ir.Value) -> None:
+            p = A.div(b.call(exp, [A.sub(self._read(b, ptrs, jz, b.add(base, j)), m)]), s)
+            hot = b.icmp_unsigned("==", j, y)
+            store(b, A.sub(p, A.select(hot, A.const(1.0), A.const(0.0))), out, b.add(base, j))
+
+        _loop(b, classes, cls, "g")
+
+    def _mse(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        r: ir.Value,
+    ) -> None:
+        """Example r: loss = (Σ d*d) / n with d = p - t, j ascending from +0.0."""
+        jp, jt = node.inputs
+        _, width = self.shape(jp)
+        base = b.mul(r, i64(width))
+        s_slot = entry_alloca(b)
+        b.store(A.const(0.0), s_slot)
+
+        def term(j: ir.Value) -> None:
+            at = b.add(base, j)
+            d = A.sub(self._read(b, ptrs, jp, at), self._read(b, ptrs, jt, at))
+            b.store(A.add(b.load(s_slot, typ=F32), A.mul(d, d)), s_slot)
+
+        _loop(b, width, term, "sq")
+        store(b, A.div(b.load(s_slot, typ=F32), A.const(float(width))), out, r)

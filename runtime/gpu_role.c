@@ -1,0 +1,194 @@
+/* A GPU role's kernels: the entry points of alpha_program.h, each a fixed sequence of launches
+ * on the role's device (gpu.h), with host-staged transport: what a launch sequence reads is
+ * copied to the device before it and what it writes is copied back after it, so the runtime's
+ * schedule, frames and checkpoints stay the host's, untouched. Linked only into GPU roles
+ * (gpu_*.c are not part of every executable), with gpu_cuda.c or gpu_shadow.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alpha_program.h"
+#include "events.h"
+#include "gpu.h"
+#include "gpu_program.h"
+#include "refusal.h"
+
+/* The host kernels' contract with pool.c: a GPU role runs no host tasks. */
+const uint64_t alpha_scratch_floats = 0;
+void (*const alpha_threads_hook)(uint32_t threads) = 0;
+
+static struct {
+    struct alpha_gpu_device dev;
+    uint64_t *addr;      /* device address of each buffer */
+    uint64_t args;       /* device address of the argument table */
+    uint64_t kernel_us;  /* kernel time since the last step event */
+    const char *uuid;    /* --gpu-uuid */
+    int64_t index;       /* --gpu-index; -1: the build's */
+    int started;
+} G = {.index = -1};
+
+int alpha_device_option(const char *flag, const char *value);
+const char *alpha_device_usage(void);
+void alpha_device_start(void);
+uint64_t alpha_device_kernel_us(void);
+
+/* --gpu-uuid UUID | --gpu-index N: which device (a deployment input; the build's otherwise).
+ * Returns 1 when the flag is one of these and its value was used. */
+int alpha_device_option(const char *flag, const char *value)
+{
+    if (strcmp(flag, "--gpu-uuid") == 0) {
+        if (!value || !*value)
+            refuse(REFUSAL_USAGE, "--gpu-uuid needs a device UUID such as GPU-5f1c0a9e-...");
+        G.uuid = value;
+        return 1;
+    }
+    if (strcmp(flag, "--gpu-index") == 0) {
+        const char *n = value ? value : "";
+        if (!*n || strspn(n, "0123456789") != strlen(n) || strlen(n) > 4)
+            refuse(REFUSAL_USAGE, "--gpu-index needs a device index from 0, not '%s'", n);
+        G.index = strtol(n, NULL, 10);
+        G.uuid = NULL;
+        return 1;
+    }
+    return 0;
+}
+
+const char *alpha_device_usage(void)
+{
+    return ALPHA_GPU.shadow
+               ? "This is the host shadow of a GPU role (a control, not a GPU run).\n"
+               : "  --gpu-uuid UUID        the GPU to run on, as nvidia-smi -L prints it\n"
+                 "  --gpu-index N          else the N-th GPU the driver lists (default: the\n"
+                 "                         build's, else the first)\n";
+}
+
+static void device_event(void)
+{
+    const struct alpha_gpu_device *d = &G.dev;
+    printf("{\"event\":\"device\",\"role\":");
+    json_string(stdout, ALPHA_ROLE.name);
+    printf(",\"target\":");
+    char target[96];
+    snprintf(target, sizeof target, "gpu %s%s", ALPHA_GPU.profile,
+             ALPHA_GPU.shadow ? " (shadow)" : "");
+    json_string(stdout, target);
+    printf(",\"shadow\":%s,\"name\":", ALPHA_GPU.shadow ? "true" : "false");
+    json_string(stdout, d->name);
+    printf(",\"uuid\":");
+    json_string(stdout, d->uuid);
+    printf(",\"memory\":%llu,\"free\":%llu,\"demand\":%llu,\"compute_capability\":\"%d.%d\","
+           "\"kernels\":%u}\n",
+           (unsigned long long)d->total_bytes, (unsigned long long)d->free_bytes,
+           (unsigned long long)ALPHA_GPU.demand, d->cc_major, d->cc_minor,
+           (unsigned)ALPHA_GPU.n_kernels);
+    fflush(stdout);
+}
+
+/* Before anything is read or written: the device, its memory, the module, the buffers. */
+void alpha_device_start(void)
+{
+    const struct alpha_gpu_program *g = &ALPHA_GPU;
+    const char *uuid = G.uuid ? G.uuid : G.index >= 0 ? NULL : g->uuid;
+    uint32_t index = G.index >= 0 ? (uint32_t)G.index : g->index;
+    alpha_gpu_open(uuid, index, &G.dev);
+    device_event();
+    alpha_gpu_admit(&G.dev, g->demand, g->breakdown);
+    alpha_gpu_load(g->ptx, g->n_kernels, g->kernel_names);
+    G.addr = checked_calloc(g->n_buffers, sizeof *G.addr, "the device buffer table");
+    for (uint32_t b = 0; b < g->n_buffers; b++)
+        G.addr[b] = alpha_gpu_alloc(g->buffer_bytes[b], g->buffer_what[b]);
+    uint64_t *table = checked_calloc(g->n_args ? g->n_args : 1, sizeof *table,
+                                     "the kernels' argument table");
+    for (uint32_t a = 0; a < g->n_args; a++)
+        table[a] = G.addr[g->args[a].buffer] + g->args[a].offset;
+    G.args = alpha_gpu_alloc(8 * (uint64_t)(g->n_args ? g->n_args : 1), "the argument table");
+    alpha_gpu_upload(G.args, table, 8 * (uint64_t)g->n_args);
+    free(table);
+    G.started = 1;
+}
+
+uint64_t alpha_device_kernel_us(void)
+{
+    uint64_t us = G.kernel_us;
+    G.kernel_us = 0;
+    return us;
+}
+
+static void run(struct alpha_gpu_entry e, uint64_t dynamic)
+{
+    if (!G.started)
+        refuse(REFUSAL_PROGRAM_INVALID, "a GPU kernel was called before the device started");
+    for (uint32_t i = e.first; i < e.first + e.count; i++) {
+        const struct alpha_gpu_launch *l = &ALPHA_GPU.launches[i];
+        uint64_t threads = l->threads ? l->threads : dynamic;
+        if (threads)
+            alpha_gpu_launch(l->kernel, G.args + 8 * (uint64_t)l->first_arg, threads);
+    }
+    G.kernel_us += alpha_gpu_sync();
+}
+
+static uint64_t at(uint32_t buffer, uint64_t float_offset)
+{
+    return G.addr[buffer] + 4 * float_offset;
+}
+
+void alpha_init_params(float *params)
+{
+    run(ALPHA_GPU.init, 0);
+    alpha_gpu_download(params, at(ALPHA_GPU.params, 0), 4 * ALPHA_PROGRAM.n_params);
+}
+
+float alpha_leaf_grad(const float *params, const float *x, const int32_t *y_class,
+                      const float *y_reg, float *grad)
+{
+    const struct alpha_program *p = &ALPHA_PROGRAM;
+    const struct alpha_gpu_program *g = &ALPHA_GPU;
+    uint64_t rows = p->leaf_size;
+    alpha_gpu_upload(at(g->params, 0), params, 4 * p->n_params);
+    alpha_gpu_upload(at(g->x, 0), x, 4 * rows * p->features);
+    if (y_class)
+        alpha_gpu_upload(at(g->y_class, 0), y_class, 4 * rows);
+    if (y_reg)
+        alpha_gpu_upload(at(g->y_reg, 0), y_reg, 4 * rows * p->outputs);
+    run(g->leaf, 0);
+    for (uint32_t i = 0; i < g->n_grads; i++) {
+        const struct alpha_gpu_grad *q = &g->grads[i];
+        if (q->buffer < 0) {
+            for (uint64_t j = 0; j < q->count; j++)
+                grad[q->offset + j] = q->value;
+        } else {
+            alpha_gpu_download(grad + q->offset, at((uint32_t)q->buffer, 0), 4 * q->count);
+        }
+    }
+    float loss;
+    alpha_gpu_download(&loss, at(g->loss, 0), sizeof loss);
+    return loss;
+}
+
+void alpha_apply(float *params, float *state, const float *grad_sum, uint32_t step,
+                 uint64_t start, uint64_t count)
+{
+    const struct alpha_program *p = &ALPHA_PROGRAM;
+    const struct alpha_gpu_program *g = &ALPHA_GPU;
+    uint64_t n_state = (uint64_t)p->state_slots * count + p->state_scalars;
+    uint64_t scalars[4] = {start, count, step, 0};
+    alpha_gpu_upload(at(g->params, start), params + start, 4 * count);
+    alpha_gpu_upload(at(g->grad_sum, start), grad_sum + start, 4 * count);
+    if (n_state)
+        alpha_gpu_upload(at(g->state, 0), state, 4 * n_state);
+    alpha_gpu_upload(at(g->scalars, 0), scalars, sizeof scalars);
+    run(g->apply, count);
+    alpha_gpu_download(params + start, at(g->params, start), 4 * count);
+    if (n_state)
+        alpha_gpu_download(state, at(g->state, 0), 4 * n_state);
+}
+
+void alpha_forward(const float *params, const float *x, float *out)
+{
+    const struct alpha_program *p = &ALPHA_PROGRAM;
+    const struct alpha_gpu_program *g = &ALPHA_GPU;
+    alpha_gpu_upload(at(g->params, 0), params, 4 * p->n_params);
+    alpha_gpu_upload(at(g->x, 0), x, 4 * (uint64_t)p->leaf_size * p->features);
+    run(g->forward, 0);
+    alpha_gpu_download(out, at(g->out, 0), 4 * (uint64_t)p->leaf_size * p->outputs);
+}
