@@ -31,7 +31,8 @@ plan pair for {name} {{
 plan split for {name} {{
   roles worker[3]
   topology hierarchy(fanout: 4)
-  state {{ params partitioned over worker; grads partitioned over worker; optimizer partitioned over worker }}
+  state {{ params partitioned over worker; grads partitioned over worker;
+          optimizer partitioned over worker }}
 }}
 pairing two_gpus for pair {{
   worker[*]: host x86_64, gpu h200
