@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from reference_conv import CONV
 
 from alpha_core.ir.graph import Node
 from alpha_core.semantics import activations
@@ -149,4 +150,5 @@ LAYER: dict[str, Callable[[Node, list[Array], tuple[int, ...], Any], Array]] = {
     "causal_mask": causal_mask,
     "embed": embed,
     "embed_grad": embed_grad,
+    **CONV,
 }

@@ -144,6 +144,14 @@ def _backward(b: GraphBuilder, out: int, seed: int, n_forward: int) -> dict[int,
         elif op == "embed":
             table, tokens = ins
             acc(table, b.add("embed_grad", (d, tokens), b.shape(table)))
+        elif op == "conv2d":
+            x, w = ins
+            acc(x, b.add("conv2d_dx", (d, w), b.shape(x), node.attrs))
+            acc(w, b.add("conv2d_dw", (x, d), b.shape(w), node.attrs))
+        elif op == "max_pool":
+            acc(ins[0], b.add("max_pool_grad", (ins[0], d), b.shape(ins[0]), node.attrs))
+        elif op == "avg_pool":
+            acc(ins[0], b.add("avg_pool_grad", (d,), b.shape(ins[0]), node.attrs))
         elif op in ("sum", "mean"):
             (a,) = ins
             axis = node.attr("axis")

@@ -28,6 +28,7 @@ from alpha_core.codegen.loops import (
     splat,
     store,
 )
+from alpha_core.codegen.conv_ops import CONV_OPS, emit_conv_op
 from alpha_core.codegen.tensor_ops import LAYER_OPS, emit_layer_op
 from alpha_core.ir.graph import Graph, Node, concrete, size
 from alpha_core.semantics import learners as recipes
@@ -281,6 +282,8 @@ class GraphEmitter:
             self._mse(b, A, node, out, grad=op == "mse_grad")
         elif op in LAYER_OPS:
             emit_layer_op(self, b, A, i, node, out)
+        elif op in CONV_OPS:
+            emit_conv_op(self, b, A, i, node, out)
         else:
             raise AssertionError(f"no code for {op}")
 
