@@ -11,20 +11,29 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from alpha_cli import explain_cmd
 from alpha_cli.deploy_cmd import add_deploy, show_hosts_refused
 from alpha_cli.environment import Refused, StdoutUnwritable, drop_stdout, guard_stdout
-from alpha_cli.render import diagnostic_json, err, error_line, out, show_refusals
-from alpha_cli.run_view import run_with_progress
+from alpha_cli.help_text import decorate
+from alpha_cli.render import diagnostic_json, err, error_line, op_json, out, show_refusals
+from alpha_cli.run_view import run_with_progress, training_line
 from alpha_core.build import BuildResult, BuiltExecutable, Deployment, build_program
 from alpha_core.checkpoint import CheckpointError, read_checkpoint
 from alpha_core.diagnostics import Diagnostic
-from alpha_core.diagnostics.registry import REGISTRY
 from alpha_core.hosts_file import HostsRefused, read_hosts
 from alpha_core.launch import LaunchError, RoleOutcome, free_port_base
 from alpha_core.link.toolchain import LinkError
 from alpha_core.plan.projection import project
 from alpha_core.ports import ephemeral_overlap
-from alpha_core.runs import Choice, ChoiceError, build_choice, role_commands, role_indices
+from alpha_core.runs import (
+    Choice,
+    ChoiceError,
+    build_choice,
+    role_commands,
+    role_indices,
+    run_folder,
+)
+from alpha_core.sizes import human_bytes, show_loss
 from alpha_core.source_file import SourceRefusal, read_source
 from alpha_core.workspace import Analysis, Workspace
 
@@ -123,10 +132,13 @@ def _deployment(args: argparse.Namespace, roles: int) -> Deployment:
 
 
 def _build(
-    args: argparse.Namespace, out_dir: Path
+    args: argparse.Namespace, out_dir: Path | None
 ) -> tuple[Analysis, BuildResult | None, list[Diagnostic]]:
+    """Builds the choice into out_dir, or (None) into a new run folder (runs.run_folder)."""
     a = _analysis(args.file)
     choice = Choice(args.system, args.plan, args.pairing, getattr(args, "role", None))
+    if out_dir is None:
+        out_dir = run_folder(a, choice)
     with err.status("building…") as status:
 
         def built(exe: BuiltExecutable, done: int, total: int) -> None:
@@ -151,8 +163,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     for exe in result.executables:
         out.print(
             f"[green]built[/] {escape(exe.role):>12}  {escape(exe.path)}  {exe.target}  "
-            f"{exe.size:,} bytes  sha256 {exe.sha256[:16]}…  "
-            f"memory {exe.demand:,} bytes, headroom {exe.headroom:,}"
+            f"{human_bytes(exe.size)}  sha256 {exe.sha256[:16]}…  "
+            f"memory {human_bytes(exe.demand)}, headroom {human_bytes(exe.headroom)}"
         )
     out.print(f"manifest {escape(result.manifest)}")
     return OK
@@ -179,7 +191,7 @@ def _report(outcomes: list[RoleOutcome], as_json: bool, a: Analysis, result: Bui
     if done is None:
         error_line("role-crashed", "no role reported final parameters")
         return REFUSED
-    out.print(f"final loss        {float(str(done['final_loss'])):.6f}")
+    out.print(f"final loss        {show_loss(float(str(done['final_loss'])))}")
     if "holdout_accuracy" in done:
         out.print(
             f"held-out accuracy {float(str(done['holdout_accuracy'])):.4f}  "
@@ -188,6 +200,8 @@ def _report(outcomes: list[RoleOutcome], as_json: bool, a: Analysis, result: Bui
     if "holdout_mse" in done:
         out.print(f"held-out mse      {float(str(done['holdout_mse'])):.6f}")
     out.print(f"parameters sha256 {done.get('params_sha256')}", soft_wrap=True)
+    if done.get("params_file"):  # kept: in -o or the run's own folder, never a removed one
+        out.print(f"parameters file   {escape(str(done['params_file']))}", soft_wrap=True)
     if len(outcomes) > 1:
         out.print(
             f"roles             {len(outcomes)} finished: " + ", ".join(o.role for o in outcomes),
@@ -197,21 +211,21 @@ def _report(outcomes: list[RoleOutcome], as_json: bool, a: Analysis, result: Bui
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    with tempfile.TemporaryDirectory(prefix="alpha-run-") as tmp:
-        out_dir = Path(args.output) if args.output else Path(tmp)
-        a, result, diags = _build(args, out_dir)
-        if result is None:
-            return _refused(a, diags, args.json)
-        steps = a.checked.programs[result.system].steps
-        if not args.json:
-            err.print(
-                f"[green]built[/] {result.system}: {len(result.executables)} executable(s), "
-                f"{result.params:,} parameters — training {steps} steps"
-            )
-        extra = ["--data", args.data] if args.data and args.plan is None else []
-        commands = role_commands(result, extra)
-        outcomes = run_with_progress(commands, steps, quiet=args.json)
-        return _report(outcomes, args.json, a, result)
+    # the executables and the parameters stay: in -o, or in a new folder under ./alpha-runs
+    a, result, diags = _build(args, Path(args.output) if args.output else None)
+    if result is None:
+        return _refused(a, diags, args.json)
+    steps = a.checked.programs[result.system].steps
+    if not args.json:
+        err.print(
+            f"[green]built[/] {result.system} in {escape(str(Path(result.manifest).parent))}: "
+            f"{len(result.executables)} executable(s), {result.params:,} parameters — "
+            f"{training_line(steps, args.resume)}"
+        )
+    extra = ["--data", args.data] if args.data and args.plan is None else []
+    commands = role_commands(result, extra)
+    outcomes = run_with_progress(commands, steps, quiet=args.json)
+    return _report(outcomes, args.json, a, result)
 
 
 def cmd_project(args: argparse.Namespace) -> int:
@@ -229,7 +243,7 @@ def cmd_project(args: argparse.Namespace) -> int:
             {
                 "role": s.name,
                 "index": s.index,
-                "ops": [op.show(s.links) for op in s.ops],
+                "ops": [op_json(op, s.links) for op in s.ops],
                 "links": [{"peer": k.peer_name, "accept": k.accept} for k in s.links],
             }
             for s in schedules
@@ -315,20 +329,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    r = REGISTRY.get(args.name)
-    if r is None:
-        from alpha_core.check.context import suggest
-
-        near = suggest(args.name, REGISTRY)
-        raise Usage(
-            f"no refusal named `{args.name}`" + (f"; did you mean `{near[0]}`?" if near else "")
-        )
-    out.print(f"[bold]{r.name}[/] ({r.moment}): {escape(r.summary)}\n")
-    out.print(escape(r.explanation))
-    if r.example:
-        out.print("\nExample that is refused:\n")
-        out.print(escape(r.example.rstrip()))
-    return OK
+    try:
+        return explain_cmd.cmd_explain(args)  # explain_cmd.py
+    except explain_cmd.UnknownRefusal as e:
+        raise Usage(str(e)) from None
 
 
 def parser() -> argparse.ArgumentParser:
@@ -448,10 +452,11 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--data", default=None)
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=cmd_eval)
-    e = sub.add_parser("explain", help="explain a refusal by name")
-    e.add_argument("name")
+    e = sub.add_parser("explain", help="explain a refusal by name, or list them all")
+    e.add_argument("name", nargs="?", default=None)
     e.set_defaults(func=cmd_explain)
     add_deploy(sub)
+    decorate(p)  # descriptions, examples, --version (help_text.py)
     return p
 
 

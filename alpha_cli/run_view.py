@@ -41,3 +41,17 @@ def run_with_progress(
             progress.update(tasks[role], completed=r.round, loss=loss, state=mark)
 
         return run_roles(commands, on_event)
+
+
+def training_line(steps: int, resume: str | None) -> str:
+    """What a run is about to do: `training 300 steps`, or for a resume `resuming at round
+    N of M` (the round of the capture it resumes from, read from the checkpoint itself)."""
+    if not resume:
+        return f"training {steps} steps"
+    from alpha_core.checkpoint import CheckpointError, read_checkpoint
+
+    try:
+        at = read_checkpoint(resume).round
+    except CheckpointError:  # the roles refuse it by name at start-up
+        return f"resuming from {resume} ({steps} steps in all)"
+    return f"resuming at round {at} of {steps}"

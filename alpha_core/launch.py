@@ -36,6 +36,20 @@ class RoleOutcome:
         }
 
 
+def ended(code: int) -> str:
+    """How a process ended, as a person reads it: `exited with status 3`, or for a negative
+    status (Popen's way of saying a signal) `was killed by signal 15 (SIGTERM)`."""
+    if code >= 0:
+        return f"exited with status {code}"
+    import signal
+
+    try:
+        name = f" ({signal.Signals(-code).name})"
+    except ValueError:
+        name = ""
+    return f"was killed by signal {-code}{name}"
+
+
 class LaunchError(Exception):
     """A role's executable cannot be started: `launch-failed`, naming the role and why."""
 
@@ -163,7 +177,7 @@ class Launch:
         outcome.exit_code = proc.wait()
         if outcome.exit_code != 0 and outcome.refusal is None:
             outcome.refusal = "role-crashed"
-            outcome.message = f"{role} exited with status {outcome.exit_code} and no named refusal"
+            outcome.message = f"{role} {ended(outcome.exit_code)} and no named refusal"
         self._outcomes[role] = outcome
         if self._on_exit is not None:
             with self._lock:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from alpha_core.launch import ended
+
 LOSS_HISTORY = 4096  # the losses kept per role, for a curve
 
 
@@ -88,10 +90,10 @@ class RunState:
         r = self.roles[role]
         if killed and r.state != "done":
             r.state, r.refusal = "killed", "killed"
-            r.message = f"{role} was killed (SIGKILL)"
+            r.message = f"{role} was killed by signal 9 (SIGKILL) on request"
         elif code != 0 and r.state not in ("refused", "killed"):
             r.state, r.refusal = "refused", "role-crashed"
-            r.message = f"{role} exited with status {code} and no named refusal"
+            r.message = f"{role} {ended(code)} and no named refusal"
 
     @property
     def finished(self) -> bool:

@@ -46,6 +46,8 @@ def build_choice(
     gives the deployment inputs for a number of roles (ports are chosen per build);
     `on_built(executable, done, total)` is told of each role as it is linked."""
     into = out_dir
+    if choice.plan is None and (choice.pairing is not None or choice.role is not None):
+        raise ChoiceError(without_plan(a, choice))
     try:
         if choice.plan is None:
             program, diags = a.program(choice.system)
@@ -72,6 +74,15 @@ def build_choice(
         return None, [Diagnostic(e.name, e.message, None)]
 
 
+def without_plan(a: Analysis, choice: Choice) -> str:
+    """Why a pairing or a role given without a plan is refused (it would be ignored)."""
+    if choice.pairing is not None:
+        pairing = a.checked.pairings.get(choice.pairing)
+        whose = f"; `{choice.pairing}` pairs plan `{pairing.plan.name}`" if pairing else ""
+        return f"--pairing {choice.pairing} pairs the roles of a plan: give --plan too{whose}"
+    return f"--role {choice.role} is a role of a plan: give --plan too"
+
+
 def role_ports(plan: Plan, roles: Sequence[int], d: Deployment) -> tuple[int, int] | None:
     """The lowest and highest port the `roles` listen on or dial, or None when none has a
     link: role i listens on port_base + i."""
@@ -90,7 +101,11 @@ def role_indices(plan: Plan, role: str | None, doing: str) -> list[int]:
     if role is not None:
         index = plan.membership.index_of(role)
         if index is None:
-            raise ChoiceError(f"plan `{plan.name}` has no role `{role}`")
+            near = near_role(plan, role)
+            raise ChoiceError(
+                f"plan `{plan.name}` has no role `{role}` (its roles: {roles_text(plan)})"
+                + (f"; did you mean `{near}`?" if near else "")
+            )
         return [index]
     if plan.membership.total > ALL_ROLES_LIMIT:
         raise ChoiceError(
@@ -100,9 +115,75 @@ def role_indices(plan: Plan, role: str | None, doing: str) -> list[int]:
     return list(range(plan.membership.total))
 
 
+def roles_text(plan: Plan) -> str:
+    """The roles of a plan by family (`hub`, `worker[0]` … `worker[7]`): never one by one,
+    since a plan may have hundreds of thousands."""
+    shown = []
+    for f in plan.membership.families:
+        if f.singleton:
+            shown.append(f"`{f.name}`")
+        elif f.count == 1:
+            shown.append(f"`{f.name}[0]`")
+        else:
+            shown.append(f"`{f.name}[0]` … `{f.name}[{f.count - 1}]`")
+    return ", ".join(shown)
+
+
+def near_role(plan: Plan, role: str) -> str | None:
+    """The role a mistyped name most likely meant: `worker3` or `workr[3]` for `worker[3]`,
+    `hubb` for `hub`."""
+    import re
+
+    from alpha_core.check.context import suggest
+
+    families = {f.name: f for f in plan.membership.families}
+    m = re.fullmatch(r"\s*([A-Za-z_][A-Za-z_0-9]*?)\s*[\[(]?\s*(\d+)?\s*[\])]?\s*", role)
+    if m is None:
+        return None
+    name, number = m.group(1), m.group(2)
+    found = name if name in families else next(iter(suggest(name, families)), None)
+    if found is None:
+        return None
+    f = families[found]
+    if f.singleton:
+        return found if number is None else None
+    if number is not None and int(number) < f.count:
+        return f"{found}[{int(number)}]"
+    return None
+
+
 def role_commands(result: BuildResult, extra: Sequence[str] = ()) -> list[tuple[str, list[str]]]:
     """How to start every built role on this machine (qemu for another instruction set), each
     with the `extra` arguments."""
     return [
         (exe.role, command_for(exe.path, exe.target) + list(extra)) for exe in result.executables
     ]
+
+
+RUNS_DIR_VARIABLE = "ALPHA_RUNS_DIR"  # where `alpha run` keeps a run without `-o`
+
+
+def run_folder(a: Analysis, choice: Choice, now: float | None = None) -> Path:
+    """Where a run given no output folder keeps its executables and parameters:
+    `./alpha-runs/<system>[-<plan>]-<UTC timestamp>/` (the folder in ALPHA_RUNS_DIR instead
+    of ./alpha-runs when set), a new name if that one is taken. Not created here: a refused
+    build leaves nothing behind."""
+    import os
+    import time
+
+    plan = a.checked.plans.get(choice.plan) if choice.plan else None
+    if plan is not None:
+        system = plan.system.name
+    elif choice.system is not None:
+        system = choice.system
+    else:
+        system = next(iter(sorted(a.checked.programs)), "system")
+    label = system + (f"-{choice.plan}" if choice.plan else "")
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if now is None else now))
+    root = Path(os.environ.get(RUNS_DIR_VARIABLE) or "alpha-runs").resolve()
+    folder = root / f"{label}-{stamp}"
+    n = 2
+    while folder.exists():
+        folder = root / f"{label}-{stamp}-{n}"
+        n += 1
+    return folder

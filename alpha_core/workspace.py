@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,20 +71,20 @@ class Analysis:
         plan = self.checked.plans.get(name)
         if plan is None:
             have = ", ".join(f"`{p}`" for p in sorted(self.checked.plans)) or "none"
+            message = f"no plan named `{name}` (plans: {have})"
             return (
                 None,
                 None,
-                [Diagnostic("no-system", f"no plan named `{name}` (plans: {have})", None)],
+                [Diagnostic("no-system", message, None, help=_near(name, self.checked.plans))],
             )
         if pairing is None:
             return plan, None, []
         chosen = self.checked.pairings.get(pairing)
         if chosen is None or chosen.plan.name != name:
-            return (
-                None,
-                None,
-                [Diagnostic("no-system", f"no pairing named `{pairing}` for plan `{name}`", None)],
-            )
+            own = sorted(n for n, p in self.checked.pairings.items() if p.plan.name == name)
+            have = ", ".join(f"`{p}`" for p in own) or "none"
+            message = f"no pairing named `{pairing}` for plan `{name}` (its pairings: {have})"
+            return None, None, [Diagnostic("no-system", message, None, help=_near(pairing, own))]
         return plan, chosen, []
 
     def program(self, name: str | None = None) -> tuple[Program | None, list[Diagnostic]]:
@@ -107,8 +107,18 @@ class Analysis:
             )
             if have and not systems:
                 message += f" (the file declares {have})"
-            return None, [Diagnostic("no-system", message, None)]
+            names = [d.name for d in decls if d.kind == "system"]
+            near = _near(name, names) if name is not None and not systems else None
+            return None, [Diagnostic("no-system", message, None, help=near)]
         return self.checked.programs[systems[0].name], []
+
+
+def _near(name: str, names: Iterable[str]) -> str | None:
+    """`did you mean ...?` for a name given on the command line, or None."""
+    from alpha_core.check.context import suggest
+
+    near = suggest(name, names)
+    return "did you mean " + " or ".join(f"`{n}`" for n in near) + "?" if near else None
 
 
 DATA_LIMIT = 1 << 30  # a data file larger than this is not read (the system: data-unreadable)

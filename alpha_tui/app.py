@@ -31,6 +31,7 @@ from alpha_core.launch import Launch, LaunchError, free_port_base
 from alpha_core.run_state import RunResult, RunState
 from alpha_core.runs import Choice, ChoiceError, build_choice, role_commands
 from alpha_core.source_file import SourceRefusal, read_source
+from alpha_core.version import version_line
 from alpha_core.workspace import Analysis, Workspace
 
 COLUMNS = ("role", "round", "loss", "frames", "bytes", "captured", "state")
@@ -444,6 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="where captures are published (default: a temporary folder, removed on exit)",
     )
+    parser.add_argument("--version", action="version", version=version_line("alpha-tui"))
     args = parser.parse_args(argv)
     unreadable = read_source(args.file)
     if isinstance(unreadable, SourceRefusal):

@@ -82,8 +82,15 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         cwd=ROOT,
         timeout=600,
-        env={**os.environ, "COLUMNS": "200"},
+        # `alpha run` without -o keeps its run in ./alpha-runs: here, not in the source tree
+        env={**os.environ, "COLUMNS": "200", "ALPHA_RUNS_DIR": _test_runs()},
     )
+
+
+def _test_runs() -> str:
+    import tempfile
+
+    return str(Path(tempfile.gettempdir()) / "alpha-test-runs")
 
 
 @pytest.fixture

@@ -15,9 +15,32 @@ def show_shape(shape: Shape) -> str:
     return "f32[" + ", ".join("B" if d == BATCH else str(d) for d in shape) + "]"
 
 
+def edit_distance(a: str, b: str) -> int:
+    """Damerau-Levenshtein (optimal string alignment): insertions, deletions, substitutions
+    and swaps of two neighbours each cost one."""
+    before: list[int] = []
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row = row, [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                row[j] = min(row[j], before[j - 2] + 1)
+        before = prev
+    return row[len(b)]
+
+
 def suggest(name: str, candidates: Iterable[str]) -> list[str]:
-    """Elm-style: the declared names nearest to a misspelt one."""
-    return difflib.get_close_matches(name, sorted(set(candidates)), n=3, cutoff=0.6)
+    """Elm-style: the declared names nearest to a misspelt one. A name within rustc's edit
+    distance (a third of its length, at least one) is near however short it is: difflib's
+    ratio alone misses `w3` for `w2` (0.5) while it finds `ww2`."""
+    pool = sorted(set(candidates))
+    limit = max(1, len(name) // 3)
+    close = sorted((edit_distance(name, c), c) for c in pool if c != name)
+    # one letter for another is no evidence of a slip: `c` would be "near" every `b` and `x`
+    near = [c for d, c in close if d <= limit and len(name) > 1]
+    near += [c for c in difflib.get_close_matches(name, pool, n=3, cutoff=0.6) if c not in near]
+    return near[:3]
 
 
 @dataclass

@@ -395,6 +395,19 @@ def _model(
                 f"the model gives {show_shape(oshape)} but the data's labels need "
                 f"{show_shape((BATCH, data.outputs))}",
                 pred_e.span,
+                related=_label_count(decl),
             )
             return None
     return b.graph(), out, call.func
+
+
+def _label_count(decl: ast.Decl) -> tuple[Related, ...]:
+    """Where the data says how many classes or targets it has: the other half of a
+    mismatch between the model's outputs and the labels."""
+    for item in decl.items:
+        if isinstance(item, ast.DataItem):
+            for key in ("classes", "targets"):
+                kw = item.source.kwarg(key)
+                if kw is not None:
+                    return (Related(kw.span, f"the data declares {key} here"),)
+    return ()

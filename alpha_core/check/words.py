@@ -41,3 +41,19 @@ DEVICE_WORDS = DEVICE_PROFILES | HOSTS | PLACEMENT
 
 def device_word(word: str) -> bool:
     return word.lower() in DEVICE_WORDS
+
+
+# letters whose names start with a vowel sound: "an h200", "an rtx3070", "an x86_64"
+_VOWEL_SOUND_LETTERS = frozenset("aefhilmnorsx")
+
+
+def article(word: str) -> str:
+    """`a` or `an` before `word`, by how it is said: a product name whose letters are spelt
+    out (h200, rtx3070) takes the article of its first letter's name."""
+    w = word.lower()
+    if not w or w.startswith(("uni", "use", "usu", "one")):
+        return "a"
+    spelt = len(w) > 1 and (w[1].isdigit() or not any(c in "aeiou" for c in w[:3]))
+    if spelt:
+        return "an" if w[0] in _VOWEL_SOUND_LETTERS else "a"
+    return "an" if w[0] in "aeiou" else "a"

@@ -28,6 +28,12 @@ def _excerpt(index: LineIndex, span: Span, label: str, width: int) -> list[str]:
     ]
 
 
+def _one_line(index: LineIndex, span: Span) -> int | None:
+    """The line `span` lies on, or None when it runs over several."""
+    start = index.position(span.start).line
+    return start if index.position(max(span.start, span.end - 1)).line == start else None
+
+
 def render(d: Diagnostic, text: str, path: str) -> str:
     index = LineIndex(text)
     path = visible(path)
@@ -35,15 +41,22 @@ def render(d: Diagnostic, text: str, path: str) -> str:
     spans = [s for s in [d.span, *(r.span for r in d.related)] if s is not None]
     width = max((len(str(index.position(s.start).line + 1)) for s in spans), default=1)
     pad = " " * width
+    shown: int | None = None  # the line the last excerpt drew, when it drew only one
     if d.span is not None:
         pos = index.position(d.span.start)
         lines.append(f"{pad}--> {path}:{pos.line + 1}:{pos.column + 1}")
         lines.append(f"{pad} |")
         lines += _excerpt(index, d.span, "", width)
+        shown = _one_line(index, d.span)
     for r in d.related:
         pos = index.position(r.span.start)
+        if shown is not None and _one_line(index, r.span) == shown:
+            # another label on the line just drawn: its underline only, not the line again
+            lines.append(_excerpt(index, r.span, r.message, width)[1])
+            continue
         lines.append(f"{pad} ::: {path}:{pos.line + 1}:{pos.column + 1}")
         lines += _excerpt(index, r.span, r.message, width)
+        shown = _one_line(index, r.span)
     for note in d.notes:
         lines.append(f"{pad} = note: {note}")
     if d.help:

@@ -21,6 +21,7 @@ from alpha_core.plan.profiles import Profile, host_profile
 from alpha_core.plan.projection import project
 from alpha_core.plan.schedule import RoleSchedule, single_process
 from alpha_core.plan.tree import split
+from alpha_core.sizes import human_bytes
 
 FLOAT = 4
 FRAME_HEADER = 64
@@ -58,13 +59,7 @@ class Admission:
         return "\n".join(lines)
 
 
-def _bytes(n: int) -> str:
-    sign = "-" if n < 0 else ""
-    n = abs(n)
-    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if n >= scale:
-            return f"{sign}{n / scale:.2f} {unit}"
-    return f"{sign}{n} B"
+_bytes = human_bytes  # the one formatter of sizes, shared with the CLI and alpha-tui
 
 
 def pieces_held(schedule: RoleSchedule) -> int:

@@ -182,7 +182,8 @@ def project(
         for link, workers in zip(down, child_workers, strict=True):
             b.pieces("recv", link, _leaves(plan, workers))
         subtree_leaves = _leaves(plan, pos.subtree)
-        b.combine(subtree_leaves)
+        if subtree_leaves != pos.own_leaves:  # a role with no children combined it above
+            b.combine(subtree_leaves)
         # down: the round's gradient, or each subtree's slice of it
         partial = layout.grads == "partitioned"
         if up is not None:

@@ -77,6 +77,53 @@ def _describe(expected: set[str]) -> str:
     return ", ".join(words)
 
 
+_CLOSERS = {"(": ")", "[": "]"}
+_CLOSER_TOKENS = {"(": "RPAR", "[": "RSQB"}
+
+
+def _unclosed(text: str, upto: int, accepts: set[str]) -> int | None:
+    """Where the innermost bracket still open before `upto` was opened, when the parser
+    would accept its closer here; None otherwise. Strings and comments are skipped."""
+    stack: list[int] = []
+    i = 0
+    while i < upto:
+        c = text[i]
+        if c == '"':
+            end = text.find('"', i + 1)
+            i = upto if end < 0 else end + 1
+            continue
+        if c == "#":
+            end = text.find("\n", i)
+            i = upto if end < 0 else end
+            continue
+        if c in "([":
+            stack.append(i)
+        elif c in ")]" and stack:
+            stack.pop()
+        i += 1
+    if stack and _CLOSER_TOKENS[text[stack[-1]]] in accepts:
+        return stack[-1]
+    return None
+
+
+def _placement_item(text: str, at: int) -> Diagnostic | None:
+    """A system item that does not parse and opens with a placement word (`device gpu`,
+    `host: x86_64`): the mistake is where it says it, not its grammar, so it is refused as
+    such, once, with where placement is said instead."""
+    from alpha_core.check.words import device_word
+
+    word = text.split(maxsplit=1)[0].rstrip(":") if text.strip() else ""
+    if not word or not device_word(word):
+        return None
+    return Diagnostic(
+        "device-in-semantics",
+        f"`{word}` says where the system runs; a system says only what is learned",
+        Span(at, at + len(word)),
+        help="say it in a pairing of a plan for this system, e.g. "
+        "`pairing p for PLAN { worker[*]: host x86_64 }`",
+    )
+
+
 def _syntax_diagnostic(err: lark.exceptions.LarkError, text: str, offset: int) -> Diagnostic:
     if isinstance(err, lark.exceptions.UnexpectedToken):
         tok = err.token
@@ -88,10 +135,22 @@ def _syntax_diagnostic(err: lark.exceptions.LarkError, text: str, offset: int) -
             found = f"`{tok.value}`"
         # `accepts` are the tokens really acceptable here; `expected` holds the lookaheads of the
         # state before its pending reductions, which may name items that cannot follow
-        message = f"expected {_describe(set(err.accepts or err.expected))}, found {found}"
+        accepts = set(err.accepts or err.expected)
+        message = f"expected {_describe(accepts)}, found {found}"
         span = Span(offset + pos, offset + pos + max(1, len(str(tok.value))))
         if tok.type == "$END":
             span = Span(offset + max(0, pos - 1), offset + pos)
+        opened = _unclosed(text, pos, accepts)
+        if opened is not None:
+            # the mistake is where the bracket was opened, not where the parser gave up
+            # (often the next line): point there, and at where the closer was wanted
+            bracket = text[opened]
+            return Diagnostic(
+                "syntax-error",
+                f"unclosed `{bracket}`: expected `{_CLOSERS[bracket]}`, found {found}",
+                Span(offset + opened, offset + opened + 1),
+                (Related(span, f"`{_CLOSERS[bracket]}` expected before this"),),
+            )
     elif isinstance(err, lark.exceptions.UnexpectedCharacters):
         pos = err.pos_in_stream or 0
         message = f"unexpected character `{text[pos]}`"
@@ -181,7 +240,8 @@ def _build_piece(text: str, start: str, at: int) -> tuple[Any, Diagnostic | None
         tree = _parser().parse(text, start=start)
         return Build(text, at).node(tree), None
     except lark.exceptions.UnexpectedInput as err:  # a grammar error must not hide as input's
-        return None, _syntax_diagnostic(err, text, at)
+        placed = _placement_item(text, at) if start == "system_item" else None
+        return None, placed or _syntax_diagnostic(err, text, at)
     except SyntaxFailure as failure:
         return None, failure.diagnostic
     except RecursionError:
