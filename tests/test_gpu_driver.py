@@ -254,3 +254,122 @@ def test_kernel_time_is_the_sum_over_launches(built: Built, tmp_path: Path) -> N
     assert ran.code == 0, ran.stderr
     assert {"event": "synced", "launches": 4, "kernel_us": 750} in ran.events
     assert ran.wrote
+
+
+# ---- GPU role executables (alpha build ... --pairing two_gpus) against the same driver -------
+
+DIGITS = Path(__file__).parent.parent / "examples" / "digits.alpha"
+
+# One GPU role and no peer: the system on one card, so a run goes past start-up alone.
+SOLO = """
+plan solo for digits {
+  roles worker[1]
+  topology hierarchy(fanout: 2)
+}
+
+pairing one_gpu for solo {
+  worker[*]: host x86_64, gpu h200
+}
+"""
+
+
+@dataclass
+class Roles:
+    pair: list[Path]  # worker-0, worker-1 of digits' `pair` plan on `two_gpus`
+    solo: Path
+
+
+def _build_roles(source: Path, plan: str, pairing: str, out: Path) -> list[Path]:
+    from conftest import cli
+
+    built = cli("build", str(source), "--plan", plan, "--pairing", pairing, "-o", str(out),
+                "--json")  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    executables = json.loads(built.stdout)["executables"]
+    assert {e["target"] for e in executables} == {"gpu h200"}, executables
+    return [Path(e["path"]) for e in executables]
+
+
+@pytest.fixture(scope="module")
+def roles(tmp_path_factory: pytest.TempPathFactory) -> Roles:
+    out = tmp_path_factory.mktemp("gpu-roles")
+    pair = _build_roles(DIGITS, "pair", "two_gpus", out / "pair")
+    solo_source = out / "solo.alpha"
+    data = DIGITS.parent / "data" / "digits.csv"
+    solo_source.write_text(DIGITS.read_text().replace('"data/digits.csv"', f'"{data}"') + SOLO)
+    [solo] = _build_roles(solo_source, "solo", "one_gpu", out / "solo")
+    return Roles(pair, solo)
+
+
+def run_role(
+    exe: Path, tmp_path: Path, env: dict[str, str], *args: str
+) -> tuple[Ran, list[dict[str, object]]]:
+    """A role run with a secret, a parameter file and a checkpoint folder in tmp_path; `wrote`
+    says whether either of them appeared."""
+    secret = tmp_path / "secret"
+    secret.write_bytes(os.urandom(32))
+    secret.chmod(0o600)
+    params, checkpoints = tmp_path / "role.params", tmp_path / "checkpoints"
+    proc = subprocess.run(
+        [str(exe), "--secret-file", str(secret), "--params-out", str(params),
+         "--checkpoint-dir", str(checkpoints), *args],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    wrote = params.exists() or Path(f"{params}.tmp").exists() or checkpoints.exists()
+    steps = [e for e in events if e["event"] == "step"]
+    return Ran(proc.returncode, events, proc.stderr, wrote), steps
+
+
+def test_a_gpu_role_on_this_machine_is_refused_at_start_up(roles: Roles, tmp_path: Path) -> None:
+    """No NVIDIA driver here: each role of `two_gpus` stops before round 0, writing nothing."""
+    for exe in roles.pair:
+        ran, steps = run_role(exe, tmp_path, _plain_environment())
+        last = refused(ran, "gpu-driver-missing")
+        assert "libcuda.so.1: cannot open shared object file" in str(last["message"])
+        assert last["round"] is None and not steps
+
+
+def test_a_gpu_role_given_a_uuid_not_present(roles: Roles, built: Built, tmp_path: Path) -> None:
+    env = {**_plain_environment(), "LD_LIBRARY_PATH": str(built.double_dir),
+           "ALPHA_DOUBLE_UUIDS": f"{UUID_A},{UUID_B}"}  # fmt: skip
+    wrong = "GPU-99999999-4567-89ef-0123-456789abcdef"
+    ran, steps = run_role(roles.pair[1], tmp_path, env, "--gpu-uuid", wrong)
+    message = str(refused(ran, "gpu-not-found")["message"])
+    assert wrong in message and UUID_A in message and UUID_B in message and not steps
+
+
+def test_a_gpu_role_is_admitted_against_the_cards_free_memory(
+    roles: Roles, built: Built, tmp_path: Path
+) -> None:
+    env = {**_plain_environment(), "LD_LIBRARY_PATH": str(built.double_dir),
+           "ALPHA_DOUBLE_UUIDS": UUID_A, "ALPHA_DOUBLE_FREE_BYTES": "4096"}  # fmt: skip
+    ran, steps = run_role(roles.pair[0], tmp_path, env)
+    message = str(refused(ran, "memory-admission")["message"])
+    [device] = [e for e in ran.events if e["event"] == "device"]
+    assert device["uuid"] == UUID_A and device["free"] == 4096
+    assert f"needs {device['demand']} bytes" in message and "4096 free" in message
+    assert "parameters" in message and not steps
+
+
+def test_a_gpu_role_whose_ptx_the_jit_refuses(roles: Roles, built: Built, tmp_path: Path) -> None:
+    log = "ptxas fatal   : Unresolved extern function 'alpha_missing'"
+    env = {**_plain_environment(), "LD_LIBRARY_PATH": str(built.double_dir),
+           "ALPHA_DOUBLE_UUIDS": UUID_A, "ALPHA_DOUBLE_JIT_LOG": log}  # fmt: skip
+    ran, steps = run_role(roles.pair[0], tmp_path, env)
+    assert log in str(refused(ran, "gpu-jit-failed")["message"]) and not steps
+
+
+def test_a_gpu_role_whose_launch_fails_in_a_round(
+    roles: Roles, built: Built, tmp_path: Path
+) -> None:
+    """The double accepts the first 200 launches (running nothing) and fails the next: the
+    role stops in the round of that launch, naming the kernel, and writes nothing."""
+    env = {**_plain_environment(), "LD_LIBRARY_PATH": str(built.double_dir),
+           "ALPHA_DOUBLE_UUIDS": UUID_A, "ALPHA_DOUBLE_LAUNCH_FAIL_AFTER": "200"}  # fmt: skip
+    ran, steps = run_role(roles.solo, tmp_path, env)
+    last = refused(ran, "gpu-launch-failed")
+    assert isinstance(last["round"], int) and 1 <= last["round"] <= 300, last
+    assert "CUDA_ERROR_NOT_SUPPORTED" in str(last["message"])
+    assert "kernel alpha_" in str(last["message"])
+    assert len(steps) == last["round"] - 1
