@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 from reference_layers import LAYER
+from reference_learners import apply_round
 
 from alpha_core.autodiff.reverse import StepGraph, training_step
 from alpha_core.check.program import Program
@@ -23,9 +24,7 @@ from alpha_core.codegen.kernels import init_arguments
 from alpha_core.data import synthetic
 from alpha_core.ir.graph import Graph, concrete
 from alpha_core.link.batch_reference import example_rows
-from alpha_core.semantics import learners
 from alpha_core.semantics.mathfuncs import numpy_math
-from alpha_core.semantics.numpy_arith import NumpyArith
 from alpha_core.semantics.rng import numpy_init
 
 Array = Any
@@ -208,14 +207,11 @@ class RunResult:
 
 def train(program: Program, steps: int | None = None) -> RunResult:
     """The whole single-process run, as the executable performs it, in float32."""
-    A = NumpyArith()
     step = training_step(program)
     X, Y = load_data(program)
     params = init_params(program)
     flat = np.concatenate([p.ravel() for p in params]).astype(np.float32)
-    n = flat.size
     state = np.zeros(program.n_state, dtype=np.float32)
-    hyper = dict(program.learner.hyper)
     losses = []
     for t in range(program.steps if steps is None else steps):
         shaped = [flat[s.offset : s.offset + s.count].reshape(s.shape) for s in program.params]
@@ -236,28 +232,5 @@ def train(program: Program, steps: int | None = None) -> RunResult:
             leaf_grads.append(np.concatenate([g.ravel() for g in grads]).astype(np.float32))
         gsum = tree_sum(leaf_grads)
         losses.append(float(tree_sum(leaf_losses) / np.float32(program.batch)))
-        g = learners.mean_gradient(A, gsum, program.batch)
-        if program.learner.kind == "sgd":
-            flat = learners.sgd(A, flat, g, hyper["lr"])
-        elif program.learner.kind == "momentum":
-            flat, state[:n] = learners.momentum(A, flat, state[:n], g, hyper["lr"], hyper["mu"])
-        else:
-            b1t, b2t = learners.adam_powers(
-                A, np.bool_(t == 0), state[2 * n], state[2 * n + 1], hyper["beta1"], hyper["beta2"]
-            )
-            state[2 * n], state[2 * n + 1] = b1t, b2t
-            flat, state[:n], state[n : 2 * n] = learners.adam(
-                A,
-                flat,
-                state[:n],
-                state[n : 2 * n],
-                g,
-                np.float32(b1t),
-                np.float32(b2t),
-                hyper["lr"],
-                hyper["beta1"],
-                hyper["beta2"],
-                hyper["eps"],
-            )
-        flat = np.asarray(flat, dtype=np.float32)
+        flat = apply_round(program, flat, state, gsum, t)
     return RunResult(flat, losses)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from alpha_core.ir.graph import Graph, Shape
+from alpha_core.semantics.learners import SCALARS, SLOTS
+from alpha_core.semantics.schedules import ScheduleSpec
 from alpha_core.syntax.span import Span
 
 
@@ -47,11 +49,22 @@ class DataSpec:
 
 @dataclass(frozen=True)
 class LearnerSpec:
-    kind: str  # sgd | momentum | adam
+    kind: str  # sgd | momentum | adam | adamw
     hyper: tuple[tuple[str, float], ...]
+    schedule: ScheduleSpec | None = None  # the learning rate as a function of the round
+    clip: float | None = None  # the global-norm threshold of the mean gradient
 
     def get(self, name: str) -> float:
         return dict(self.hyper)[name]
+
+    def text(self) -> str:
+        """The learner in the canonical text: unchanged for a constant rate without clipping."""
+        text = f"{self.kind} {self.hyper}"
+        if self.schedule is not None:
+            text += f" schedule {self.schedule.text()}"
+        if self.clip is not None:
+            text += f" clip {self.clip!r}"
+        return text
 
 
 @dataclass(frozen=True)
@@ -81,11 +94,11 @@ class Program:
     @property
     def state_slots(self) -> int:
         """Learner state arrays per element."""
-        return {"sgd": 0, "momentum": 1, "adam": 2}[self.learner.kind]
+        return SLOTS[self.learner.kind]
 
     @property
     def state_scalars(self) -> int:
-        return 2 if self.learner.kind == "adam" else 0
+        return SCALARS[self.learner.kind]
 
     @property
     def n_state(self) -> int:
@@ -107,7 +120,7 @@ class Program:
         parts += [
             f"output %{self.output}",
             f"loss {self.loss}",
-            f"learner {self.learner.kind} {self.learner.hyper}",
+            f"learner {self.learner.text()}",
             f"steps {self.steps}",
         ]
         return "\n".join(parts) + "\n"

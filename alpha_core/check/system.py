@@ -9,6 +9,8 @@ from alpha_core.check import arguments as A
 from alpha_core.check.context import CheckContext, show_shape
 from alpha_core.check.data_source import ReadFile, check_data
 from alpha_core.check.expressions import Binding, ExprLowering, declared_shape
+from alpha_core.check.learner_check import LEARNERS as LEARNERS  # re-exported: editors
+from alpha_core.check.learner_check import check_learner
 from alpha_core.check.program import DataSpec, InitSpec, LearnerSpec, ParamSpec, Program
 from alpha_core.check.words import DEVICE_WORDS, device_word
 from alpha_core.diagnostics import Related
@@ -24,19 +26,6 @@ ITEM_WORDS = {
     ast.LossItem: "loss",
     ast.LearnerItem: "learner",
     ast.StepsItem: "steps",
-}
-LEARNERS: dict[str, list[A.Arg]] = {
-    "sgd": [A.Arg("lr", "float", low=0.0, positive=True)],
-    "momentum": [
-        A.Arg("lr", "float", low=0.0, positive=True),
-        A.Arg("mu", "float", 0.9, low=0.0, high=1.0),
-    ],
-    "adam": [
-        A.Arg("lr", "float", low=0.0, positive=True),
-        A.Arg("beta1", "float", 0.9, low=0.0, high=1.0, below=True),
-        A.Arg("beta2", "float", 0.999, low=0.0, high=1.0, below=True),
-        A.Arg("eps", "float", 1e-8, low=0.0, positive=True),
-    ],
 }
 LOSSES = ("softmax_cross_entropy", "mse")
 INITS: dict[str, list[A.Arg]] = {
@@ -121,7 +110,7 @@ def check_system(
     batch = items.batch
     leaves_ok = _batch(batch, ctx, decl)
     param_specs = _params(items.params, ctx)
-    learner = _learner(items.learner, ctx, decl)
+    learner = _learner(items.learner, ctx, decl, items.steps)
     steps = items.steps
     if steps is None:
         _missing(ctx, decl, "steps", "steps 100")
@@ -288,19 +277,13 @@ def _init(p: ast.ParamItem, ctx: CheckContext) -> InitSpec | None:
     return InitSpec(init.func, float(values[0]), float(values[1]), int(args["seed"]))
 
 
-def _learner(item: ast.LearnerItem | None, ctx: CheckContext, decl: ast.Decl) -> LearnerSpec | None:
+def _learner(
+    item: ast.LearnerItem | None, ctx: CheckContext, decl: ast.Decl, steps: ast.StepsItem | None
+) -> LearnerSpec | None:
     if item is None:
         _missing(ctx, decl, "learner", "learner adam(lr: 0.001)")
         return None
-    call = item.call
-    spec = LEARNERS.get(call.func)
-    if spec is None:
-        ctx.unknown("learner", call.func, call.func_span, LEARNERS)
-        return None
-    args = A.bind(ctx, call, spec)
-    if args is None:
-        return None
-    return LearnerSpec(call.func, tuple((k, float(v)) for k, v in args.items()))
+    return check_learner(item, ctx, steps.count if steps is not None else None)
 
 
 def _model(

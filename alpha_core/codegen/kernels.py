@@ -10,6 +10,7 @@ from llvmlite import ir
 
 from alpha_core.autodiff.reverse import StepGraph
 from alpha_core.check.program import InitSpec, Program
+from alpha_core.codegen import learner_emit
 from alpha_core.codegen.gemm import GemmEmitter
 from alpha_core.codegen.graph_emit import GraphEmitter
 from alpha_core.codegen.loops import (
@@ -119,6 +120,7 @@ def emit_forward(
 
 APPLY_CHUNK = 1 << 16  # elements per task of the learner update
 APPLY_TASKS_FROM = 1 << 18  # a role applying fewer elements does it on its own thread
+ROUND_VALUES = 5  # the fields of learners.Round, passed to every span of the update
 
 
 def emit_apply(module: ir.Module, program: Program, gemm: GemmEmitter) -> None:
@@ -137,34 +139,18 @@ def emit_apply(module: ir.Module, program: Program, gemm: GemmEmitter) -> None:
         ["params", "state", "grad_sum", "step", "start", "count"],
     )
     params, state, gsum, step_index, start, count = fn.args
-    A = LlvmArith(b)
-    learner = program.learner
-    hyper = dict(learner.hyper)
-    b1t: ir.Value = ir.Constant(F32, 0.0)
-    b2t: ir.Value = ir.Constant(F32, 0.0)
-    if learner.kind == "adam":
-        at = b.mul(count, i64(2))
-        first = b.icmp_unsigned("==", step_index, ir.Constant(I32, 0))
-        b1t, b2t = learners.adam_powers(
-            A,
-            first,
-            load(b, state, at),
-            load(b, state, b.add(at, i64(1))),
-            hyper["beta1"],
-            hyper["beta2"],
-        )
-        store(b, b1t, state, at)
-        store(b, b2t, state, b.add(at, i64(1)))
+    r = learner_emit.emit_round_values(module, b, program, state, step_index, count)
+    scalars = [r.lr, r.factor, r.b1t, r.b2t, r.scale]
     span = _emit_apply_span(module, program)
     if program.n_params < APPLY_TASKS_FROM:
-        b.call(span, [params, state, gsum, start, count, i64(0), count, b1t, b2t])
+        b.call(span, [params, state, gsum, start, count, i64(0), count, *scalars])
         b.ret_void()
         return
-    ctx_ty = ir.LiteralStructType([PTR, PTR, PTR, I64, I64, F32, F32])
+    ctx_ty = ir.LiteralStructType([PTR, PTR, PTR, I64, I64, *[F32] * ROUND_VALUES])
     task = _emit_apply_task(module, span, ctx_ty)
     ctx = entry_alloca(b, ctx_ty)
     ctx.type = PTR
-    for i, value in enumerate((params, state, gsum, start, count, b1t, b2t)):
+    for i, value in enumerate((params, state, gsum, start, count, *scalars)):
         field = b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, i)], source_etype=ctx_ty)
         b.store(value, field)
     tasks = b.udiv(b.add(count, i64(APPLY_CHUNK - 1)), i64(APPLY_CHUNK))
@@ -179,7 +165,7 @@ def _emit_apply_task(module: ir.Module, span: ir.Function, ctx_ty: ir.Type) -> i
     fn.attributes.add("nounwind")
     ctx, index, _ = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    tys = (PTR, PTR, PTR, I64, I64, F32, F32)
+    tys = (PTR, PTR, PTR, I64, I64, *[F32] * ROUND_VALUES)
     fields = [
         b.load(b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, i)], source_etype=ctx_ty), typ=t)
         for i, t in enumerate(tys)
@@ -194,21 +180,25 @@ def _emit_apply_task(module: ir.Module, span: ir.Function, ctx_ty: ir.Type) -> i
 
 
 def _emit_apply_span(module: ir.Module, program: Program) -> ir.Function:
-    """span(params, state, grad_sum, start, count, lo, hi, b1t, b2t): the update of elements
-    start + j for j in [lo, hi), with the Adam powers b1t, b2t of this step."""
+    """span(params, state, grad_sum, start, count, lo, hi, lr, factor, b1t, b2t, scale): the
+    update of elements start + j for j in [lo, hi), with the round's values (learners.Round)."""
     fn, b = _function(
         module,
         "alpha.apply.span",
         ir.VoidType(),
-        [PTR, PTR, PTR, I64, I64, I64, I64, F32, F32],
-        ["params", "state", "grad_sum", "start", "count", "lo", "hi", "b1t", "b2t"],
+        [PTR, PTR, PTR, I64, I64, I64, I64, *[F32] * ROUND_VALUES],
+        ["params", "state", "grad_sum", "start", "count", "lo", "hi"]
+        + ["lr", "factor", "b1t", "b2t", "scale"],
     )
     fn.linkage = "internal"
-    params, state, gsum, start, count, lo, hi, b1t, b2t = fn.args
+    params, state, gsum, start, count, lo, hi = fn.args[:7]
+    r = learners.Round(*fn.args[7:])
     A = LlvmArith(b)
 
     def element(t: ir.Value) -> None:
-        emit_apply_element(b, A, program, params, state, gsum, start, count, b.add(lo, t), b1t, b2t)
+        emit_apply_element(
+            b, A, program, params, state, gsum, start, count, b.add(lo, t), r.b1t, r.b2t, r
+        )
 
     for_count(b, b.sub(hi, lo), element, "p")
     b.ret_void()
@@ -227,38 +217,29 @@ def emit_apply_element(
     j: ir.Value,
     b1t: ir.Value,
     b2t: ir.Value,
+    r: learners.Round[ir.Value] | None = None,
 ) -> None:
     """The learner's update of element start + j (0 <= j < count): host kernels call it in a
-    loop, GPU kernels once per thread, so both compute it with the same operations."""
+    loop, GPU kernels once per thread, so both compute it with the same operations.
+
+    `r` is the round's values (learner_emit.emit_round_values). Without it the round is built
+    from b1t, b2t and the constant rate, which is right only for a learner with no schedule
+    and no clipping (a GPU role refuses those until it computes the round's values)."""
     learner = program.learner
-    hyper = dict(learner.hyper)
+    if r is None:
+        lr = A.const(dict(learner.hyper)["lr"])
+        factor = A.const(1.0)
+        if learner.kind == "adamw":
+            factor = learners.decoupled_factor(A, lr, dict(learner.hyper)["weight_decay"])
+        r = learners.Round(lr, factor, b1t, b2t, A.const(1.0))
     e = b.add(start, j)
-    p = load(b, params, e)
-    g = learners.mean_gradient(A, load(b, gsum, e), program.batch)
-    if learner.kind == "sgd":
-        store(b, learners.sgd(A, p, g, hyper["lr"]), params, e)
-    elif learner.kind == "momentum":
-        p2, v2 = learners.momentum(A, p, load(b, state, j), g, hyper["lr"], hyper["mu"])
-        store(b, p2, params, e)
-        store(b, v2, state, j)
-    else:
-        vj = b.add(j, count)
-        p2, m2, v2 = learners.adam(
-            A,
-            p,
-            load(b, state, j),
-            load(b, state, vj),
-            g,
-            b1t,
-            b2t,
-            hyper["lr"],
-            hyper["beta1"],
-            hyper["beta2"],
-            hyper["eps"],
-        )
-        store(b, p2, params, e)
-        store(b, m2, state, j)
-        store(b, v2, state, vj)
+    at = [j if k == 0 else b.add(j, b.mul(count, i64(k))) for k in range(program.state_slots)]
+    slots = [load(b, state, x) for x in at]
+    p2, new = learners.update(A, learner, program.batch, load(b, params, e), slots,
+                              load(b, gsum, e), r)
+    store(b, p2, params, e)
+    for value, x in zip(new, at, strict=True):
+        store(b, value, state, x)
 
 
 def emit_init(module: ir.Module, program: Program) -> None:
@@ -291,6 +272,8 @@ def build_kernels(
     shared: dict[tuple[object, ...], ir.Function] = {}  # node functions of both kernels
     emit_leaf_grad(module, program, step, gemm, shared)
     emit_apply(module, program, gemm)
+    if program.learner.clip is not None:
+        learner_emit.emit_clipping(module, program)
     emit_forward(module, program, gemm, shared)
     gemm.finish()
     return module
