@@ -13,7 +13,7 @@ import numpy as np
 from alpha_core.check import builtins
 from alpha_core.check.builtins import CALLS, HANDLERS, REDUCE, UNARY
 from alpha_core.check.context import CheckContext, show_shape
-from alpha_core.check.signature import Sizes, bind_sizes, result_shape
+from alpha_core.check.signature import Sizes, bind_sizes, declared_text, result_shape
 from alpha_core.diagnostics import Related
 from alpha_core.ir.graph import BATCH, GraphBuilder, Shape
 from alpha_core.syntax import ast
@@ -231,15 +231,16 @@ class ExprLowering:
             self.ctx.refuse("missing-item", f"function `{fn.name}` has no `return`", fn.name_span)
             return None
         assert result is not None
-        want = result_shape(self.ctx, fn, sizes)
+        got = self.b.shape(result)
+        want = result_shape(self.ctx, fn, sizes, got)
         if want is None:
             return None
-        got = self.b.shape(result)
         if want != got:
             last = fn.body[-1]
             self.ctx.refuse(
                 "shape-mismatch",
-                f"`{fn.name}` returns {show_shape(got)} but declares {show_shape(want)}",
+                f"`{fn.name}` returns {show_shape(got)} but declares "
+                f"{show_shape(want) if 0 not in want else declared_text(fn.result)}",
                 last.value.span if isinstance(last, ast.Return) else fn.name_span,
                 related=(Related(fn.result.span, "declared here"),),
             )

@@ -67,12 +67,12 @@ def bind_sizes(
         if isinstance(d.value, int):
             if d.value != g:
                 return mismatch(
-                    f"`{param.name}` is declared {_show(t)} but is given {show_shape(got)}"
+                    f"`{param.name}` is declared {declared_text(t)} but is given {show_shape(got)}"
                 )
         elif d.value == "B":
             if g != BATCH:
                 return mismatch(
-                    f"`{param.name}` is declared {_show(t)} (per example) but is given "
+                    f"`{param.name}` is declared {declared_text(t)} (per example) but is given "
                     f"{show_shape(got)}"
                 )
         elif g == BATCH:
@@ -92,29 +92,27 @@ def bind_sizes(
     return True
 
 
-def result_shape(ctx: CheckContext, fn: ast.FnItem, sizes: Sizes) -> Shape | None:
-    """The declared result with the call's sizes; a size no argument binds is refused."""
+def result_shape(ctx: CheckContext, fn: ast.FnItem, sizes: Sizes, got: Shape) -> Shape | None:
+    """The declared result with the call's sizes. A size no argument binds is bound by the
+    returned value (`-> f32[B, O, P, Q]` of a pooling layer), where it is a size."""
     t = fn.result
     if not _dtype(ctx, t, f"the result of `{fn.name}`") or not _batch_first(ctx, t):
         return None
     dims: list[int] = []
-    for d in t.dims:
+    for k, d in enumerate(t.dims):
         if isinstance(d.value, int):
             dims.append(d.value)
         elif d.value == "B":
             dims.append(BATCH)
         elif d.value in sizes.bound:
             dims.append(sizes.bound[d.value][0])
+        elif len(got) == len(t.dims) and got[k] != BATCH:
+            sizes.bound[d.value] = (got[k], "the result", d.span)
+            dims.append(got[k])
         else:
-            ctx.refuse(
-                "shape-mismatch",
-                f"`{d.value}` in the result of `{fn.name}` is not the size of any argument",
-                d.span,
-                help="a size variable of the result must appear in a parameter's type",
-            )
-            return None
+            dims.append(0)  # no size: the comparison with the returned value refuses
     return tuple(dims)
 
 
-def _show(t: ast.TensorType) -> str:
+def declared_text(t: ast.TensorType) -> str:
     return f"{t.dtype}[" + ", ".join(str(d.value) for d in t.dims) + "]"
