@@ -8,6 +8,9 @@ from lsprotocol import types
 from alpha_core import query
 from alpha_core.check.context import show_shape
 from alpha_core.plan.model import Pairing, Plan
+from alpha_core.plan.profiles import DEVICE_PROFILES
+from alpha_core.query.keywords import keyword_doc
+from alpha_core.query.rename import word_at
 from alpha_core.syntax import ast
 from alpha_core.syntax.span import Span
 from alpha_lsp.server import AlphaServer, Snapshot, guarded
@@ -103,12 +106,47 @@ def _role_hover(snap: Snapshot, decl: ast.Decl, chain: list[object], offset: int
     plan_name = decl.name if decl.kind == "plan" else decl.target
     plan = checked.plans.get(plan_name or "")
     pairing = checked.pairings.get(decl.name) if decl.kind == "pairing" else None
+    device = _device(chain)
     if plan is None:
-        return f"role `{name}`\n\nplan `{plan_name}` is refused: no admission to show"
+        return device + f"role `{name}`\n\nplan `{plan_name}` is refused: no admission to show"
     text = admission_text(plan, pairing, name, ref)
     if decl.kind == "pairing" and pairing is None:
         text += f"\n\npairing `{decl.name}` is refused; the default host profile is shown"
-    return text
+    return device + text
+
+
+def _device(chain: list[object]) -> str:
+    """A pairing entry's `gpu PROFILE`: the profile's name and memory, to head its hover."""
+    for node in reversed(chain):
+        if isinstance(node, ast.PairingItem):
+            for prop in node.props:
+                if prop.key != "gpu":
+                    continue
+                profile = DEVICE_PROFILES.get(prop.value.replace("_", "-"))
+                if profile is None:
+                    return f"`gpu {prop.value}`: no such device profile\n\n"
+                return (
+                    f"**GPU profile `{profile.name}`**: {profile.memory:,} bytes of device "
+                    f"memory ({profile.memory / 2**30:.1f} GiB)\n\n"
+                )
+    return ""
+
+
+def _keyword(snap: Snapshot, offset: int) -> str | None:
+    """A keyword under the cursor (not a name the file declares, nor in a comment or a
+    string): what it means."""
+    span = word_at(snap.text, offset)
+    if span is None:
+        return None
+    word = snap.text[span.start : span.end]
+    doc = keyword_doc(word)
+    if doc is None or span in snap.analysis.checked.definitions:
+        return None
+    line_start = snap.text.rfind("\n", 0, span.start) + 1
+    head = snap.text[line_start : span.start]
+    if "#" in head or head.count('"') % 2:
+        return None
+    return f"**{word}** (keyword)\n\n{doc}"
 
 
 def _declared(chain: list[object], offset: int) -> str | None:
@@ -128,7 +166,7 @@ def hover_text(snap: Snapshot, offset: int) -> str | None:
     module = snap.analysis.module
     chain = query.enclosing(module, offset)
     if not chain:
-        return None
+        return _keyword(snap, offset)
     decl = chain[0]
     assert isinstance(decl, ast.Decl)
     parts: list[str] = []
@@ -162,6 +200,10 @@ def hover_text(snap: Snapshot, offset: int) -> str | None:
         declared = _declared(chain, offset)
         if declared is not None:
             parts.append(_code(declared))
+    if not parts:
+        keyword = _keyword(snap, offset)
+        if keyword is not None:
+            parts.append(keyword)
     return "\n\n---\n\n".join(parts) if parts else None
 
 

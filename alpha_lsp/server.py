@@ -222,13 +222,22 @@ def guarded(default: Callable[[], object]) -> Callable[[F], F]:
 def build() -> AlphaServer:
     from alpha_lsp import (
         code_actions,
+        code_lens,
         completion,
         diagnostics,
+        folding,
+        formatting,
+        highlight,
         hover,
+        inlay_hints,
         navigation,
         projection,
+        rename,
+        selection,
         semantic_tokens,
+        signature_help,
         symbols,
+        workspace_symbols,
     )
 
     server = AlphaServer()
@@ -237,9 +246,18 @@ def build() -> AlphaServer:
         hover,
         navigation,
         completion,
+        signature_help,
         symbols,
+        workspace_symbols,
         semantic_tokens,
         code_actions,
+        code_lens,
+        formatting,
+        rename,
+        inlay_hints,
+        folding,
+        highlight,
+        selection,
         projection,
     ):
         feature.register(server)

@@ -71,10 +71,10 @@ async def test_hover_shows_shapes_of_names_and_expressions(client: Client) -> No
 @IN_MODULE_LOOP
 async def test_hover_describes_built_ins(client: Client) -> None:
     text = await _hover(client, DIGITS_URI, DIGITS, "adam(", delta=1)
-    assert "adam(lr: float, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-08)" in text
+    assert "adam(lr: float, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-08" in text
     assert "Adam" in text
     text = await _hover(client, BLOBS_URI, BLOBS, "momentum(", delta=2)
-    assert "momentum(lr: float, mu: float = 0.9)" in text
+    assert "momentum(lr: float, mu: float = 0.9" in text
     text = await _hover(client, DIGITS_URI, DIGITS, "normal(", delta=2)
     assert "normal(mean: float, std: float, seed: int)" in text
     text = await _hover(client, DIGITS_URI, DIGITS, "softmax_cross_entropy", delta=3)
@@ -176,12 +176,14 @@ async def test_find_references(client: Client) -> None:
     assert await refs("digits {", include=False) == got[1:]
     # the workers of plan `pair`: declared once, used in the round twice and in the pairing
     got = await refs("worker[2]")
-    assert got == [
+    assert [
         position_of(DIGITS, "worker[2]"),
         position_of(DIGITS, "worker computes"),
         position_of(DIGITS, "worker applies"),
-        position_of(DIGITS, "worker[*]"),
-    ]
+    ] == got[:3]
+    # and in every entry of the pairings for `pair` (the other plans' workers are others)
+    pairing_lines = [DIGITS.split("\n")[p.line] for p in got[3:]]
+    assert pairing_lines and all(line.startswith("  worker[") for line in pairing_lines)
 
 
 # ---- completion ----------------------------------------------------------------------------
@@ -230,12 +232,11 @@ async def test_completion_of_items_by_context(client: Client) -> None:
 async def test_completion_of_built_ins_as_snippets(client: Client) -> None:
     learners = await _complete(client, DIGITS_URI, DIGITS.replace("learner adam", "learner ‸adam"))
     by_label = {i.label: i for i in learners}
-    assert set(by_label) == {"sgd", "momentum", "adam"}
+    assert {"sgd", "momentum", "adam"} <= set(by_label)
     adam = by_label["adam"]
     assert adam.insert_text_format == types.InsertTextFormat.Snippet
-    assert (
-        adam.insert_text
-        == "adam(lr: ${1:0.01}, beta1: ${2:0.9}, beta2: ${3:0.999}, eps: ${4:1e-08})"
+    assert adam.insert_text is not None and adam.insert_text.startswith(
+        "adam(lr: ${1:0.01}, beta1: ${2:0.9}, beta2: ${3:0.999}, eps: ${4:1e-08}"
     )
     inits = await _complete(client, DIGITS_URI, DIGITS.replace("f32[10] = zeros", "f32[10] = ‸"))
     normal = next(i for i in inits if i.label == "normal")
@@ -283,7 +284,7 @@ async def test_document_symbols_nest_items_in_declarations(client: Client) -> No
         ("star", K.Namespace),
         ("tree", K.Namespace),
         ("uneven", K.Namespace),
-        ("local", K.Package),
+        *[(d.split()[1], K.Package) for d in DIGITS.split("\n") if d.startswith("pairing ")],
     ]
     digits = result[0]
     assert isinstance(digits, types.DocumentSymbol) and digits.children is not None

@@ -1,6 +1,7 @@
 """Random edits never stop the server: after half-typed tokens, unbalanced braces, binary junk
 and huge lines it still publishes diagnostics for the latest version and answers hover,
-completion, symbols, tokens, definitions and code actions, and logs no failure."""
+completion, symbols, tokens, definitions, code actions, signature help, highlights, selection
+ranges, rename, formatting, inlay hints, folding and code lenses, and logs no failure."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest_lsp
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from test_lsp_session import CONFIG, EXAMPLES, Client, doc, init_params
 
 IN_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
@@ -133,6 +135,34 @@ async def test_random_edits_never_stop_the_server(
         await client.text_document_definition_async(
             types.DefinitionParams(text_document=doc(URI), position=pos)
         )
+        await client.text_document_signature_help_async(
+            types.SignatureHelpParams(text_document=doc(URI), position=pos)
+        )
+        await client.text_document_document_highlight_async(
+            types.DocumentHighlightParams(text_document=doc(URI), position=pos)
+        )
+        ranges = await client.text_document_selection_range_async(
+            types.SelectionRangeParams(text_document=doc(URI), positions=[pos])
+        )
+        assert ranges is not None and len(ranges) == 1
+        try:
+            await client.text_document_prepare_rename_async(
+                types.PrepareRenameParams(text_document=doc(URI), position=pos)
+            )
+        except JsonRpcException as refused:  # no name there: a refusal, never a failure
+            assert refused.code == -32803
+    formatting = await client.text_document_formatting_async(
+        types.DocumentFormattingParams(
+            text_document=doc(URI), options=types.FormattingOptions(tab_size=2, insert_spaces=True)
+        )
+    )
+    assert formatting is not None
+    everything = types.Range(start=types.Position(0, 0), end=types.Position(10_000, 0))
+    await client.text_document_inlay_hint_async(
+        types.InlayHintParams(text_document=doc(URI), range=everything)
+    )
+    await client.text_document_folding_range_async(types.FoldingRangeParams(text_document=doc(URI)))
+    await client.text_document_code_lens_async(types.CodeLensParams(text_document=doc(URI)))
     symbols = await client.text_document_document_symbol_async(
         types.DocumentSymbolParams(text_document=doc(URI))
     )

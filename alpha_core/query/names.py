@@ -3,6 +3,7 @@ written at an offset."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -136,24 +137,64 @@ def names_in_scope(module: ast.Module, offset: int) -> list[ScopeName]:
 
 def _system_scope(decl: ast.Decl, offset: int) -> list[ScopeName]:
     out: list[ScopeName] = []
-    for item in decl.items:
-        if isinstance(item, ast.ParamItem):
-            out.append(ScopeName(item.name, "param", type_text(item.type)))
-        elif isinstance(item, ast.FnItem):
-            out.append(ScopeName(item.name, "fn", fn_signature(item)))
-        elif isinstance(item, ast.DataItem):
-            out.append(ScopeName(item.name, "data", f"data set ({item.source.func})"))
+    inner: list[ScopeName] = []  # the names of the item the offset is in
+    expression = False  # inside a function or the loss: a data set is no value there
     for item in decl.items:
         span = getattr(item, "span", None)
         if span is None or not contains(span, offset):
             continue
         if isinstance(item, ast.FnItem):
-            out += [ScopeName(p.name, "argument", type_text(p.type)) for p in item.params]
-            out += [
+            expression = True
+            inner += [ScopeName(p.name, "argument", type_text(p.type)) for p in item.params]
+            inner += [
                 ScopeName(s.name, "local", "let")
                 for s in item.body
                 if isinstance(s, ast.Let) and s.span.end < offset
             ]
+        elif isinstance(item, ast.ErrorItem) and item.text.startswith("fn"):
+            # a function being written does not parse: its arguments and the `let`s of the
+            # lines before the cursor are read from its text
+            expression = True
+            inner += _recovered_fn(item, offset)
         elif isinstance(item, ast.LossItem):
-            out += [ScopeName("x", "label", "the examples"), ScopeName("y", "label", "the labels")]
+            expression = True
+            inner += [
+                ScopeName("x", "label", "the examples"),
+                ScopeName("y", "label", "the labels"),
+            ]
+    for item in decl.items:
+        if isinstance(item, ast.ParamItem):
+            out.append(ScopeName(item.name, "param", type_text(item.type)))
+        elif isinstance(item, ast.FnItem):
+            out.append(ScopeName(item.name, "fn", fn_signature(item)))
+        elif isinstance(item, ast.DataItem) and not expression:
+            out.append(ScopeName(item.name, "data", f"data set ({item.source.func})"))
+    names = {n.name for n in out}
+    out += inner
+    for item in decl.items:
+        if isinstance(item, ast.ErrorItem) and item.text.startswith("fn"):
+            header = _FN_HEADER.match(item.text)
+            if header and header.group(1) not in names:
+                out.append(ScopeName(header.group(1), "fn", f"fn {header.group(1)}(…)"))
     return out
+
+
+_FN_HEADER = re.compile(r"fn\s+([A-Za-z_]\w*)\s*\(([^)]*)\)")
+_FN_ARG = re.compile(r"([A-Za-z_]\w*)\s*:\s*([A-Za-z_]\w*\s*\[[^\]]*\])")
+_LET = re.compile(r"^\s*let\s+([A-Za-z_]\w*)\s*=", re.MULTILINE)
+
+
+def _recovered_fn(item: ast.ErrorItem, offset: int) -> list[ScopeName]:
+    header = _FN_HEADER.match(item.text)
+    if header is None:
+        return []
+    found = [
+        ScopeName(m.group(1), "argument", " ".join(m.group(2).split()))
+        for m in _FN_ARG.finditer(header.group(2))
+    ]
+    # the `let`s of the lines before the cursor's line
+    upto = item.text.rfind("\n", 0, max(0, offset - item.span.start)) + 1
+    found += [
+        ScopeName(m.group(1), "local", "let") for m in _LET.finditer(item.text, header.end(), upto)
+    ]
+    return found

@@ -49,6 +49,7 @@ def word_kinds(module: ast.Module, checked: CheckedModule) -> dict[Span, str]:
 _BUILTINS = set(UNARY) | set(REDUCE) | set(LEARNERS) | set(INITS) | set(LOSSES)
 _BUILTINS |= {"table", "synthetic", "shuffle", "zeros", "pair", "star", "hierarchy", "exact"}
 _BUILTINS |= {"approximate"}
+BUILTINS = frozenset(_BUILTINS)  # every built-in's name: what a user name may not take
 
 
 def _classify(node: object, kinds: dict[Span, str]) -> None:

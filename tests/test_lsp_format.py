@@ -1,0 +1,130 @@
+"""The canonical layout (alpha_core/syntax/format.py): formatting twice gives the text of
+formatting once, the formatted file means the same (the same identity of every system, plan
+and pairing, the same refusals), comments survive; on every example, on every refusal's
+example, and on the damaged sources the checker's fuzz tests make."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import HealthCheck, given, settings
+from test_fuzz_checker import FILES, SEEDS, mutants
+
+from alpha_core.syntax.format import format_text
+from alpha_core.workspace import Workspace
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+COMMENT = re.compile(r"#[^\n]*")
+
+
+def meaning(path: str, text: str) -> tuple[object, ...]:
+    """What a file means: the identity of each checked declaration and the refusals' names."""
+    a = Workspace(read_file=FILES.get).analyze(path, text)
+    c = a.checked
+    return (
+        sorted((n, p.identity()) for n, p in c.programs.items()),
+        sorted((n, p.identity()) for n, p in c.plans.items()),
+        sorted((n, repr(p.entries)) for n, p in c.pairings.items()),
+        sorted(d.name for d in a.diagnostics),
+    )
+
+
+def _comments(text: str) -> list[str]:
+    return [m.group().rstrip() for m in COMMENT.finditer(text)]
+
+
+def _assert_canonical(path: str, text: str) -> str:
+    once = format_text(text)
+    assert format_text(once) == once
+    assert meaning(path, once) == meaning(path, text)
+    return once
+
+
+def test_every_seed_formats_to_itself_or_to_a_fixed_point() -> None:
+    for path, text in SEEDS:
+        once = _assert_canonical(path, text)
+        assert _comments(once) == _comments(text), path
+    # the examples are written in the canonical layout already
+    for path, text in SEEDS:
+        if path.endswith(("digits.alpha", "blobs.alpha")):
+            assert format_text(text) == text, path
+
+
+MESSY = """
+
+# the model
+system   s{
+      data train : synthetic( rows:64,features :4, classes: 3, seed: 1 )
+  batch 8 leaves 4     # aligned comment
+  param w1 :f32[ 4,8 ]=normal( 0.0,0.1,seed:1)
+
+
+  param b1: f32[8] = zeros
+  fn model( x :f32[B,4] )->f32[B,3]{
+
+  let h=x@w1+b1*-1.0
+      return relu( h )@w2-h
+  }
+  param w2: f32[8, 3] = zeros
+  loss softmax_cross_entropy(model(x), y)
+  learner adam(lr: 0.01)
+  steps 10
+}   # after the system
+plan p for s {
+  roles worker[2]
+  topology pair
+  leaves worker[0]: 0 .. 2, worker[1]:2..4
+}
+pairing q for p {
+  worker[ * ] :host x86_64,memory 8 gib
+}
+"""
+
+CANONICAL = """# the model
+system s {
+  data train: synthetic(rows: 64, features: 4, classes: 3, seed: 1)
+  batch 8 leaves 4     # aligned comment
+  param w1: f32[4, 8] = normal(0.0, 0.1, seed: 1)
+
+  param b1: f32[8] = zeros
+  fn model(x: f32[B, 4]) -> f32[B, 3] {
+    let h = x @ w1 + b1 * -1.0
+    return relu(h) @ w2 - h
+  }
+  param w2: f32[8, 3] = zeros
+  loss softmax_cross_entropy(model(x), y)
+  learner adam(lr: 0.01)
+  steps 10
+} # after the system
+
+plan p for s {
+  roles worker[2]
+  topology pair
+  leaves worker[0]: 0..2, worker[1]: 2..4
+}
+
+pairing q for p {
+  worker[*]: host x86_64, memory 8 gib
+}
+"""
+
+
+def test_a_messy_file_takes_the_canonical_layout() -> None:
+    assert format_text(MESSY) == CANONICAL
+    assert meaning("/project/messy.alpha", MESSY) == meaning("/project/messy.alpha", CANONICAL)
+
+
+def test_a_declaration_that_does_not_parse_is_left_as_it_is() -> None:
+    broken = "system s {\n  param w:   f32[4 = zeros\n    steps   3\n}\n"
+    text = broken + "\n\n\nplan   p for s {\n  roles worker[2]\n}\n"
+    assert format_text(text) == broken + "\nplan p for s {\n  roles worker[2]\n}\n"
+
+
+@SETTINGS
+@given(mutants())
+def test_damaged_sources_format_to_a_fixed_point_of_the_same_meaning(
+    case: tuple[str, str, str],
+) -> None:
+    path, _, text = case
+    once = _assert_canonical(path, text)
+    assert _comments(once) == _comments(text)
