@@ -287,6 +287,17 @@ class Build:
         lnode, rnode = self.node(left), self.node(right)
         between = self.text[lnode.span.end - self.base : rnode.span.start - self.base]
         at = lnode.span.end + max(0, between.find(op))
+        if op in "*/" and isinstance(rnode, ast.BinOp) and rnode.op == "@":
+            if "(" not in between[between.find(op) :]:
+                # `a * b @ c` is `a * (b @ c)` here but `(a * b) @ c` in NumPy: say which
+                raise SyntaxFailure(
+                    Diagnostic(
+                        "syntax-error",
+                        f"`{op}` and `@` mixed without parentheses",
+                        Span(at, at + 1),
+                        help=f"write `(a {op} b) @ c` or `a {op} (b @ c)`",
+                    )
+                )
         return ast.BinOp(op, lnode, rnode, self._span(t), Span(at, at + 1))
 
     def _add(self, t: Any, a: Any, b: Any) -> ast.BinOp:
