@@ -373,3 +373,71 @@ def test_a_gpu_role_whose_launch_fails_in_a_round(
     assert "CUDA_ERROR_NOT_SUPPORTED" in str(last["message"])
     assert "kernel alpha_" in str(last["message"])
     assert len(steps) == last["round"] - 1
+
+
+# ---- scripts/qualify-gpu: what can be shown without a GPU ----------------------------------
+
+QUALIFY = Path(__file__).parent.parent / "scripts" / "qualify-gpu"
+
+
+def qualify(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The script, with this interpreter's `alpha` on PATH and no driver double unless given."""
+    import sys
+
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return subprocess.run(
+        ["bash", str(QUALIFY), *args], capture_output=True, text=True, timeout=300,
+        env={**_plain_environment(), "PATH": path, "QUALIFY_GPU_NO_VENV": "1",
+             "QUALIFY_GPU_BENCH": "0", **env},
+    )  # fmt: skip
+
+
+def test_qualify_gpu_is_valid_bash() -> None:
+    assert os.access(QUALIFY, os.X_OK)
+    checked = subprocess.run(["bash", "-n", str(QUALIFY)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_qualify_gpu_stops_at_once_without_a_driver(tmp_path: Path) -> None:
+    """This machine has no NVIDIA driver: a clear line, a non-zero exit, nothing built."""
+    for args in ((str(tmp_path / "q"),), ("run", str(tmp_path / "q"))):
+        done = qualify(*args)
+        assert done.returncode == 1, (done.stdout, done.stderr)
+        assert "no NVIDIA driver on this machine" in done.stderr
+        assert "FAIL  driver" in done.stdout
+        assert not (tmp_path / "q").exists()
+
+
+def test_qualify_gpu_end_to_end_with_host_shadows(tmp_path: Path) -> None:
+    """QUALIFY_GPU_SHADOW=1 runs the whole script here with every GPU role as its host shadow
+    (a control of the script, labelled so): every run's SHA-256 is the host run's."""
+    done = qualify(str(tmp_path / "q"), QUALIFY_GPU_SHADOW="1")
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    lines = [line.split() for line in done.stdout.splitlines() if line[:4] in ("PASS", "FAIL")]
+    labels = [" ".join(w[1 : w.index("sha256")]) for w in lines]
+    assert labels == [
+        "digits/host", "digits/one_gpu (shadow)", "digits/two_gpus (shadow)",
+        "digits/gpu_and_host (shadow)",
+    ], done.stdout  # fmt: skip
+    shas = {w[w.index("sha256") + 1] for w in lines}
+    assert len(shas) == 1 and all(w[0] == "PASS" for w in lines), done.stdout
+    assert "kernels/round:" in done.stdout and "not a GPU qualification" in done.stderr
+
+
+def test_qualify_gpu_reports_a_failed_run(built: Built, tmp_path: Path) -> None:
+    """Built for the driver, run against the double (whose launches fail): the GPU run is a
+    FAIL naming the refusal, the host run a PASS, and the exit status 1."""
+    folder = tmp_path / "q"
+    assert qualify("build", str(folder)).returncode == 0
+    manifest = folder / "manifest.tsv"
+    keep = ("digits/host\t", "digits/one_gpu\t")
+    manifest.write_text(
+        "".join(r for r in manifest.read_text().splitlines(True) if r.startswith(keep))
+    )
+    done = qualify("run", str(folder), LD_LIBRARY_PATH=str(built.double_dir),
+                   ALPHA_DOUBLE_UUIDS=UUID_A)  # fmt: skip
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    host, gpu = [line for line in done.stdout.splitlines() if line[:4] in ("PASS", "FAIL")]
+    assert host.startswith("PASS  digits/host")
+    assert gpu.startswith("FAIL  digits/one_gpu") and "gpu-launch-failed" in gpu
+    assert "CUDA_ERROR_NOT_SUPPORTED" in gpu and "1 run(s) FAILED" in done.stderr
