@@ -65,8 +65,14 @@ class Analysis:
         self, name: str, pairing: str | None = None
     ) -> tuple[Plan | None, Pairing | None, list[Diagnostic]]:
         """A plan (and optionally a pairing of it) to build. Refusals if they do not fit."""
-        diags = self.diagnostics
-        if any(d.severity == "error" for d in diags):
+        wanted = {("plan", name)}
+        if pairing is not None:
+            wanted.add(("pairing", pairing))
+        for parsed, _ in self.parsed.decls:  # the system the plan is of
+            if parsed.decl.kind == "plan" and parsed.decl.name == name:
+                wanted.add(("system", parsed.decl.target or ""))
+        diags = self.blocking(wanted)
+        if diags:
             return None, None, diags
         plan = self.checked.plans.get(name)
         if plan is None:
@@ -89,13 +95,13 @@ class Analysis:
 
     def program(self, name: str | None = None) -> tuple[Program | None, list[Diagnostic]]:
         """The system to build: the one named, or the only one. Refusals if none fits."""
-        diags = self.diagnostics
-        if any(d.severity == "error" for d in diags):
-            return None, diags
         decls = [parsed.decl for parsed, _ in self.parsed.decls]  # names need no offsets
         systems = [d for d in decls if d.kind == "system"]
         if name is not None:
             systems = [d for d in systems if d.name == name]
+        diags = self.blocking({("system", d.name) for d in systems} or {("system", "")})
+        if diags:
+            return None, diags
         if len(systems) != 1:
             have = ", ".join(f"`{d.name}`" for d in decls if d.kind == "system")
             message = (
@@ -111,6 +117,29 @@ class Analysis:
             near = _near(name, names) if name is not None and not systems else None
             return None, [Diagnostic("no-system", message, None, help=near)]
         return self.checked.programs[systems[0].name], []
+
+
+    def blocking(self, wanted: set[tuple[str, str]]) -> list[Diagnostic]:
+        """The errors that stop a build of the declarations `wanted` ((kind, name) pairs): those
+        inside them, and those of no declaration (stray text, the file). A refusal inside another
+        plan or pairing (a GPU profile this system cannot use, say) does not stop it."""
+        extents: list[tuple[int, int, tuple[str, str]]] = [
+            (offset, offset + len(parsed.text), (parsed.decl.kind, parsed.decl.name))
+            for parsed, offset in self.parsed.decls
+        ]
+        out: list[Diagnostic] = []
+        for d in self.diagnostics:
+            if d.severity != "error":
+                continue
+            owner = None
+            if d.span is not None:
+                for lo, hi, key in extents:
+                    if lo <= d.span.start < hi:
+                        owner = key
+                        break
+            if owner is None or owner in wanted or owner[0] == "error":
+                out.append(d)
+        return out
 
 
 def _near(name: str, names: Iterable[str]) -> str | None:

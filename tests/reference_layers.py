@@ -137,6 +137,17 @@ def embed_grad(n: Node, ins: list[Array], shape: tuple[int, ...], mode: Any) -> 
     return g
 
 
+def slice_(n: Node, ins: list[Array], shape: tuple[int, ...], mode: Any) -> Array:
+    axis, start = int(n.attr("axis")), int(n.attr("start"))  # type: ignore[call-overload]
+    if n.op == "slice":
+        return np.take(ins[0], range(start, start + shape[axis]), axis=axis)
+    r = np.zeros(shape, dtype=mode.dtype)
+    at: list[Any] = [slice(None)] * len(shape)
+    at[axis] = slice(start, start + ins[0].shape[axis])
+    r[tuple(at)] = ins[0]
+    return r
+
+
 LAYER: dict[str, Callable[[Node, list[Array], tuple[int, ...], Any], Array]] = {
     **{op: unary for op in activations.UNARY},
     **{op: grad for op in activations.GRADS},
@@ -150,5 +161,7 @@ LAYER: dict[str, Callable[[Node, list[Array], tuple[int, ...], Any], Array]] = {
     "causal_mask": causal_mask,
     "embed": embed,
     "embed_grad": embed_grad,
+    "slice": slice_,
+    "slice_grad": slice_,
     **CONV,
 }

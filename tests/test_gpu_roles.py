@@ -194,3 +194,54 @@ def test_the_shadow_names_itself_in_its_device_event(tmp_path: Path) -> None:
     exe = manifest["executables"][0]["path"]
     proc = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=60)
     assert "host shadow" in proc.stdout
+
+
+def test_a_refused_pairing_blocks_only_builds_that_use_it(tmp_path: Path) -> None:
+    path = tmp_path / "d.alpha"
+    path.write_text(DIGITS + "\npairing bad for pair {\n  worker[*]: host x86_64, gpu h900\n}\n")
+    checked = cli("check", str(path))
+    assert checked.returncode != 0 and "h900" in checked.stdout + checked.stderr
+    for choice in ([], ["--plan", "star"], ["--plan", "pair", "--pairing", "two_gpus"]):
+        built = cli("build", str(path), *choice, "--gpu-shadow", "-o", str(tmp_path / "b"))
+        assert built.returncode == 0, (choice, built.stdout, built.stderr)
+    refused = cli(
+        "build", str(path), "--plan", "pair", "--pairing", "bad", "-o", str(tmp_path / "c")
+    )
+    assert refused.returncode != 0
+    assert "unknown-name" in refused.stdout + refused.stderr
+
+
+@pytest.mark.parametrize(
+    "learner",
+    [
+        "adamw(lr: cosine(0.01, warmup: 5, final: 0.001), weight_decay: 0.1)",
+        "momentum(lr: linear(0.05, warmup: 3, steps: 20, final: 0.01), mu: 0.9, nesterov: true)",
+    ],
+    ids=["adamw-cosine", "nesterov-linear"],
+)
+def test_learners_with_schedules_on_gpu_roles_give_the_bits(tmp_path: Path, learner: str) -> None:
+    source = BLOBS.replace("learner momentum(lr: 0.05, mu: 0.9)", f"learner {learner}")
+    assert learner in source
+    single = _sha(_run(tmp_path / "single", source))
+    report = _run(tmp_path / "gpu", source, "--plan", "split", "--pairing", "mixed", "--gpu-shadow")
+    assert report["ok"], report
+    assert _sha(report) == single
+
+
+def test_operations_without_a_gpu_kernel_are_refused_by_name(tmp_path: Path) -> None:
+    cnn = (EXAMPLES / "digits_cnn.alpha").read_text().replace('"data/', f'"{EXAMPLES}/data/')
+    name = cnn.split("system ", 1)[1].split()[0]
+    source = cnn.split("\nplan ", 1)[0] + PLANS.format(name=name)  # its own plans left out
+    path = tmp_path / "cnn.alpha"
+    path.write_text(source)
+    refused = cli(
+        "build", str(path), "--plan", "pair", "--pairing", "two_gpus", "--gpu-shadow",
+        "-o", str(tmp_path / "b"),
+    )  # fmt: skip
+    text = refused.stdout + refused.stderr
+    assert refused.returncode != 0 and "unsupported-on-target" in text, text
+    assert "conv2d" in text and "no GPU kernel" in text
+    assert not (tmp_path / "b").exists() or not list((tmp_path / "b").iterdir())
+    # the same system on host roles still builds
+    host = cli("build", str(path), "--plan", "pair", "-o", str(tmp_path / "h"))
+    assert host.returncode == 0, host.stdout + host.stderr

@@ -57,6 +57,8 @@ BODIES = {
     "    let z = gelu(a) + silu(a) * s + abs(a) * 0.1 + maximum(a, 0.0) "
     "- minimum(a, clamp(a, -0.5, 0.5))\n"
     "    return reshape(z, B, 12) @ wo",
+    "slice": "let z = slice(x @ wq, axis: 1, start: 1, stop: 3) * s\n"
+    "    return reshape(z, B, 8) @ slice(wo, axis: 0, start: 2, stop: 10)",
     "log_softmax": "let z = log_softmax(x @ wk, axis: -1)"
     " + transpose(softmax(transpose(x @ wv), axis: 1)) @ wq\n"
     "    return reshape(sqrt(square(z) + 1.0), B, 12) @ wo",

@@ -420,11 +420,52 @@ def _pool(lw: ExprLowering, e: ast.Call, env: Env) -> int | None:
     return lw.b.add(e.func, (x,), sx[:-2] + (oh, ow), win.attrs())
 
 
+def _slice(lw: ExprLowering, e: ast.Call, env: Env) -> int | None:
+    """slice(t, axis: k, start: a, stop: b): indices a <= i < b of axis k."""
+    if len(e.args) != 1:
+        lw.ctx.refuse("bad-argument", f"`slice` is called `{CALLS['slice']}`", e.span)
+        return None
+    x = lw.expr(e.args[0], env)
+    if x is None:
+        return None
+    shape = lw.b.shape(x)
+    axis = _axis(lw, e, shape, None) if shape else None
+    if axis == "bad":
+        return None
+    given: dict[str, int] = {}
+    for kw in e.kwargs:
+        if kw.name not in ("axis", "start", "stop"):
+            lw.ctx.refuse("bad-argument", f"`slice` is called `{CALLS['slice']}`", kw.span)
+            return None
+        if kw.name != "axis":
+            v = _int_arg(lw, kw.value)
+            if v is None:
+                return None
+            given[kw.name] = v
+    if not isinstance(axis, int) or "start" not in given or "stop" not in given:
+        lw.ctx.refuse("bad-argument", f"`slice` is called `{CALLS['slice']}`", e.span)
+        return None
+    if shape[axis] == BATCH:
+        lw.ctx.refuse("batch-axis-reduced", "`slice` of the batch axis", e.span)
+        return None
+    start, stop = given["start"], given["stop"]
+    if not 0 <= start < stop <= shape[axis]:
+        lw.ctx.refuse(
+            "bad-argument",
+            f"`start: {start}, stop: {stop}` is not a range of axis {axis} of {show_shape(shape)}",
+            e.span,
+        )
+        return None
+    out = shape[:axis] + (stop - start,) + shape[axis + 1 :]
+    return lw.b.add("slice", (x,), out, (("axis", axis), ("start", start)))
+
+
 CALLS.update(
     {
+        "slice": "slice(t, axis: k, start: a, stop: b)",
         "conv2d": "conv2d(images, kernels, stride: s, padding: p)",
         "max_pool": "max_pool(images, size: k, stride: s)",
         "avg_pool": "avg_pool(images, size: k, stride: s)",
     }
 )
-HANDLERS.update({"conv2d": _conv2d, "max_pool": _pool, "avg_pool": _pool})
+HANDLERS.update({"slice": _slice, "conv2d": _conv2d, "max_pool": _pool, "avg_pool": _pool})

@@ -19,18 +19,21 @@ from llvmlite import ir
 
 from alpha_core.autodiff.reverse import StepGraph
 from alpha_core.check.program import Program
+from alpha_core.codegen import learner_emit
 from alpha_core.codegen.gpu_nodes import BOUND, NodeBodies, UnsupportedOnGpu, unsupported_ops
 from alpha_core.codegen.graph_emit import live_nodes
 from alpha_core.codegen.kernels import emit_apply_element, init_arguments
-from alpha_core.codegen.loops import F32, I32, I64, PTR, i64, load, store
+from alpha_core.codegen.loops import I32, I64, PTR, i64, load, store
 from alpha_core.ir.graph import Graph, concrete, size
 from alpha_core.semantics import learners, rng
 from alpha_core.semantics.llvm_arith import LlvmArith
 
 PTX_TRIPLE = "nvptx64-nvidia-cuda"
-# the scalars buffer of the learner update: start, count, step (u64 each), then b1t, b2t (f32)
-SCALAR_START, SCALAR_COUNT, SCALAR_STEP, SCALAR_B1T, SCALAR_B2T = 0, 1, 2, 6, 7
-SCALAR_WORDS = 4
+# the scalars buffer of the learner update: start, count, step (u64 each), then the round's
+# values (learners.Round, f32 from float index 6)
+SCALAR_START, SCALAR_COUNT, SCALAR_STEP, SCALAR_ROUND = 0, 1, 2, 6
+ROUND_FIELDS = 5
+SCALAR_WORDS = 8
 DYNAMIC = 0  # a launch whose thread count is the update's element count
 
 
@@ -250,46 +253,35 @@ class GpuKernels:
         self.layout.out = owned[p.output]
 
     def _apply(self) -> None:
-        """The learner update: (adam) one thread advances the beta powers, then one thread
-        per element [start, start + count) applies the recipe of emit_apply_element."""
+        """The learner update: one thread computes the round's values (the rate of a schedule,
+        AdamW's factor, Adam's powers, which it stores back into the state) as the host's
+        alpha_apply does at its top, then one thread per element [start, start + count)
+        applies emit_apply_element with them."""
         p = self.program
         lay = self.layout
         args = ((lay.params, 0), (lay.state, 0), (lay.grad_sum, 0), (lay.scalars, 0))
-        if p.learner.kind == "adam":
-            fn, b, a, _ = self._body("alpha.gpu.powers")
-            A = LlvmArith(b)
-            state, scalars = self._arg(b, a, 1), self._arg(b, a, 3)
-            count = load(b, scalars, i64(SCALAR_COUNT), I64)
-            step = load(b, scalars, i64(SCALAR_STEP), I64)
-            at = b.mul(count, i64(2))
-            hyper = dict(p.learner.hyper)
-            b1t, b2t = learners.adam_powers(
-                A,
-                b.icmp_unsigned("==", step, i64(0)),
-                load(b, state, at),
-                load(b, state, b.add(at, i64(1))),
-                hyper["beta1"],
-                hyper["beta2"],
-            )
-            store(b, b1t, state, at)
-            store(b, b2t, state, b.add(at, i64(1)))
-            store(b, b1t, scalars, i64(SCALAR_B1T))
-            store(b, b2t, scalars, i64(SCALAR_B2T))
-            b.ret_void()
-            lay.apply.append(Launch(self._kernel(fn, "alpha_powers"), args, 1))
+        fn, b, a, _ = self._body("alpha.gpu.round")
+        state, scalars = self._arg(b, a, 1), self._arg(b, a, 3)
+        count = load(b, scalars, i64(SCALAR_COUNT), I64)
+        step = b.trunc(load(b, scalars, i64(SCALAR_STEP), I64), I32)
+        r = learner_emit.emit_round_values(self.module, b, p, state, step, count)
+        for k, value in enumerate(astuple_round(r)):
+            store(b, value, scalars, i64(SCALAR_ROUND + k))
+        b.ret_void()
+        lay.apply.append(Launch(self._kernel(fn, "alpha_round"), args, 1))
         fn, b, a, t = self._body("alpha.gpu.update")
         A = LlvmArith(b)
         params, state, gsum, scalars = (self._arg(b, a, k) for k in range(4))
         start = load(b, scalars, i64(SCALAR_START), I64)
         count = load(b, scalars, i64(SCALAR_COUNT), I64)
-        p1: ir.Value = ir.Constant(F32, 0.0)
-        p2: ir.Value = ir.Constant(F32, 0.0)
-        if p.learner.kind == "adam":
-            p1 = load(b, scalars, i64(SCALAR_B1T))
-            p2 = load(b, scalars, i64(SCALAR_B2T))
-        emit_apply_element(b, A, p, params, state, gsum, start, count, t, p1, p2)
+        r = learners.Round(*(load(b, scalars, i64(SCALAR_ROUND + k)) for k in range(ROUND_FIELDS)))
+        emit_apply_element(b, A, p, params, state, gsum, start, count, t, r.b1t, r.b2t, r)
         b.ret_void()
         lay.apply.append(Launch(self._kernel(fn, "alpha_update"), args, DYNAMIC))
+
+
+def astuple_round(r: learners.Round[ir.Value]) -> tuple[ir.Value, ...]:
+    return (r.lr, r.factor, r.b1t, r.b2t, r.scale)
 
 
 def build_gpu_kernels(

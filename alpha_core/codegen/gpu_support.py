@@ -19,4 +19,6 @@ def gpu_unsupported(program: Program) -> tuple[str, ...]:
     for op in unsupported_ops(program.model, live_nodes(program.model, [program.output])):
         if op not in missing:
             missing.append(op)
+    if program.learner.clip is not None:  # its norm is a tree over the whole gradient
+        missing.append("clipping by global norm")
     return tuple(missing)

@@ -46,6 +46,8 @@ LAYER_OPS = (
     "causal_mask",
     "embed",
     "embed_grad",
+    "slice",
+    "slice_grad",
 )
 
 
@@ -82,6 +84,8 @@ def emit_layer_op(
         _embed(em, b, A, node, shape, out)
     elif op == "embed_grad":
         _embed_grad(em, b, A, node, shape, out)
+    elif op in ("slice", "slice_grad"):
+        _slice(em, b, node, shape, out)
     else:
         raise AssertionError(f"no code for {op}")
 
@@ -280,3 +284,28 @@ def _embed_grad(
         for_range(b, width, col, "e")
 
     for_range(b, positions, position, "p")
+
+
+def _slice(
+    em: GraphEmitter, b: ir.IRBuilder, node: Node, shape: tuple[int, ...], out: ir.Value
+) -> None:
+    """slice: out = x[..., start:start+n, ...] along the axis; slice_grad: the adjoint, +0.0
+    outside the range."""
+    axis, start = int(node.attr("axis")), int(node.attr("start"))  # type: ignore[call-overload]
+    src = em.ptrs[node.inputs[0]]
+    small = em.shape(node.inputs[0]) if node.op == "slice_grad" else shape
+    big = shape if node.op == "slice_grad" else em.shape(node.inputs[0])
+    st_small, st_big = row_major_strides(small), row_major_strides(big)
+    if node.op == "slice_grad":
+        for_range(b, size(shape), lambda j: store(b, ir.Constant(F32, 0.0), out, j), "z")
+
+    def body(idx: list[ir.Value]) -> None:
+        at_small = linear(b, idx, st_small)
+        moved = [b.add(v, i64(start)) if k == axis else v for k, v in enumerate(idx)]
+        at_big = linear(b, moved, st_big)
+        if node.op == "slice":
+            store(b, load(b, src, at_big), out, at_small)
+        else:
+            store(b, load(b, src, at_small), out, at_big)
+
+    nest(b, small, body)

@@ -251,10 +251,14 @@ _ENTRIES = [
         "unsupported-on-target",
         COMPILE,
         "the pairing asks for something this compiler cannot build for the target",
-        "Missing target support fails by name; nothing is silently computed elsewhere. GPU "
-        "roles (device profiles such as rtx3070 or h200) are part of the language but not built "
-        "yet.",
-        _tiny() + _PLAN + "pairing lab for duo {\n  worker[*]: host x86_64, gpu h200\n}\n",
+        "Missing target support fails by name; nothing is silently computed elsewhere, and an "
+        "operation a GPU role cannot run is never computed on its host instead. A pairing that "
+        "puts a role on a GPU (`gpu h200`) is refused when the system uses an operation that "
+        "has no GPU kernel yet; the message names every such operation. Other plans and "
+        "pairings of the file, and the system itself, still build.",
+        _tiny(model="  fn model(x: f32[B, 4]) -> f32[B, 3] {\n    return sqrt(abs(x @ w + b))\n  }\n")
+        + _PLAN
+        + "pairing lab for duo {\n  worker[*]: host x86_64, gpu h200\n}\n",
     ),
     Refusal(
         "not-built-yet",
@@ -512,6 +516,18 @@ _ENTRIES = [
         "retrying every 20 ms until the connect deadline, so a name that appears late (a "
         "Kubernetes pod's DNS record) is still found. A name that never resolves is named with "
         "the peer and the resolver's reason; no round has run, so nothing is committed.",
+    ),
+    Refusal(
+        "slurm-failed",
+        USAGE,
+        "a Slurm command failed during `alpha deploy slurm`",
+        "`alpha deploy slurm` runs Slurm's own commands on the submitting machine: salloc "
+        "(or scontrol for a job given with --jobid), sbcast, srun and scancel. When one is not "
+        "installed, fails or runs past its limit, the deployment stops with the command and "
+        "the last line Slurm printed. An allocation obtained by the deployment is released "
+        "(scancel) whatever happened; one given with --jobid is left to its owner. A role "
+        "that fails on its node is not this refusal: it is reported by its own name with the "
+        "node.",
     ),
     Refusal(
         "listen-failed",
