@@ -1,0 +1,272 @@
+"""`alpha deploy slurm` on a real Slurm cluster: Debian's slurmctld and two slurmd "nodes" on
+this one host, started by the fixture under `unshare --pid --fork --mount-proc --kill-child`
+(so that killing one process removes every daemon and job step) with all state in a temp
+folder, and torn down when the module ends.
+
+The nodes are n1 at 127.0.0.2 and n2 at 127.0.0.3 (every 127.0.0.0/8 address is bindable
+without setup), so each role listens on its own node's address. Each slurmd runs in a mount
+namespace of its own where the same path is that node's own local storage, as on a cluster:
+sbcast really copies to each node, and what is on one node is not on the other. On n2 the
+fixture's data folder is hidden, so a role placed there can fail for a reason of that node.
+
+Every role is started by srun (the runtime's start event arrives through srun's labelled
+output); the digits `star` plan and a heterogeneous plan (an AArch64 worker, run under
+qemu-aarch64 on its x86-64 node, beside x86-64 roles) end with the single-process SHA-256."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from test_partitioned import SHORT, build_single, written_sha
+
+from alpha_core.launch import free_port_base
+
+NODES = {"n1": "127.0.0.2", "n2": "127.0.0.3"}
+MIXED = """
+pairing mixed for star {
+  hub: host x86_64
+  worker[0..3]: host x86_64
+  worker[3]: host aarch64
+}
+"""
+
+
+@dataclass
+class Cluster:
+    folder: Path
+    conf: Path
+    env: dict[str, str]
+    data: Path  # a data folder every node but n2 sees
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "alpha_cli.main", *args],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=600,
+            env={**self.env, "COLUMNS": "200"},
+        )
+
+    def jobs(self) -> list[str]:
+        out = subprocess.run(
+            ["squeue", "-h", "-o", "%i"], capture_output=True, text=True, env=self.env, timeout=30
+        )
+        return out.stdout.split()
+
+
+def _config(folder: Path, ports: int) -> str:
+    host = socket.gethostname()
+    nodes = "\n".join(
+        f"NodeName={name} NodeAddr={address} NodeHostname={host} Port={ports + 1 + i} CPUs=8"
+        for i, (name, address) in enumerate(NODES.items())
+    )
+    return f"""ClusterName=alpha{secrets.token_hex(3)}
+SlurmctldHost={host}(127.0.0.1)
+SlurmctldPort={ports}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/none
+CredType=cred/none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/backfill
+SchedulerParameters=bf_interval=1
+MailProg=/bin/true
+ReturnToService=2
+StateSaveLocation={folder}/state
+SlurmdSpoolDir={folder}/spool-%n
+SlurmctldPidFile={folder}/slurmctld.pid
+SlurmdPidFile={folder}/slurmd-%n.pid
+SlurmctldLogFile={folder}/slurmctld.log
+SlurmdLogFile={folder}/slurmd-%n.log
+SlurmdParameters=config_overrides
+{nodes}
+PartitionName=debug Nodes={",".join(NODES)} Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+def _start_script(folder: Path, conf: Path) -> str:
+    """The daemons, each slurmd in a mount namespace where `local` is its node's own folder
+    (and on n2 the data folder is an empty one); `wait` keeps the namespace's init alive."""
+    lines = [f"slurmctld -D -c -f {conf} >/dev/null 2>&1 &"]
+    for name in NODES:
+        hide = f"mount --bind {folder}/empty {folder}/data && " if name == "n2" else ""
+        lines.append(
+            f"unshare --mount --propagation private sh -c '"
+            f"mount --bind {folder}/{name} {folder}/local && {hide}"
+            f"exec slurmd -D -N {name} -f {conf}' >/dev/null 2>&1 &"
+        )
+    return "\n".join(lines) + "\nwait\n"
+
+
+def _wait_idle(env: dict[str, str], daemons: subprocess.Popen[bytes]) -> None:
+    """Polls sinfo until both nodes report idle (about a second)."""
+    pause = threading.Event()
+    for _ in range(300):
+        assert daemons.poll() is None, "the cluster's daemons ended at start-up"
+        listed = subprocess.run(
+            ["sinfo", "-h", "-N", "-o", "%N %T"], capture_output=True, text=True, env=env
+        ).stdout.split("\n")
+        if sum(1 for line in listed if line.endswith(" idle")) == len(NODES):
+            return
+        pause.wait(0.1)
+    raise AssertionError("the Slurm nodes never became idle")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    folder = tmp_path_factory.mktemp("slurm")
+    for sub in ("state", "local", "empty", "data", *NODES):
+        (folder / sub).mkdir()
+    shutil.copy(ROOT / "examples" / "data" / "digits.csv", folder / "data" / "digits.csv")
+    conf = folder / "slurm.conf"
+    conf.write_text(_config(folder, free_port_base(len(NODES) + 1)))
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+    script = folder / "start.sh"
+    script.write_text(_start_script(folder, conf))
+    daemons = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "sh", str(script)],
+        env=env,
+    )
+    try:
+        _wait_idle(env, daemons)
+        yield Cluster(folder, conf, env, folder / "data")
+    finally:
+        daemons.kill()  # the namespace's init: every daemon and job step ends with it
+        daemons.wait()
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return written_sha(build_single(SHORT, tmp_path_factory.mktemp("single")).run("--quiet"))
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("src") / "digits.alpha"
+    path.write_text(SHORT + MIXED)
+    return path
+
+
+def deploy(cluster: Cluster, source: Path, *args: str) -> tuple[int, dict[str, object]]:
+    proc = cluster.cli(
+        "deploy", "slurm", str(source), "--node-dir", str(cluster.folder / "local"),
+        "--port-base", str(free_port_base(8, NODES["n1"])), "--timeout-ms", "5000", *args,
+        "--json",
+    )  # fmt: skip
+    assert "Traceback" not in proc.stderr, proc.stderr
+    try:
+        body = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        raise AssertionError(proc.stdout[-2000:] + proc.stderr[-2000:]) from None
+    return proc.returncode, body
+
+
+def roles_of(body: dict[str, object]) -> dict[str, dict[str, object]]:
+    roles = body["roles"]
+    assert isinstance(roles, list)
+    return {str(r["role"]): r for r in roles}
+
+
+def test_star_runs_on_two_nodes_to_the_single_process_bits(
+    cluster: Cluster, source: Path, reference: str
+) -> None:
+    params = cluster.folder / "star.params"  # a folder every node shares
+    code, body = deploy(
+        cluster, source, "--plan", "star", "--ntasks-per-node", "3", "--params-out", str(params)
+    )
+    assert code == 0 and body["ok"], json.dumps(body)[:3000]
+    roles = roles_of(body)
+    [sha] = {r["params_sha256"] for r in roles.values() if r["params_sha256"]}
+    assert sha == reference == hashlib.sha256(params.read_bytes()).hexdigest()
+    assert {r["node"] for r in roles.values()} == set(NODES)  # the roles span both nodes
+    started = body["role_started"]
+    assert isinstance(started, dict) and set(started) == set(roles)  # each started via srun
+    assert cluster.jobs() == []  # the allocation was released
+    # the copies were removed from each node's own storage
+    assert [sorted((cluster.folder / n).iterdir()) for n in NODES] == [[], []]
+
+
+def test_a_heterogeneous_plan_puts_the_aarch64_role_in_its_own_component(
+    cluster: Cluster, source: Path, reference: str
+) -> None:
+    assert shutil.which("qemu-aarch64"), "qemu-user is installed by .ci/run"
+    code, body = deploy(cluster, source, "--plan", "star", "--pairing", "mixed")
+    assert code == 0 and body["ok"], json.dumps(body)[:3000]
+    roles = roles_of(body)
+    [sha] = {r["params_sha256"] for r in roles.values() if r["params_sha256"]}
+    assert sha == reference
+    assert "+" not in str(body["jobid"]) and cluster.jobs() == []
+    # x86-64 roles on one component's node, the AArch64 worker on the other component's
+    x86 = {r["node"] for name, r in roles.items() if name != "worker[3]"}
+    assert len(x86) == 1 and roles["worker[3]"]["node"] not in x86
+
+
+def test_a_role_that_fails_on_its_node_is_reported_with_its_refusal_and_node(
+    cluster: Cluster, source: Path
+) -> None:
+    """The data folder is hidden on n2: the roles placed there refuse `data-missing`, named
+    with n2; the others refuse by name as their peers go; the allocation is released."""
+    csv = str(cluster.data / "digits.csv")
+    fail = ("--plan", "star", "--ntasks-per-node", "3", "--data", csv, "--timeout-ms", "1500")
+    code, body = deploy(cluster, source, *fail)
+    assert code == 1 and not body["ok"]
+    roles = roles_of(body)
+    on_n2 = {name for name, r in roles.items() if r["node"] == "n2"}
+    assert on_n2, roles
+    for name in on_n2:
+        assert roles[name]["refusal"] == "data-missing", roles[name]
+        assert csv in str(roles[name]["message"])
+    assert all(r["refusal"] for r in roles.values())
+    assert cluster.jobs() == []
+
+    local = str(cluster.folder / "local")
+    proc = cluster.cli("deploy", "slurm", str(source), *fail, "--node-dir", local)
+    assert proc.returncode == 1
+    assert "error[data-missing]: " in proc.stderr and " on n2: " in proc.stderr
+
+
+def test_emit_writes_a_job_that_sbatch_runs(cluster: Cluster, source: Path, tmp_path: Path) -> None:
+    """`--emit DIR` for the cluster's nodes: the job script, the step files and the hosts
+    file; submitted with `sbatch --wait`, the job ends with every role done."""
+    into = tmp_path / "job"
+    proc = cluster.cli(
+        "deploy", "slurm", str(source), "--plan", "star", "--emit", str(into),
+        "--nodelist", "n1,n2", "--node-dir", str(cluster.folder / "local"),
+        "--port-base", str(free_port_base(8, NODES["n1"])),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    hosts = (into / "hosts").read_text()
+    assert "hub 127.0.0.2:" in hosts and "worker[3] 127.0.0.3:" in hosts
+    conf = (into / "roles-0.conf").read_text()
+    assert "--multi-prog" in (into / "job.sh").read_text() and "worker-3" in conf
+    assert (into / "hostfile-0").read_text().split() == ["n1", "n1", "n1", "n2", "n2"]
+    assert oct((into / "secret").stat().st_mode & 0o777) == "0o600"
+    log = tmp_path / "job.out"
+    done = subprocess.run(
+        ["sbatch", "--wait", "--output", str(log), str(into / "job.sh")],
+        capture_output=True,
+        text=True,
+        env=cluster.env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr + log.read_text()
+    events = [line.split(": ", 1)[1] for line in log.read_text().splitlines() if ": {" in line]
+    finished = [json.loads(e) for e in events if '"event":"done"' in e]
+    assert len(finished) == 5
