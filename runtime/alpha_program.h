@@ -49,6 +49,9 @@ struct alpha_program {
     const char *learner;         /* "sgd", "momentum", "adam" */
     uint64_t data_size;          /* bytes of the CSV file the digest is of; 0: not compiled in
                                   * (a hand-written program), only the digest decides */
+    uint32_t label_positions;    /* class kind: labels per row (a sequence task's answer
+                                  * positions), the model giving `outputs` floats for each;
+                                  * 0 or 1: one label per row */
 };
 
 extern const struct alpha_program ALPHA_PROGRAM;
@@ -81,6 +84,9 @@ enum alpha_op_kind {
     ALPHA_OP_ACK_RECV = 9,    /* checkpoint rounds only: a child's capture acknowledgement */
     ALPHA_OP_ACK_SEND = 10,   /* checkpoint rounds only: acknowledge the capture to the parent */
     ALPHA_OP_PUBLISH = 11,    /* checkpoint rounds only: the root publishes the capture */
+    ALPHA_OP_NORM_SEND = 12,  /* clipping: send the gradient-norm nodes covering elements
+                               * [start, start+count) on `link` (clip_norm.c) */
+    ALPHA_OP_NORM_RECV = 13,  /* clipping: receive them */
 };
 
 enum alpha_checkpoint_flags {

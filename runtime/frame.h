@@ -59,6 +59,9 @@ enum frame_kind { FRAME_HELLO = 1, FRAME_PIECE = 2, FRAME_ACK = 3, FRAME_AUTH = 
  * [start, start + count). */
 #define FRAME_TENSOR_GRADIENT 0u
 #define FRAME_TENSOR_PARAMS 1u
+/* Clipping: the values of the canonical element-tree nodes covering the elements from `start`
+ * (lo = hi = 0; count: the number of nodes), each a sum of squares of the mean gradient. */
+#define FRAME_TENSOR_NORM 2u
 #define FRAME_ACK_COUNT 8u
 
 struct frame_header {

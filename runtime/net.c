@@ -263,6 +263,22 @@ void net_recv_params(struct net *n, uint32_t link, uint64_t start, uint64_t coun
     recv_frame(n, link, &e, start, params + start, 4 * count, NULL, 0, what);
 }
 
+void net_send_norm(struct net *n, uint32_t link, uint64_t start, uint32_t nodes,
+                   const float *values)
+{
+    struct frame_header h = {.kind = FRAME_PIECE, .tensor = FRAME_TENSOR_NORM, .start = start};
+    send_frame(n, link, &h, values, 4 * (uint64_t)nodes, NULL, 0);
+}
+
+void net_recv_norm(struct net *n, uint32_t link, uint64_t start, uint32_t nodes, float *values)
+{
+    char what[96];
+    snprintf(what, sizeof what, "the %u gradient-norm nodes from element %llu", (unsigned)nodes,
+             (unsigned long long)start);
+    struct frame_expect e = {.kind = FRAME_PIECE, .tensor = FRAME_TENSOR_NORM};
+    recv_frame(n, link, &e, start, values, 4 * (uint64_t)nodes, NULL, 0, what);
+}
+
 void net_send_ack(struct net *n, uint32_t link, const uint8_t digest[32])
 {
     struct frame_header h = {.kind = FRAME_ACK};
@@ -313,7 +329,8 @@ void net_init(struct net *n, const struct alpha_program *p, const struct alpha_r
         for (uint32_t i = 0; i < r->n_ops; i++) {
             uint32_t kind = r->ops[i].kind;
             link->cap += (kind == ALPHA_OP_SEND || kind == ALPHA_OP_SEND_PARAMS ||
-                          kind == ALPHA_OP_ACK_SEND) && r->ops[i].link == k;
+                          kind == ALPHA_OP_ACK_SEND || kind == ALPHA_OP_NORM_SEND) &&
+                         r->ops[i].link == k;
         }
         link->queue = checked_calloc(link->cap, sizeof *link->queue, "a send queue");
     }

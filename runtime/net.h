@@ -65,6 +65,11 @@ void net_send_params(struct net *n, uint32_t link, uint64_t start, uint64_t coun
                      const float *params);
 void net_recv_params(struct net *n, uint32_t link, uint64_t start, uint64_t count,
                      float *params);
+/* Clipping: the values of `nodes` gradient-norm nodes, those covering the elements from
+ * `start` (clip_norm.c); the frame names `start` and the node count. */
+void net_send_norm(struct net *n, uint32_t link, uint64_t start, uint32_t nodes,
+                   const float *values);
+void net_recv_norm(struct net *n, uint32_t link, uint64_t start, uint32_t nodes, float *values);
 /* A capture acknowledgement: the SHA-256 of the sender's sub-manifest. */
 void net_send_ack(struct net *n, uint32_t link, const uint8_t digest[32]);
 void net_recv_ack(struct net *n, uint32_t link, uint8_t digest[32]);

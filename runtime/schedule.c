@@ -301,6 +301,8 @@ static const char *run_op(struct schedule *s, uint32_t i)
         if (!(q = held(s, 0, s->p->leaves)) || !within(e, q->start, q->count))
             return "applies the round's gradient, but the role does not hold those elements of "
                    "piece [0, leaves)";
+        if (&alpha_clip_hook && (error = alpha_clip_hook(s, op)))
+            return error;
         if (!s->dry)
             alpha_apply(s->staged, s->state_staged, q->data, s->round, e.start, e.count);
         stage_touch(s, e);
@@ -315,6 +317,10 @@ static const char *run_op(struct schedule *s, uint32_t i)
             net_recv_params(s->net, op->link, e.start, e.count, s->staged);
         stage_touch(s, e);
         return NULL;
+    case ALPHA_OP_NORM_SEND:
+    case ALPHA_OP_NORM_RECV:
+        return &alpha_clip_hook ? alpha_clip_hook(s, op) : "moves gradient norms, but the "
+                                                           "kernels do not clip";
     default:
         return checkpoint_op(s, op);
     }
@@ -326,6 +332,7 @@ const char *schedule_round(struct schedule *s, uint32_t *failed)
     s->lazy_lo = s->lazy_hi = 0;
     s->n_touched = 0;
     s->applied = 0;
+    s->n_norms = s->n_out = 0;
     for (uint32_t i = 0; i < s->r->n_ops; i++) {
         const char *error = run_op(s, i);
         if (error) {
@@ -351,7 +358,8 @@ float schedule_train(struct schedule *s, const struct dataset *d, struct net *ne
     s->d = d, s->net = net, s->quiet = quiet;
     s->x = checked_calloc((size_t)p->leaf_size * p->features, sizeof(float), "a leaf's inputs");
     if (d->y_class)
-        s->y_class = checked_calloc(p->leaf_size, sizeof(int32_t), "a leaf's labels");
+        s->y_class = checked_calloc((size_t)p->leaf_size * d->targets, sizeof(int32_t),
+                                    "a leaf's labels");
     if (d->y_reg)
         s->y_reg = checked_calloc((size_t)p->leaf_size * p->outputs, sizeof(float),
                                   "a leaf's targets");

@@ -39,6 +39,13 @@ struct range {
     uint64_t start, count;
 };
 
+/* A node [lo, hi) of the canonical tree over the gradient's elements and its value, the sum of
+ * the squared mean gradient over those elements (clip_norm.c). */
+struct norm_node {
+    uint64_t lo, hi;
+    float value;
+};
+
 struct schedule {
     const struct alpha_program *p;
     const struct alpha_role *r;
@@ -70,7 +77,19 @@ struct schedule {
     int checkpointing;            /* the round is a checkpoint round */
     int quiet;
     float loss;
+    /* clipping by global norm (clip_norm.c): this round's norm nodes, and the values sent */
+    struct norm_node *norms;
+    uint32_t n_norms, cap_norms;
+    float *norm_out;
+    uint32_t n_out, cap_out;
 };
+
+/* Clipping by global norm: runs NORM_SEND, NORM_RECV and, before APPLY, sets the round's sum
+ * of squares for the kernels. The kernels of a system that clips define alpha_clip_hook (it
+ * points at clip_norm_run); for any other it is NULL, and clip_norm.c is not linked in. */
+typedef const char *clip_hook_fn(struct schedule *s, const struct alpha_op *op);
+extern clip_hook_fn *const alpha_clip_hook __attribute__((weak));
+const char *clip_norm_run(struct schedule *s, const struct alpha_op *op);
 
 /* Checks ALPHA_ROLE against the program (refusing program-invalid) and prepares s. */
 void schedule_check(struct schedule *s, const struct alpha_program *p,

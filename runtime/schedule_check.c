@@ -10,7 +10,7 @@
 
 static const char *const OP_NAMES[] = {
     "?", "COMPUTE", "COMBINE", "SEND", "RECV", "APPLY", "SEND_PARAMS", "RECV_PARAMS",
-    "CHECKPOINT", "ACK_RECV", "ACK_SEND", "PUBLISH",
+    "CHECKPOINT", "ACK_RECV", "ACK_SEND", "PUBLISH", "NORM_SEND", "NORM_RECV",
 };
 
 /* Whether [lo, hi) is a node of the canonical tree over `leaves` leaves. */
@@ -35,7 +35,7 @@ static _Noreturn void invalid(const struct alpha_role *r, uint32_t i, const char
 {
     const struct alpha_op *op = &r->ops[i];
     refuse(REFUSAL_PROGRAM_INVALID, "ALPHA_ROLE %s, op %u (%s %u %u, elements %llu+%llu): %s",
-           r->name, (unsigned)i + 1, OP_NAMES[op->kind <= ALPHA_OP_PUBLISH ? op->kind : 0],
+           r->name, (unsigned)i + 1, OP_NAMES[op->kind <= ALPHA_OP_NORM_RECV ? op->kind : 0],
            (unsigned)op->a, (unsigned)op->b, (unsigned long long)op->start,
            (unsigned long long)op->count, why);
 }
@@ -44,7 +44,7 @@ static int uses_link(uint32_t kind)
 {
     return kind == ALPHA_OP_SEND || kind == ALPHA_OP_RECV || kind == ALPHA_OP_SEND_PARAMS ||
            kind == ALPHA_OP_RECV_PARAMS || kind == ALPHA_OP_ACK_RECV ||
-           kind == ALPHA_OP_ACK_SEND;
+           kind == ALPHA_OP_ACK_SEND || kind >= ALPHA_OP_NORM_SEND;
 }
 
 /* One op's own fields. */
@@ -55,7 +55,7 @@ static void check_op(const struct alpha_program *p, const struct alpha_role *r, 
     uint32_t k = op->kind;
     uint64_t own_start = r->state_start, own_count = r->state_count ? r->state_count
                                                                     : p->n_params;
-    if (k < ALPHA_OP_COMPUTE || k > ALPHA_OP_PUBLISH)
+    if (k < ALPHA_OP_COMPUTE || k > ALPHA_OP_NORM_RECV)
         invalid(r, i, "unknown op kind");
     if (k <= ALPHA_OP_RECV && !(op->a < op->b && op->b <= p->leaves))
         invalid(r, i, "the range is empty or outside [0, leaves)");
@@ -65,8 +65,9 @@ static void check_op(const struct alpha_program *p, const struct alpha_role *r, 
         invalid(r, i, "no such link");
     if (op->start > p->n_params || op->count > p->n_params - op->start)
         invalid(r, i, "the element range is outside the parameters");
-    if ((k == ALPHA_OP_SEND_PARAMS || k == ALPHA_OP_RECV_PARAMS) && op->count == 0)
-        invalid(r, i, "moves no parameters");
+    if ((k == ALPHA_OP_SEND_PARAMS || k == ALPHA_OP_RECV_PARAMS || k >= ALPHA_OP_NORM_SEND) &&
+        op->count == 0)
+        invalid(r, i, "moves no elements");
     uint64_t start = op->count ? op->start : 0, count = op->count ? op->count : p->n_params;
     if (k == ALPHA_OP_APPLY && !(start == own_start && count == own_count))
         invalid(r, i, "applies the learner to elements whose state the role does not hold");

@@ -14,6 +14,8 @@ from alpha_core.semantics import learners, schedules
 from alpha_core.semantics.numpy_arith import NumpyArith
 
 Array = Any
+# the global norm of every round apply_round clipped, in order (tests read and clear it)
+NORMS: list[float] = []
 
 
 def element_tree_sum(v: Array) -> np.float32:
@@ -34,13 +36,6 @@ def element_tree_sum(v: Array) -> np.float32:
     return np.float32(element_tree_sum(v[:p]) + element_tree_sum(v[p:]))
 
 
-def grad_norm(program: Program, gsum: Array) -> np.float32:
-    """The round's global norm: sqrt of the tree sum of the squared mean gradient."""
-    A = NumpyArith()
-    squares = learners.clip_square(A, gsum.astype(np.float32), program.batch)
-    return np.float32(np.sqrt(element_tree_sum(np.asarray(squares))))
-
-
 def apply_round(program: Program, flat: Array, state: Array, gsum: Array, t: int) -> Array:
     """One round's update of every element; `state` (n_state floats) is updated in place.
     Returns the new parameters."""
@@ -56,6 +51,7 @@ def apply_round(program: Program, flat: Array, state: Array, gsum: Array, t: int
     if spec.clip is not None:
         squares = learners.clip_square(A, gsum.astype(np.float32), program.batch)
         sqsum = element_tree_sum(np.asarray(squares))
+        NORMS.append(float(np.sqrt(sqsum)))
     b1t = state[slots * n] if program.state_scalars else np.float32(0)
     b2t = state[slots * n + 1] if program.state_scalars else np.float32(0)
     r = learners.round_values(A, spec, when, np.bool_(t == 0), b1t, b2t, sqsum)

@@ -267,3 +267,64 @@ def test_valid_frames_round_trip(
     # A receiver expecting another sender refuses it as unexpected.
     other = replace(expect, sender=sender + 1)
     assert decoder.decode(frame, other)[1] == "frame-unexpected"
+
+
+# ---- gradient-norm frames (clipping by global norm) --------------------------------------------
+
+NORM_NODES = 3
+NORM_EXPECT = frames.Expect(frames.PIECE, 1, 7, frames.TENSOR_NORM, 0, 0, NORM_NODES)
+
+
+def valid_norm(start: int = 0) -> bytes:
+    header = frames.Header(frames.PIECE, 1, 7, frames.TENSOR_NORM, start=start, count=NORM_NODES)
+    return frames.frame(header, bytes(range(4 * NORM_NODES)))
+
+
+def test_norm_frames_decode_and_no_other_tensor_passes_for_one(decoder: Decoder) -> None:
+    h, name = decoder.decode(valid_norm(), NORM_EXPECT)
+    assert name is None, decoder.lib.frame_reason()
+    assert (h.tensor, h.count, h.payload_bytes) == (frames.TENSOR_NORM, NORM_NODES, 12)
+    # a gradient piece of the same size where norm nodes are expected, and the reverse
+    gradient = frames.piece(1, 7, 0, 0, bytes(4 * NORM_NODES))
+    assert decoder.decode(gradient, NORM_EXPECT)[1] == "frame-unexpected"
+    assert b"tensor" in decoder.lib.frame_reason()
+    assert (
+        decoder.decode(valid_norm(), replace(PIECE_EXPECT, count=NORM_NODES, lo=0, hi=0))[1]
+        == "frame-unexpected"
+    )
+    assert decoder.decode(valid_piece(), NORM_EXPECT)[1] == "frame-oversize"
+    # the elements they cover start where the schedule says
+    at = decoder.lib.frame_decode_header_at
+    at.restype = ctypes.c_char_p
+    at.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(CHeader),
+                   ctypes.POINTER(CExpect), ctypes.c_uint64]  # fmt: skip
+    e = CExpect(*(getattr(NORM_EXPECT, field[0]) for field in CExpect._fields_))
+    frame = valid_norm(start=1205)
+    assert at(frame, len(frame), ctypes.byref(CHeader()), ctypes.byref(e), 1205) is None
+    assert at(frame, len(frame), ctypes.byref(CHeader()), ctypes.byref(e), 0) == (
+        b"frame-unexpected"
+    )
+
+
+@FUZZ
+@given(st.data())
+def test_mutated_norm_frames_are_refused_like_the_mirror(
+    decoder: Decoder, data: st.DataObject
+) -> None:
+    frame = bytearray(valid_norm())
+    for _ in range(data.draw(st.integers(1, 4))):
+        how = data.draw(st.sampled_from(["flip", "cut", "field"]))
+        if how == "flip":
+            i = data.draw(st.integers(0, len(frame) - 1)) if frame else 0
+            if frame:
+                frame[i] ^= 1 << data.draw(st.integers(0, 7))
+        elif how == "cut":
+            del frame[data.draw(st.integers(0, len(frame))) :]
+        elif len(frame) >= 64:
+            offset = data.draw(st.sampled_from([8, 12, 16, 20, 24]))  # sender .. node hi
+            frame[offset : offset + 4] = data.draw(st.integers(0, 2**32 - 1)).to_bytes(4, "little")
+            frame[60:64] = frames.crc32c(bytes(frame[:60])).to_bytes(4, "little")
+    _, name = decoder.decode(bytes(frame), NORM_EXPECT)
+    assert name == frames.decode(bytes(frame), NORM_EXPECT)[1]
+    if bytes(frame) != valid_norm():
+        check_refusal(name)

@@ -93,11 +93,6 @@ def check_learner(
             return None
         args["nesterov"] = 1.0 if args["nesterov"] == "true" else 0.0
     clip = float(args.pop("clip"))
-    if clip > 0:  # CLIP-GATE: until the runtime's norm exchange lands
-        kw = call.kwarg("clip")
-        assert kw is not None
-        ctx.refuse("not-built-yet", "clipping by global norm is not built yet", kw.span)
-        return None
     hyper = tuple(
         (k, float(v))
         for k, v in args.items()

@@ -118,7 +118,9 @@ def emit_clipping(module: ir.Module, program: Program) -> None:
 
     b.position_at_end(recurse)
     # the largest power of two strictly below n (n >= 2): 2 ** floor(log2(n - 1))
-    ctlz = module.declare_intrinsic("llvm.ctlz", [I64])
+    ctlz = module.globals.get("llvm.ctlz.i64")
+    if ctlz is None:
+        ctlz = ir.Function(module, ir.FunctionType(I64, [I64, ir.IntType(1)]), "llvm.ctlz.i64")
     lead = b.call(ctlz, [b.sub(n, i64(1)), ir.Constant(ir.IntType(1), 0)])
     mid = b.add(lo, b.shl(i64(1), b.sub(i64(63), lead)))
     left = b.call(node, [g, lo, mid])

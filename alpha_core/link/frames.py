@@ -39,6 +39,7 @@ AUTH_BYTES = HEADER_BYTES + 4 * AUTH_COUNT
 MAC_BYTES = 16
 TENSOR_GRADIENT = 0
 TENSOR_PARAMS = 1
+TENSOR_NORM = 2  # clipping: gradient-norm node values (runtime/clip_norm.c)
 
 _LAYOUT = struct.Struct("<IHHIIIIIIQQQI")  # everything up to the header CRC: 60 bytes
 assert _LAYOUT.size == 60

@@ -147,6 +147,28 @@ def _elements(plan: Plan, workers: Range) -> Range:
     return plan.slice_of(workers[0])[0], plan.slice_of(workers[1] - 1)[1]
 
 
+def _norm(
+    b: _Builder,
+    plan: Plan,
+    pos: Position,
+    up: int | None,
+    down: list[int],
+    child_workers: list[Range],
+    n: int,
+) -> None:
+    """Clipping with gradients partitioned: no role holds the whole round's gradient, so the
+    global norm's canonical element tree is evaluated where its elements are. Each role sends
+    up the maximal nodes of its subtree's elements (its own, evaluated from its slice, and its
+    children's, received first), the root evaluates the tree's root and sends it back down."""
+    for link, workers in zip(down, child_workers, strict=True):
+        b.op("norm_recv", link=link, elements=_elements(plan, workers))
+    if up is not None:
+        b.op("norm_send", link=up, elements=_elements(plan, pos.subtree))
+        b.op("norm_recv", link=up, elements=(0, n))
+    for link in reversed(down):
+        b.op("norm_send", link=link, elements=(0, n))
+
+
 def project(
     plan: Plan, index: int, port_base: int = 47000, host: str = "127.0.0.1"
 ) -> RoleSchedule:
@@ -191,6 +213,8 @@ def project(
             b.op("recv", *everything, up, _elements(plan, pos.subtree) if partial else None)
         for link, workers in reversed(list(zip(down, child_workers, strict=True))):
             b.op("send", *everything, link, _elements(plan, workers) if partial else None)
+        if partial and plan.system.learner.clip is not None:
+            _norm(b, plan, pos, up, down, child_workers, n)
 
     # the learner, and the parameters back together
     owns_state = pos.own_leaves is not None

@@ -20,6 +20,8 @@ OP_KINDS = {
     "ack_recv": 9,
     "ack_send": 10,
     "publish": 11,
+    "norm_send": 12,
+    "norm_recv": 13,
 }
 # what a CHECKPOINT op writes (its `flags`)
 WRITES_PARAMS, WRITES_OPTIMIZER, WRITES_SCALARS = 1, 2, 4
@@ -75,6 +77,10 @@ class Op:
             return (
                 "on checkpoint rounds: write " + (", ".join(what) or "nothing") + self._elements()
             )
+        if self.kind == "norm_send":
+            return f"send the gradient-norm nodes of{self._elements()} to {peer}"
+        if self.kind == "norm_recv":
+            return f"receive the gradient-norm nodes of{self._elements()} from {peer}"
         if self.kind == "ack_recv":
             return f"on checkpoint rounds: receive {peer}'s capture acknowledgement"
         if self.kind == "ack_send":

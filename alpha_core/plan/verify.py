@@ -21,7 +21,12 @@ class ScheduleFault:
     message: str
 
 
-SENDS = {"send": "recv", "send_params": "recv_params", "ack_send": "ack_recv"}
+SENDS = {
+    "send": "recv",
+    "send_params": "recv_params",
+    "ack_send": "ack_recv",
+    "norm_send": "norm_recv",
+}
 RECEIVES = set(SENDS.values())
 
 

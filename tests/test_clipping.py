@@ -1,0 +1,128 @@
+"""Clipping by global norm (issue 13): the norm is the canonical tree over the gradient's
+elements, so every owner count and partitioning evaluates the same float32 value and takes
+the same decision. A threshold one float32 ulp below a round's norm clips and the norm itself
+does not, under 1, 2, 3, 4 and 8 owners with partitioned gradients (each role holding only its
+subtree's elements of the round's gradient), each with the NumPy reference's bits; a run
+killed mid-way and resumed on another owner count ends with the same bits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import reference_learners
+from conftest import program_of
+from reference import train
+from test_partitioned import (  # noqa: F401 - _kernels_once: one kernel compile per system
+    SHORT,
+    _kernels_once,
+    build_plan_roles,
+    build_single,
+    plan_text,
+    written_sha,
+)
+
+ADAM = "learner adam(lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8)"
+assert ADAM in SHORT
+
+
+def system(learner: str, steps: int) -> str:
+    """digits alone (its file's plans and pairings left out), with this learner and steps."""
+    alone = SHORT[: SHORT.index("\n}\n", SHORT.index("system digits")) + 3]
+    return alone.replace(ADAM, f"learner {learner}").replace("steps 40", f"steps {steps}")
+
+
+def reference_run(text: str, folder: Path) -> tuple[str, list[float]]:
+    folder.mkdir(parents=True, exist_ok=True)
+    reference_learners.NORMS.clear()
+    result = train(program_of(text, folder / "reference.alpha"))
+    return result.sha256, list(reference_learners.NORMS)
+
+
+def owners_sha(text: str, owners: int, folder: Path) -> str:
+    if owners == 1:
+        return written_sha(build_single(text, folder).run("--quiet"))
+    return written_sha(build_plan_roles(plan_text(owners, "grads", system=text), folder).run())
+
+
+@pytest.fixture(scope="module")
+def first_norm(tmp_path_factory: pytest.TempPathFactory) -> np.float32:
+    """Round 0's global norm, from the reference (round 0 starts from the initial values, so
+    it does not depend on the threshold)."""
+    folder = tmp_path_factory.mktemp("norm")
+    _, norms = reference_run(system("adam(lr: 0.01, clip: 1000.0)", 1), folder)
+    return np.float32(norms[0])
+
+
+@pytest.mark.parametrize("side", ["one-ulp-below", "at-the-norm"])
+def test_one_ulp_decides_the_same_under_every_owner_count(
+    side: str, first_norm: np.float32, tmp_path: Path
+) -> None:
+    threshold = np.nextafter(first_norm, np.float32(0)) if side == "one-ulp-below" else first_norm
+    text = system(f"adam(lr: 0.01, clip: {float(threshold)!r})", 1)
+    want, norms = reference_run(text, tmp_path)
+    assert np.float32(norms[0]) == first_norm
+    unclipped, _ = reference_run(system("adam(lr: 0.01)", 1), tmp_path / "plain")
+    # below the norm the round is clipped (other bits); at the norm it is not (the same bits)
+    assert (want != unclipped) == (side == "one-ulp-below")
+    for owners in (1, 2, 3, 4, 8):
+        assert owners_sha(text, owners, tmp_path / f"owners-{owners}") == want, owners
+
+
+CLIPPED = "adamw(lr: cosine(0.02, warmup: 5), weight_decay: 0.01, clip: 0.42)"
+
+
+def test_a_clipped_run_resumes_on_another_owner_count(tmp_path: Path) -> None:
+    """30 rounds, some clipped and some not; 4 owners with everything partitioned checkpoint
+    every 10 rounds, and 8 owners resumed from round 10 end with the same bits."""
+    text = system(CLIPPED, 30)
+    want, norms = reference_run(text, tmp_path)
+    assert any(n > 0.42 for n in norms) and any(n <= 0.42 for n in norms), norms
+    four = build_plan_roles(plan_text(4, "params", every=10, system=text), tmp_path / "four")
+    assert written_sha(four.run()) == want
+    eight = build_plan_roles(plan_text(8, "params", every=10, system=text), tmp_path / "eight")
+    capture = four.folder / "checkpoints" / "round-00000010"
+    assert written_sha(eight.run("--resume", str(capture))) == want
+    assert written_sha(build_single(text, tmp_path / "one").run("--quiet")) == want
+
+
+def test_replicated_gradients_clip_without_moving_norms(tmp_path: Path) -> None:
+    """A pair with gradients replicated: both workers hold the whole gradient and evaluate the
+    norm themselves (no norm ops in their schedules), with the same bits."""
+    from test_partitioned import analysis
+
+    from alpha_core.plan.projection import project
+
+    text = system(CLIPPED, 12)
+    want, _ = reference_run(text, tmp_path)
+    source = plan_text(2, "optimizer", system=text)
+    plan, _, _ = analysis(source, tmp_path / "pair").plan("p")
+    assert plan is not None
+    assert not any(op.kind.startswith("norm") for i in range(2) for op in project(plan, i).ops)
+    assert written_sha(build_plan_roles(source, tmp_path / "pair").run()) == want
+
+
+def test_the_checked_runtime_clips_without_undefined_behaviour(tmp_path: Path) -> None:
+    """Three owners of partitioned gradients, each role linked with a runtime that traps on
+    undefined behaviour (clip_norm.c included): the norm exchange runs, nothing traps, and the
+    bits are the reference's."""
+    from dataclasses import replace
+
+    from conftest import link_checked
+    from test_partitioned import Built, analysis
+
+    from alpha_core.launch import free_port_base
+    from alpha_core.plan.projection import project
+
+    text = system(CLIPPED, 8)
+    want, _ = reference_run(text, tmp_path)
+    plan, _, diags = analysis(plan_text(3, "grads", system=text), tmp_path).plan("p")
+    assert plan is not None, diags
+    base = free_port_base(plan.membership.total)
+    roles = []
+    for index in range(plan.membership.total):
+        role = replace(project(plan, index, base), checkpoint_dir=str(tmp_path / "ckpt"))
+        assert any(op.kind == "norm_send" for op in role.ops)
+        roles.append((role.name, link_checked(plan.system, role, tmp_path / f"role-{index}")))
+    assert written_sha(Built(roles, tmp_path).run("--quiet")) == want
