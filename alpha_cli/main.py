@@ -16,7 +16,7 @@ from alpha_cli.deploy_cmd import add_deploy, show_hosts_refused
 from alpha_cli.environment import Refused, StdoutUnwritable, drop_stdout, guard_stdout
 from alpha_cli.help_text import decorate
 from alpha_cli.render import diagnostic_json, err, error_line, op_json, out, show_refusals
-from alpha_cli.run_view import run_with_progress, training_line
+from alpha_cli.run_view import gpu_lines, run_with_progress, training_line
 from alpha_core.build import BuildResult, BuiltExecutable, Deployment, build_program
 from alpha_core.checkpoint import CheckpointError, read_checkpoint
 from alpha_core.diagnostics import Diagnostic
@@ -207,6 +207,8 @@ def _report(outcomes: list[RoleOutcome], as_json: bool, a: Analysis, result: Bui
             f"roles             {len(outcomes)} finished: " + ", ".join(o.role for o in outcomes),
             soft_wrap=True,
         )
+    for line in gpu_lines(outcomes):
+        out.print(line, soft_wrap=True)
     return OK
 
 
@@ -224,7 +226,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     extra = ["--data", args.data] if args.data and args.plan is None else []
     commands = role_commands(result, extra)
-    outcomes = run_with_progress(commands, steps, quiet=args.json)
+    targets = {e.role: e.target for e in result.executables}
+    outcomes = run_with_progress(commands, steps, quiet=args.json, targets=targets)
     return _report(outcomes, args.json, a, result)
 
 

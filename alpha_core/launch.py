@@ -20,9 +20,23 @@ class RoleOutcome:
     done: dict[str, object] | None = None
     stderr: str = ""
     events: list[dict[str, object]] = field(default_factory=list)
+    device: dict[str, object] | None = None  # a GPU role's `device` event
+    kernel_us: int = 0  # a GPU role's kernel time over the rounds it reported
+    kernel_rounds: int = 0
+
+    @property
+    def kernel_ms_per_round(self) -> float | None:
+        return self.kernel_us / 1000 / self.kernel_rounds if self.kernel_rounds else None
 
     def to_json(self) -> dict[str, object]:
         done = self.done or {}
+        gpu: dict[str, object] = {}
+        if self.device is not None:
+            gpu["device"] = {
+                k: self.device.get(k)
+                for k in ("target", "shadow", "name", "uuid", "memory", "free", "demand")
+            }
+            gpu["kernel_ms_per_round"] = self.kernel_ms_per_round
         return {
             "role": self.role,
             "exit_code": self.exit_code,
@@ -33,6 +47,7 @@ class RoleOutcome:
             "holdout_accuracy": done.get("holdout_accuracy"),
             "holdout_mse": done.get("holdout_mse"),
             "params_file": done.get("params_file"),
+            **gpu,
         }
 
 
@@ -170,6 +185,11 @@ class Launch:
                 outcome.message = str(event.get("message"))
             elif kind == "done":
                 outcome.done = event
+            elif kind == "device":  # a GPU role: its card (or the host shadow), once started
+                outcome.device = event
+            elif kind == "step" and isinstance(event.get("kernel_us"), int):
+                outcome.kernel_us += int(str(event["kernel_us"]))
+                outcome.kernel_rounds += 1
             if self._on_event is not None:
                 with self._lock:
                     self._on_event(role, event)

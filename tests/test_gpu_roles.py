@@ -156,6 +156,13 @@ def test_shadow_pairs_give_the_single_process_bits(tmp_path: Path, source: str) 
         )
         assert report["ok"], report
         assert _sha(report) == single, pairing
+        roles = report["roles"]
+        assert isinstance(roles, list)
+        gpu = [r for r in roles if "device" in r]
+        assert len(gpu) == (2 if pairing == "two_gpus" else 1)
+        for r in gpu:
+            assert r["device"]["shadow"] is True and "(shadow)" in r["device"]["target"]
+            assert r["device"]["demand"] > 0 and r["kernel_ms_per_round"] is not None
 
 
 def test_a_partitioned_plan_with_gpu_and_host_roles_gives_the_bits(tmp_path: Path) -> None:
@@ -194,6 +201,16 @@ def test_the_shadow_names_itself_in_its_device_event(tmp_path: Path) -> None:
     exe = manifest["executables"][0]["path"]
     proc = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=60)
     assert "host shadow" in proc.stdout
+    # what `alpha run` prints: each role's target on its bar, and a line per GPU role
+    shown = cli(
+        "run", str(path), "--plan", "pair", "--pairing", "gpu_and_host", "--gpu-shadow",
+        "-o", str(tmp_path / "r"),
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert "gpu h200 (shadow) on host shadow" in shown.stderr  # the bars
+    assert "x86_64" in shown.stderr
+    line = next(x for x in shown.stdout.splitlines() if "(shadow) on host shadow:" in x)
+    assert "worker[0]" in line and "device memory" in line and "ms/round" in line
 
 
 def test_a_refused_pairing_blocks_only_builds_that_use_it(tmp_path: Path) -> None:
