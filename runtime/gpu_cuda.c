@@ -301,8 +301,10 @@ void alpha_gpu_load(const char *ptx, uint32_t n, const char *const *names)
     error_log[0] = info_log[0] = '\0';
     CUresult r = cu.cuModuleLoadDataEx(&module, ptx, 4, options, values);
     if (r != CUDA_SUCCESS) {
-        error_log[sizeof error_log - 1] = '\0';
-        /* The whole log on stderr; the refusal's message holds as much as fits. */
+        error_log[sizeof error_log - 1] = info_log[sizeof info_log - 1] = '\0';
+        /* The whole logs on stderr; the refusal's message holds as much as fits. */
+        if (info_log[0])
+            fprintf(stderr, "the driver's JIT info log:\n%s\n", info_log);
         if (error_log[0])
             fprintf(stderr, "the driver's JIT log:\n%s\n", error_log);
         refuse(REFUSAL_GPU_JIT_FAILED, "the driver's JIT could not compile the role's PTX (%s): %s",
