@@ -70,8 +70,9 @@ void batch_gather(const struct alpha_program *p, const struct dataset *d, uint32
         uint32_t row = batch_row(p, train_rows, t, leaf, i);
         memcpy(x + (size_t)i * d->features, d->x + (size_t)row * d->features,
                d->features * sizeof(float));
-        if (d->y_class)
-            y_class[i] = d->y_class[row];
+        if (d->y_class)   /* d->targets labels per row: 1, or a sequence's positions */
+            memcpy(y_class + (size_t)i * d->targets, d->y_class + (size_t)row * d->targets,
+                   d->targets * sizeof(int32_t));
         else
             memcpy(y_reg + (size_t)i * d->targets, d->y_reg + (size_t)row * d->targets,
                    d->targets * sizeof(float));

@@ -187,7 +187,9 @@ static void load_csv(const struct alpha_program *p, const char *path, struct dat
     int class_kind = p->label_kind == ALPHA_LABEL_CLASS;
     uint32_t columns = d->features + d->targets;
     float *x = checked_calloc((size_t)p->rows * d->features, sizeof(float), "data features");
-    int32_t *labels = class_kind ? checked_calloc(p->rows, sizeof(int32_t), "class labels") : NULL;
+    int32_t *labels =
+        class_kind ? checked_calloc((size_t)p->rows * d->targets, sizeof(int32_t), "class labels")
+                   : NULL;
     float *targets =
         class_kind ? NULL : checked_calloc((size_t)p->rows * d->targets, sizeof(float), "targets");
     float *row = checked_calloc(columns, sizeof(float), "a data row");
@@ -225,12 +227,14 @@ static void load_csv(const struct alpha_program *p, const char *path, struct dat
                    path, line_number, (unsigned)p->rows);
         memcpy(x + (size_t)rows * d->features, row, d->features * sizeof(float));
         if (class_kind) {
-            float label = row[d->features];
-            if (!is_class_index(label, p->outputs))
-                refuse(REFUSAL_DATA_MALFORMED,
-                       "%s line %lu: label %.9g is not a class index in 0..%u", path,
-                       line_number, (double)label, (unsigned)p->outputs - 1);
-            labels[rows] = (int32_t)label;   /* integral and in range: exact */
+            for (uint32_t k = 0; k < d->targets; k++) {
+                float label = row[d->features + k];
+                if (!is_class_index(label, p->outputs))
+                    refuse(REFUSAL_DATA_MALFORMED,
+                           "%s line %lu: label %.9g is not a class index in 0..%u", path,
+                           line_number, (double)label, (unsigned)p->outputs - 1);
+                labels[(size_t)rows * d->targets + k] = (int32_t)label; /* integral: exact */
+            }
         } else {
             memcpy(targets + (size_t)rows * d->targets, row + d->features,
                    d->targets * sizeof(float));
@@ -274,13 +278,14 @@ static void load_embedded(const struct alpha_program *p, struct dataset *d)
         d->y_reg = p->embedded_y;
         return;
     }
-    int32_t *labels = checked_calloc(p->rows, sizeof(int32_t), "class labels");
-    for (uint32_t r = 0; r < p->rows; r++) {
+    size_t n = (size_t)p->rows * d->targets;
+    int32_t *labels = checked_calloc(n, sizeof(int32_t), "class labels");
+    for (size_t r = 0; r < n; r++) {
         float label = p->embedded_y[r];
         if (!is_class_index(label, p->outputs))
             refuse(REFUSAL_DATA_MALFORMED,
-                   "embedded row %u: label %.9g is not a class index in 0..%u", (unsigned)r,
-                   (double)label, (unsigned)p->outputs - 1);
+                   "embedded row %u: label %.9g is not a class index in 0..%u",
+                   (unsigned)(r / d->targets), (double)label, (unsigned)p->outputs - 1);
         labels[r] = (int32_t)label;
     }
     d->y_class = labels;
@@ -290,7 +295,9 @@ void data_load(const struct alpha_program *p, const char *path, struct dataset *
 {
     d->rows = p->rows;
     d->features = p->features;
-    d->targets = p->label_kind == ALPHA_LABEL_CLASS ? 1 : p->outputs;
+    d->targets = p->label_kind != ALPHA_LABEL_CLASS ? p->outputs
+                 : p->label_positions > 1                 ? p->label_positions
+                                                          : 1;
     d->y_class = NULL;
     d->y_reg = NULL;
     if (p->data_kind == ALPHA_DATA_EMBEDDED)

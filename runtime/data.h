@@ -10,9 +10,10 @@
 struct dataset {
     uint32_t rows;
     uint32_t features;
-    uint32_t targets;          /* floats of y per row: 1 (class kind) or outputs (regression) */
+    uint32_t targets;          /* y per row: labels (class kind: 1, or label_positions) or
+                                * outputs floats (regression) */
     const float *x;            /* rows * features */
-    const int32_t *y_class;    /* rows labels in [0, outputs), class kind; else NULL */
+    const int32_t *y_class;    /* rows * targets labels in [0, outputs), class kind; else NULL */
     const float *y_reg;        /* rows * outputs targets, regression kind; else NULL */
 };
 

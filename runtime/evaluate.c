@@ -24,8 +24,10 @@ double evaluate_holdout(const struct alpha_program *p, const struct dataset *d,
         return 0.0;
     uint32_t first = p->rows - p->holdout;
     float *x = checked_calloc((size_t)p->leaf_size * p->features, sizeof(float), "holdout inputs");
-    float *out =
-        checked_calloc((size_t)p->leaf_size * p->outputs, sizeof(float), "holdout outputs");
+    /* class kind: `outputs` floats for each of a row's d->targets labels */
+    uint32_t labels = d->y_class ? d->targets : 1;
+    float *out = checked_calloc((size_t)p->leaf_size * labels * p->outputs, sizeof(float),
+                                "holdout outputs");
     double total = 0.0;
     for (uint32_t start = first; start < p->rows; start += p->leaf_size) {
         uint32_t count = p->rows - start < p->leaf_size ? p->rows - start : p->leaf_size;
@@ -33,9 +35,11 @@ double evaluate_holdout(const struct alpha_program *p, const struct dataset *d,
         memcpy(x, d->x + (size_t)start * p->features, (size_t)count * p->features * sizeof(float));
         alpha_forward(params, x, out);
         for (uint32_t i = 0; i < count; i++) {
-            const float *o = out + (size_t)i * p->outputs;
+            const float *o = out + (size_t)i * labels * p->outputs;
             if (d->y_class) {
-                total += argmax(o, p->outputs) == (uint32_t)d->y_class[start + i];
+                for (uint32_t k = 0; k < labels; k++)
+                    total += argmax(o + (size_t)k * p->outputs, p->outputs) ==
+                             (uint32_t)d->y_class[(size_t)(start + i) * labels + k];
             } else {
                 const float *y = d->y_reg + (size_t)(start + i) * p->outputs;
                 for (uint32_t k = 0; k < p->outputs; k++) {
@@ -47,5 +51,6 @@ double evaluate_holdout(const struct alpha_program *p, const struct dataset *d,
     }
     free(x);
     free(out);
-    return d->y_class ? total / p->holdout : total / ((double)p->holdout * p->outputs);
+    return d->y_class ? total / ((double)p->holdout * labels)
+                      : total / ((double)p->holdout * p->outputs);
 }

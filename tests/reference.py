@@ -81,7 +81,7 @@ def evaluate(
         elif op == "input_x":
             r = x.astype(dt).reshape(shape)
         elif op == "label_class":
-            r = y.astype(np.int64).reshape(-1)
+            r = y.astype(np.int64).reshape(shape)
         elif op == "label_reg":
             r = y.astype(dt)
         elif op == "const":

@@ -31,7 +31,17 @@ def training_step(program: Program) -> StepGraph:
         b.add(node.op, node.inputs, node.shape, node.attrs)
     out = program.output
     classes = program.data.outputs
-    if program.loss == "softmax_cross_entropy":
+    positions = program.data.positions
+    if program.loss == "softmax_cross_entropy" and positions > 1:
+        # one label per position: the positions of every example are the rows of one
+        # cross-entropy, example-major; an example's loss is the sum over its positions
+        labels = b.add("label_class", (), (BATCH, positions))
+        rows = b.add("reshape", (out,), (-positions, classes))
+        flat = b.add("reshape", (labels,), (-positions,))
+        per_example = b.add("xent", (rows, flat), (-positions,))
+        grad = b.add("xent_grad", (rows, flat), (-positions, classes))
+        seed = b.add("reshape", (grad,), (BATCH, positions, classes))
+    elif program.loss == "softmax_cross_entropy":
         labels = b.add("label_class", (), (BATCH,))
         per_example = b.add("xent", (out, labels), (BATCH,))
         seed = b.add("xent_grad", (out, labels), (BATCH, classes))

@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 from alpha_core.check import arguments as A
 from alpha_core.check.context import CheckContext
 from alpha_core.check.program import DataSpec
-from alpha_core.data import synthetic
+from alpha_core.data import sequences, synthetic
 from alpha_core.data.csv_rows import Shape, checked_rows
 from alpha_core.syntax import ast
 
@@ -31,6 +31,13 @@ SYNTHETIC = [
     A.Arg("targets", "int", 0, low=0, high=65_536),
     A.Arg("seed", "int", 0, low=0),
     A.Arg("noise", "float", 0.1, low=0.0),
+    A.Arg("holdout", "int", -1, low=-1),
+]
+SEQUENCES = [
+    A.Arg("task", "name"),
+    A.Arg("length", "int", low=1, high=64),
+    A.Arg("rows", "int", low=2, high=1_000_000),
+    A.Arg("seed", "int", 0, low=0),
     A.Arg("holdout", "int", -1, low=-1),
 ]
 SYNTHETIC_VALUES = 1 << 24  # x, y and the class centres or weights, all together
@@ -92,8 +99,51 @@ def check_data(
             seed=spec.seed,
             noise=spec.noise,
         )
-    ctx.unknown("data source", src.func, src.func_span, ["table", "synthetic"])
+    if src.func == "sequences":
+        args = A.bind(ctx, src, SEQUENCES)
+        return None if args is None else _sequences(args, src, ctx)
+    ctx.unknown("data source", src.func, src.func_span, ["table", "synthetic", "sequences"])
     return None
+
+
+def _sequences(
+    args: dict[str, float | int | str], call: ast.Call, ctx: CheckContext
+) -> DataSpec | None:
+    """Digit strings and a task on them (alpha_core/data/sequences.py): 2 * length token
+    values per row, `length` labels of 11 classes."""
+    task, length, rows = str(args["task"]), int(args["length"]), int(args["rows"])
+    if task not in sequences.TASKS:
+        ctx.refuse(
+            "bad-argument",
+            f"`task: {task}` is not one of " + ", ".join(sequences.TASKS),
+            call.span,
+        )
+        return None
+    holdout = int(args["holdout"]) if int(args["holdout"]) >= 0 else rows // 5
+    if holdout >= rows:
+        ctx.refuse("bad-argument", f"`holdout` is {holdout} of only {rows} rows", call.span)
+        return None
+    if rows * 3 * length > SYNTHETIC_VALUES:
+        ctx.refuse(
+            "bad-argument",
+            f"`sequences` would generate {rows * 3 * length:,} values; at most "
+            f"{SYNTHETIC_VALUES:,} are generated",
+            call.span,
+        )
+        return None
+    seed = int(args["seed"])
+    return DataSpec(
+        "synthetic",
+        2 * length,
+        "class",
+        sequences.VOCABULARY,
+        rows,
+        holdout,
+        sequences.digest(task, length, rows, seed),
+        seed=seed,
+        task=task,
+        positions=length,
+    )
 
 
 def _label_kind(

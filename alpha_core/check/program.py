@@ -41,6 +41,8 @@ class DataSpec:
     seed: int = 0  # synthetic
     noise: float = 0.0  # synthetic
     size: int = 0  # table: the file's bytes (the runtime refuses another size before reading)
+    task: str = ""  # synthetic sequences: reverse | sort | copy ("" for the other sources)
+    positions: int = 1  # class labels per row: one per answer position of a sequence
 
     @property
     def train_rows(self) -> int:
@@ -110,7 +112,12 @@ class Program:
             f"system {self.name}",
             f"data {self.data.kind} features={self.data.features} label={self.data.label_kind}"
             f" outputs={self.data.outputs} rows={self.data.rows} holdout={self.data.holdout}"
-            f" sha256={self.data.sha256} seed={self.data.seed} noise={self.data.noise!r}",
+            f" sha256={self.data.sha256} seed={self.data.seed} noise={self.data.noise!r}"
+            + (
+                f" task={self.data.task} positions={self.data.positions}"
+                if self.data.task or self.data.positions != 1
+                else ""
+            ),
             f"batch {self.batch} leaves {self.leaves} shuffle {self.shuffle_seed}",
         ]
         for p in self.params:

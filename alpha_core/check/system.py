@@ -372,11 +372,14 @@ def _model(
                 call.func_span,
             )
             return None
-        if oshape != (BATCH, data.outputs):
+        labels = (
+            (BATCH, data.outputs) if data.positions == 1 else (BATCH, data.positions, data.outputs)
+        )
+        if oshape != labels:
             ctx.refuse(
                 "shape-mismatch",
                 f"the model gives {show_shape(oshape)} but the data's labels need "
-                f"{show_shape((BATCH, data.outputs))}",
+                f"{show_shape(labels)}",
                 pred_e.span,
                 related=_label_count(decl),
             )

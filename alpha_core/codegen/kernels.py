@@ -114,7 +114,8 @@ def emit_forward(
     bound = _bind_params(b, program.model, program, params)
     bound.update(_bind_inputs(program.model, x, None, None))
     em.emit(b, [program.output], bound)
-    _copy(b, em.ptrs[program.output], out, 0, program.leaf_size * program.data.outputs)
+    per_example = program.data.outputs * program.data.positions  # a label's outputs, per label
+    _copy(b, em.ptrs[program.output], out, 0, program.leaf_size * per_example)
     b.ret_void()
 
 
@@ -235,8 +236,9 @@ def emit_apply_element(
     e = b.add(start, j)
     at = [j if k == 0 else b.add(j, b.mul(count, i64(k))) for k in range(program.state_slots)]
     slots = [load(b, state, x) for x in at]
-    p2, new = learners.update(A, learner, program.batch, load(b, params, e), slots,
-                              load(b, gsum, e), r)
+    p2, new = learners.update(
+        A, learner, program.batch, load(b, params, e), slots, load(b, gsum, e), r
+    )
     store(b, p2, params, e)
     for value, x in zip(new, at, strict=True):
         store(b, value, state, x)

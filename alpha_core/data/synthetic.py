@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from alpha_core.data import sequences
 from alpha_core.semantics.rng import numpy_init
 
 if TYPE_CHECKING:
@@ -58,7 +59,10 @@ def _key(spec: DataSpec) -> tuple[int, int, str, int, int, str]:
 
 
 def generate(spec: DataSpec) -> tuple[np.ndarray, np.ndarray]:
-    """(x: rows × features, y: rows × 1 class index or rows × targets), both float32."""
+    """(x: rows × features, y: rows × 1 class index or rows × targets, or rows × positions
+    labels of a sequence task), both float32."""
+    if spec.task:
+        return sequences.generate(spec.task, spec.positions, spec.rows, spec.seed)
     return _generate(*_key(spec))
 
 
@@ -75,6 +79,8 @@ def digest(spec: DataSpec) -> str:
     the data's identity. Memoized by the spec (a digest is 64 characters; the rows, up to 64 MiB
     a set, are kept only in `generate`'s small cache), so rechecking a system whose data did
     not change never generates it again."""
+    if spec.task:
+        return sequences.digest(spec.task, spec.positions, spec.rows, spec.seed)
     return _digest(*_key(spec))
 
 
@@ -82,3 +88,4 @@ def clear_memos() -> None:
     """Forget the generated data sets and their digests."""
     _generate.cache_clear()
     _digest.cache_clear()
+    sequences.clear_memos()

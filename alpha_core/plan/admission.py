@@ -114,7 +114,7 @@ def demand(program: Program, schedule: RoleSchedule, threads: int = 1) -> list[t
     step = training_step(program)  # once: both the buffers and the scratch read it
     n = program.n_params
     d = program.data
-    label_width = 1 if d.label_kind == "class" else d.outputs
+    label_width = d.positions if d.label_kind == "class" else d.outputs
     applies = any(op.kind == "apply" for op in schedule.ops)
     owned = (schedule.state_count or n) if applies else 0
     state = program.state_slots * owned + (program.state_scalars if applies else 0)
