@@ -7,11 +7,18 @@ nothing about it.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
+from alpha_core.agreement import Agreement
 from alpha_core.launch import ended
 
 LOSS_HISTORY = 4096  # the losses kept per role, for a curve
+EVENT_HISTORY = 2000  # the events kept per role, for its log
+
+
+def _events() -> deque[dict[str, object]]:
+    return deque(maxlen=EVENT_HISTORY)
 
 
 @dataclass
@@ -21,6 +28,8 @@ class RoleState:
     round: int = 0  # rounds completed
     state: str = "starting"  # starting, running, done, refused, killed
     losses: list[float] = field(default_factory=list)  # the newest LOSS_HISTORY of them
+    first_round: int = 1  # the round of losses[0]
+    events: deque[dict[str, object]] = field(default_factory=_events)  # the newest, in order
     frames: int = 0  # sent and received since this launch began
     bytes: int = 0
     captured: int | None = None  # the last round this role wrote a capture of
@@ -29,6 +38,8 @@ class RoleState:
     refusal: str | None = None
     message: str | None = None
     done: dict[str, object] | None = None
+    device: dict[str, object] | None = None  # a GPU role's `device` event: target, name, ...
+    kernel_us: int | None = None  # a GPU role's kernel time in its newest round
 
     @property
     def loss(self) -> float | None:
@@ -57,20 +68,31 @@ class RunState:
 
     def __init__(self, roles: list[str], steps: int) -> None:
         self.roles = {role: RoleState(role, steps) for role in roles}
+        self.agreement = Agreement(tuple(roles))
 
     def apply(self, role: str, event: dict[str, object]) -> None:
         r = self.roles[role]
+        r.events.append(event)
         kind = event.get("event")
-        if kind == "start" and r.state == "starting":
-            r.state = "running"
+        if kind == "start":
+            self.agreement.start(event)
+            if r.state == "starting":
+                r.state = "running"
         elif kind == "resumed":
             r.resumed = r.round = _count(event.get("round"))
+        elif kind == "device":
+            r.device = event
         elif kind == "step":
+            if isinstance(event.get("kernel_us"), int):
+                r.kernel_us = _count(event.get("kernel_us"))
             r.state = "running"
             r.round = _count(event.get("step"))
             loss = event.get("loss")
             r.losses.append(float(loss) if isinstance(loss, int | float) else float("nan"))
-            del r.losses[:-LOSS_HISTORY]
+            if len(r.losses) > LOSS_HISTORY:
+                del r.losses[:-LOSS_HISTORY]
+            r.first_round = r.round - len(r.losses) + 1
+            self.agreement.step(role, event)
             r.frames += _count(event.get("frames"))
             r.bytes += _count(event.get("bytes"))
         elif kind == "checkpoint":

@@ -4,11 +4,13 @@ that no face decides how a choice becomes executables."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from alpha_core.build import BuildResult, BuiltExecutable, Deployment, build_plan, build_program
+from alpha_core.check.program import Program
 from alpha_core.deployment_check import deployment_refusals
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.launch import command_for
@@ -18,6 +20,7 @@ from alpha_core.plan.model import Plan
 from alpha_core.plan.projection import project
 from alpha_core.workspace import Analysis
 
+STEPS_LIMIT = 4_294_967_295  # a round counter of the runtime is 32 bits
 ALL_ROLES_LIMIT = 64  # a plan with more roles is built (and projected) one role at a time
 
 
@@ -31,6 +34,8 @@ class Choice:
     plan: str | None = None
     pairing: str | None = None  # None: the plan's only pairing, or none
     role: str | None = None  # only this role of the plan
+    steps: int | None = None  # instead of the system's `steps` (a longer demonstration run)
+    checkpoint_every: int | None = None  # instead of the plan's `checkpoint every` (with a plan)
 
 
 def build_choice(
@@ -53,6 +58,7 @@ def build_choice(
             program, diags = a.program(choice.system)
             if program is None:
                 return None, diags
+            program = with_steps(program, choice.steps)
             d = deployment(1)
             refused = deployment_refusals(d, [target])
             if refused:
@@ -61,6 +67,7 @@ def build_choice(
         plan, pairing, diags = a.plan(choice.plan, choice.pairing)
         if plan is None:
             return None, diags
+        plan = overridden(plan, choice)
         roles = role_indices(plan, choice.role, "build")
         d = deployment(plan.membership.total)
         hosts = [pairing.host_of(i) if pairing is not None else "x86_64" for i in roles]
@@ -72,6 +79,31 @@ def build_choice(
         return None, [e.diagnostic]
     except LinkError as e:
         return None, [Diagnostic(e.name, e.message, None)]
+
+
+def with_steps(program: Program, steps: int | None) -> Program:
+    """The system with another number of steps (its identity changes with it, so a capture
+    of one is never resumed by the other)."""
+    if steps is None or steps == program.steps:
+        return program
+    if not 1 <= steps <= STEPS_LIMIT:
+        raise ChoiceError(f"--steps {steps} is out of range: 1 to {STEPS_LIMIT:,} steps")
+    return dataclasses.replace(program, steps=steps)
+
+
+def overridden(plan: Plan, choice: Choice) -> Plan:
+    """The plan with the choice's steps and checkpoint interval instead of its own."""
+    every = choice.checkpoint_every
+    if every is not None and not 1 <= every <= STEPS_LIMIT:
+        raise ChoiceError(
+            f"--checkpoint-every {every} is out of range: 1 to {STEPS_LIMIT:,} rounds"
+        )
+    system = with_steps(plan.system, choice.steps)
+    if system is plan.system and (every is None or every == plan.checkpoint_every):
+        return plan
+    return dataclasses.replace(
+        plan, system=system, checkpoint_every=every if every is not None else plan.checkpoint_every
+    )
 
 
 def without_plan(a: Analysis, choice: Choice) -> str:

@@ -1,40 +1,55 @@
 """alpha-tui: open a file, choose a system or a plan (and its pairing), build, launch every
-role on this machine, watch each one (round, loss curve, frames, captures), kill a role, and
-resume from the newest published capture.
+role on this machine, watch each one (round, loss plot, traffic, captures, whether the roles
+agree), open a role's panes (events, projection, memory, device), kill a role, and resume from
+the newest capture of the run that was killed.
 
 A face: checking, building, starting and reading a run are alpha_core's (workspace, runs,
-launch, run_state); this module only shows them and turns keys into calls. Anything slow runs
-in a thread; role events are queued by the launch's threads and drained ten times a second,
-so a flood of step events costs one redraw per tick.
+launch, run_state, captures, agreement, role_views); this module only shows them and turns
+keys into calls. Anything slow runs in a thread; role events are queued by the launch's
+threads and drained ten times a second, so a flood of step events costs one redraw per tick.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import threading
 from collections import deque
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from rich.markup import escape
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Footer, Header, RichLog, Select, Sparkline, Static
+from textual.events import Resize
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, RichLog, Select, Static
 
 from alpha_core.build import BuildResult, BuiltExecutable, Deployment
+from alpha_core.captures import CaptureFolders
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.render import render
 from alpha_core.launch import Launch, LaunchError, free_port_base
+from alpha_core.ports import ephemeral_overlap
+from alpha_core.role_views import RoleView, role_views
 from alpha_core.run_state import RunResult, RunState
 from alpha_core.runs import Choice, ChoiceError, build_choice, role_commands
+from alpha_core.sizes import human_bytes, show_loss
 from alpha_core.source_file import SourceRefusal, read_source
-from alpha_core.version import version_line
 from alpha_core.workspace import Analysis, Workspace
+from alpha_tui import table as T
+from alpha_tui.loss_plot import LossPlot, Series
+from alpha_tui.options import Options, parse
+from alpha_tui.panes import HelpScreen, RolePanes, help_text
 
-COLUMNS = ("role", "round", "loss", "frames", "bytes", "captured", "state")
+COLUMNS = T.WIDE  # the columns of a wide terminal (tests read cells by these keys)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 class AlphaTui(App[None]):
@@ -44,17 +59,29 @@ class AlphaTui(App[None]):
     CSS = """
     #choices { height: 3; }
     #choices Select { width: 1fr; }
-    #status { height: auto; padding: 0 1; }
-    #refusals { height: auto; max-height: 12; padding: 0 1; color: $error; }
-    #roles { height: 1fr; }
-    #curve { height: 4; }
+    #status { height: 1; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    #refusals { height: auto; max-height: 8; padding: 0 1; color: $error; overflow-y: auto; }
+    #refusals.empty { display: none; }
+    #roles { height: auto; max-height: 14; }
+    #hint { height: 1; padding: 0 1; color: $text-muted; }
+    #hint.hidden { display: none; }
+    #plot { height: 1fr; min-height: 4; }
     #log { height: 8; }
+    #log.short { height: 4; }
     """
     BINDINGS = [
         Binding("b", "build", "Build"),
         Binding("r", "run", "Run"),
         Binding("k", "kill", "Kill role"),
         Binding("u", "resume", "Resume"),
+        Binding("enter", "panes('events')", "Role panes", show=False),
+        Binding("e", "panes('events')", "Events"),
+        Binding("p", "panes('projection')", "Projection", show=False),
+        Binding("m", "panes('memory')", "Memory", show=False),
+        Binding("d", "panes('device')", "Device", show=False),
+        Binding("l", "log_scale", "Log scale", show=False),
+        Binding("a", "every_role", "All roles / one", show=False),
+        Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -65,22 +92,28 @@ class AlphaTui(App[None]):
         pairing: str | None = None,
         checkpoint_every: int = 0,
         checkpoint_dir: str | None = None,
+        port_base: int | None = None,
+        steps: int | None = None,
     ) -> None:
         super().__init__()
         self.workspace = Workspace()  # incremental: a re-check after an edit redoes what changed
         self.checkpoint_dir = Path(checkpoint_dir).resolve() if checkpoint_dir else None
         self.path = str(Path(path).resolve())
         self.start_plan, self.start_pairing = plan, pairing
-        self.checkpoint_every = checkpoint_every
+        self.checkpoint_every, self.port_base, self.steps = checkpoint_every, port_base, steps
         self.folder = tempfile.TemporaryDirectory(prefix="alpha-tui-")
+        root = self.checkpoint_dir or Path(self.folder.name) / "checkpoints"
+        self.captures = CaptureFolders(root)
         self.analysis: Analysis | None = None
         self.unreadable: SourceRefusal | None = None  # why the file has no text, if it has none
         self.built: BuildResult | None = None
+        self.views: dict[str, RoleView] = {}
         self.launch: Launch | None = None
         self.state: RunState | None = None
         self.result: RunResult | None = None
         self.launches = 0
         self.targets: list[str] = []  # the choices offered: "system:NAME", "plan:NAME"
+        self.shown_columns: tuple[str, ...] = ()
         self._events: deque[tuple[str, dict[str, object] | tuple[int, bool]]] = deque()
         self._events_lock = threading.Lock()
 
@@ -92,20 +125,40 @@ class AlphaTui(App[None]):
             yield Select[str]([], prompt="system or plan", id="target", allow_blank=True)
             yield Select[str]([], prompt="pairing (none)", id="pairing", allow_blank=True)
         yield Static("", id="status")
-        yield Static("", id="refusals")
+        yield Static("", id="refusals", classes="empty")
         with Vertical():
             yield DataTable(id="roles", cursor_type="row", zebra_stripes=True)
-            yield Sparkline([], id="curve")
-            yield RichLog(id="log", markup=True, max_lines=500)
+            yield Static("", id="hint")
+            yield LossPlot(id="plot")
+            yield RichLog(id="log", markup=True, max_lines=500, wrap=True)
         yield Footer()
 
     def on_mount(self) -> None:
         self.sub_title = self.path
-        table = self.query_one(DataTable)
-        for column in COLUMNS:
-            table.add_column(column, key=column)
+        self.set_columns(self.size.width)
         self.set_interval(0.1, self.drain)
         self.check()
+        self.query_one(DataTable).focus()  # keys act on the roles, not on a selector
+
+    def on_resize(self, event: Resize) -> None:
+        self.query_one("#log").set_class(event.size.height < 32, "short")
+        if T.columns(event.size.width) != self.shown_columns:
+            self.set_columns(event.size.width)
+            self.redraw_rows()
+
+    def set_columns(self, width: int) -> None:
+        table = self.query_one(DataTable)
+        steps = self.state_steps()
+        table.clear(columns=True)
+        self.shown_columns = T.columns(width)
+        narrow = self.shown_columns is T.NARROW
+        for column in self.shown_columns:
+            table.add_column(T.header(column, steps, narrow), key=column)
+
+    def state_steps(self) -> int:
+        if self.state is not None:
+            return next((r.steps for r in self.state.roles.values()), 0)
+        return 0
 
     # ---- checking and choosing ------------------------------------------------------------
 
@@ -117,7 +170,7 @@ class AlphaTui(App[None]):
         if isinstance(text, SourceRefusal):
             self.unreadable, self.analysis, self.built = text, None, None
             line = f"error[{text.name}]: {text.message}"
-            self.query_one("#refusals", Static).update(escape(line))
+            self.set_refusals(line)
             self.say(f"[red]refused[/]: {escape(line)}")
             return None
         self.unreadable = None
@@ -140,31 +193,44 @@ class AlphaTui(App[None]):
             target.value = wanted
         elif values:
             target.value = values[0]
+        if self.start_plan and not keep and wanted not in values:
+            self.refuse_plan(self.start_plan, a)  # never a silent fallback to the system
         self.show_refusals(a.diagnostics)
+        errors = sum(d.severity == "error" for d in a.diagnostics)
         self.say(
-            f"checked: {len(a.checked.programs)} systems, {len(a.checked.plans)} plans, "
-            f"{len(a.checked.pairings)} pairings; {len(a.diagnostics)} refusals"
+            f"checked: {plural(len(a.checked.programs), 'system')}, "
+            f"{plural(len(a.checked.plans), 'plan')}, "
+            f"{plural(len(a.checked.pairings), 'pairing')}; {plural(errors, 'refusal')}"
         )
+        self.show_hint()
+
+    def refuse_plan(self, name: str, a: Analysis) -> None:
+        _, _, diags = a.plan(name)
+        why = diags[0] if diags else None
+        text = f"--plan {name}: {why.message}" if why else f"--plan {name} is not in the file"
+        if why is not None and why.help:
+            text += f"; {why.help}"
+        self.log_line(f"[red]refused[/] {escape(text)}")
+        self.start_plan = None
 
     def on_select_changed(self, event: Select.Changed) -> None:
-        if event.select.id == "target":
-            self.built = None
-            a, plan = self.analysis, self.chosen_plan()
-            pairings = (
-                []
-                if a is None or plan is None
-                else [
-                    (f"pairing {n}", n)
-                    for n, p in sorted(a.checked.pairings.items())
-                    if p.plan.name == plan
-                ]
-            )
-            select = self.query_one("#pairing", Select)
-            select.set_options(pairings)
-            if self.start_pairing in [v for _, v in pairings]:
-                select.value = self.start_pairing
-        else:
-            self.built = None
+        self.built, self.views = None, {}
+        if event.select.id != "target":
+            return
+        a, plan = self.analysis, self.chosen_plan()
+        pairings = (
+            []
+            if a is None or plan is None
+            else [
+                (f"pairing {n}", n)
+                for n, p in sorted(a.checked.pairings.items())
+                if p.plan.name == plan
+            ]
+        )
+        select = self.query_one("#pairing", Select)
+        select.set_options(pairings)
+        if self.start_pairing in [v for _, v in pairings]:
+            select.value = self.start_pairing
 
     def chosen(self) -> str | None:
         value = self.query_one("#target", Select).value
@@ -179,10 +245,16 @@ class AlphaTui(App[None]):
         if value is None:
             return None
         kind, name = value.split(":", 1)
-        pairing = self.query_one("#pairing", Select).value
         if kind == "system":
-            return Choice(system=name)
-        return Choice(plan=name, pairing=pairing if isinstance(pairing, str) else None)
+            return Choice(system=name, steps=self.steps)
+        pairing = self.query_one("#pairing", Select).value
+        every = self.checkpoint_every or None
+        return Choice(
+            plan=name,
+            pairing=pairing if isinstance(pairing, str) else None,
+            steps=self.steps,
+            checkpoint_every=every,
+        )
 
     # ---- building ---------------------------------------------------------------------------
 
@@ -201,58 +273,71 @@ class AlphaTui(App[None]):
         self.built = None
         self.build(then_run=False)
 
+    def deployment(self, choice: Choice, roles: int) -> Deployment:
+        every = self.checkpoint_every
+        if choice.plan is None and every == 0 and self.analysis is not None:
+            program = self.analysis.checked.programs.get(choice.system or "")
+            steps = choice.steps or (program.steps if program is not None else 0)
+            every = max(1, steps // 10) if steps else 0
+        base = self.port_base if self.port_base is not None else free_port_base(roles)
+        overlap = ephemeral_overlap(base, min(base + roles - 1, 65535))
+        if self.port_base is not None and overlap:
+            self.call_from_thread(self.log_line, f"[yellow]warning[/]: {escape(overlap)}")
+        return Deployment(
+            port_base=base,
+            checkpoint_dir=str(self.captures.root),
+            checkpoint_every=every if choice.plan is None else 0,
+        )
+
     @work(thread=True, exclusive=True, group="build")
     def build(self, then_run: bool, resume: bool = False) -> None:
         a, choice = self.analysis, self.choice()
         if a is None or choice is None:
             errors = sum(d.severity == "error" for d in a.diagnostics) if a else 0
-            why = f"{errors} refusal(s) in the file" if errors else "the file declares no system"
+            why = f"{plural(errors, 'refusal')} in the file" if errors else "no system declared"
             if self.unreadable is not None:
                 why = escape(f"{self.unreadable.name}: {self.unreadable.message}")
             self.call_from_thread(self.say, f"[red]refused[/]: {why}; nothing built")
             return
         self.call_from_thread(self.say, "building…")
         out = Path(self.folder.name) / "build"
-        every = self.checkpoint_every
-        if choice.plan is None and every == 0:
-            program = a.checked.programs.get(choice.system or "")
-            every = max(1, program.steps // 10) if program is not None else 0
-
-        def deployment(roles: int) -> Deployment:
-            return Deployment(
-                port_base=free_port_base(roles),
-                checkpoint_dir=str(self.checkpoints),
-                checkpoint_every=every,
-            )
 
         def built_role(exe: BuiltExecutable, done: int, total: int) -> None:
-            line = f"building… {done}/{total} roles linked ({exe.role}, {exe.size:,} B)"
+            line = f"building… {done}/{total} roles linked ({exe.role}, {human_bytes(exe.size)})"
             self.call_from_thread(self.say, escape(line))
 
+        views: dict[str, RoleView] = {}
         try:
-            result, diags = build_choice(a, choice, out, "x86_64", None, deployment, built_role)
+            result, diags = build_choice(
+                a, choice, out, "x86_64", None, lambda n: self.deployment(choice, n), built_role
+            )
+            if result is not None:
+                views = role_views(a, choice)
         except ChoiceError as e:
             result, diags = None, [Diagnostic("usage", str(e), None)]
+        except LaunchError as e:  # no free ports
+            result, diags = None, [Diagnostic(e.name, str(e), None)]
         except Exception as e:  # a bug: named, shown, and the app stays up
             text = f"{type(e).__name__}: {e}; this is a bug in alpha, please report it"
             result, diags = None, [Diagnostic("internal-error", text, None)]
-        self.call_from_thread(self.built_one, result, diags, then_run, resume)
-
-    @property
-    def checkpoints(self) -> Path:
-        return self.checkpoint_dir or Path(self.folder.name) / "checkpoints"
+        self.call_from_thread(self.built_one, result, diags, views, then_run, resume)
 
     def built_one(
-        self, result: BuildResult | None, diags: list[Diagnostic], then_run: bool, resume: bool
+        self,
+        result: BuildResult | None,
+        diags: list[Diagnostic],
+        views: dict[str, RoleView],
+        then_run: bool,
+        resume: bool,
     ) -> None:
         if result is None:
             self.show_refusals(diags)
-            self.say(f"[red]refused[/]: {len(diags)} refusal(s), nothing built")
+            self.say(f"[red]refused[/]: {plural(len(diags), 'refusal')}, nothing built")
             return
-        self.built = result
-        sizes = ", ".join(f"{e.role} {e.size:,} B" for e in result.executables)
-        self.say(f"built {result.system}: {len(result.executables)} executable(s) ({sizes})")
-        self.log_line(f"built {len(result.executables)} executable(s) into {result.manifest}")
+        self.built, self.views = result, views
+        sizes = ", ".join(f"{e.role} {human_bytes(e.size)}" for e in result.executables)
+        self.say(f"built {result.system}: {plural(len(result.executables), 'executable')}")
+        self.log_line(escape(f"built {sizes} into {result.manifest}"))
         if then_run:
             self.start(resume)
 
@@ -269,6 +354,15 @@ class AlphaTui(App[None]):
 
     def action_resume(self) -> None:
         if self.busy("resume"):
+            return
+        at = self.captures.resumable()
+        if at is None:
+            where = self.captures.current or self.captures.root
+            self.log_line(
+                f"[yellow]nothing to resume[/]: no published capture in {escape(str(where))} "
+                "(r runs from the start; a plan captures with `checkpoint every N rounds` or "
+                "--checkpoint-every N)"
+            )
             return
         self.recheck()
         if self.built is None:
@@ -291,10 +385,18 @@ class AlphaTui(App[None]):
 
     def start(self, resume: bool) -> None:
         assert self.built is not None
+        views_steps = self.steps
         a = self.analysis
-        steps = a.checked.programs[self.built.system].steps if a is not None else 0
+        program = a.checked.programs.get(self.built.system) if a is not None else None
+        steps = views_steps or (program.steps if program is not None else 0)
         roles = [e.role for e in self.built.executables]
-        extra = ["--resume", str(self.checkpoints)] if resume else []
+        at = self.captures.resumable() if resume else None
+        if resume and self.captures.current is not None and at is not None:
+            folder = self.captures.current
+            extra = ["--resume", str(folder), "--checkpoint-dir", str(folder)]
+        else:
+            resume, folder = False, self.captures.fresh()
+            extra = ["--checkpoint-dir", str(folder)]
         extra += ["--params-out", str(Path(self.folder.name) / "out.params")]
         with self._events_lock:
             self._events.clear()  # anything an earlier launch said and no tick showed
@@ -311,14 +413,21 @@ class AlphaTui(App[None]):
         # The roles' events wait in the queue until the next tick, after this has run.
         self.launch, self.state, self.result = launch, RunState(roles, steps), None
         self.launches += 1
+        self.set_columns(self.size.width)
         table = self.query_one(DataTable)
-        table.clear()
-        table.focus()  # arrows choose the role that k kills and the curve shows
         for role in roles:
-            table.add_row(role, f"0/{steps}", "–", "0", "0", "–", "starting", key=role)
-        how = "resuming from the newest published capture" if resume else "from the start"
-        self.say(f"running {len(roles)} role(s), {how}")
-        self.log_line(f"launch {self.launches}: {len(roles)} role(s), {how}")
+            table.add_row(*self.cells(role), key=role)
+        table.focus()  # arrows choose the role that k kills and the plot shows
+        how = f"resuming at round {at:,} of {steps:,}" if resume else f"{steps:,} steps"
+        self.say(f"running {plural(len(roles), 'role')}, {how}")
+        self.log_line(escape(f"launch {self.launches}: {len(roles)} role(s), {how}, in {folder}"))
+        self.show_hint()
+
+    def cells(self, role: str) -> list[object]:
+        assert self.state is not None
+        narrow = self.shown_columns is T.NARROW
+        r, agreement = self.state.roles[role], self.state.agreement
+        return [T.cell(c, r, agreement, narrow) for c in self.shown_columns]
 
     def queue_event(self, role: str, event: dict[str, object]) -> None:
         with self._events_lock:
@@ -342,19 +451,22 @@ class AlphaTui(App[None]):
                 self.note(role, body)
             else:
                 state.exited(role, *body)
-        table = self.query_one(DataTable)
-        for r in (state.roles[role] for role in dict.fromkeys(role for role, _ in batch)):
-            loss = "–" if r.loss is None else f"{r.loss:.6f}"
-            captured = "–" if r.captured is None else str(r.captured)
-            if r.published is not None:
-                captured += " (published)"
-            state_text = r.state if r.refusal is None else f"{r.state}: {r.refusal}"
-            cells = (f"{r.round}/{r.steps}", loss, f"{r.frames:,}", f"{r.bytes:,}")
-            for column, value in zip(COLUMNS[1:], (*cells, captured, state_text), strict=True):
-                table.update_cell(r.role, column, value, update_width=True)
-        self.show_curve()
+        self.redraw_rows()
         if state.finished and self.result is None:
             self.finish(state.result())
+
+    def redraw_rows(self) -> None:
+        if self.state is None:
+            return
+        table = self.query_one(DataTable)
+        if table.row_count == 0:
+            for role in self.state.roles:
+                table.add_row(*self.cells(role), key=role)
+        else:
+            for role in self.state.roles:
+                for column, value in zip(self.shown_columns, self.cells(role), strict=True):
+                    table.update_cell(role, column, value, update_width=True)
+        self.show_plot()
 
     def note(self, role: str, event: dict[str, object]) -> None:
         kind = event.get("event")
@@ -378,24 +490,35 @@ class AlphaTui(App[None]):
                 else f"held-out mse {result.holdout_mse}"
             )
             self.say(
-                f"[green]done[/]: final loss {result.final_loss:.6f}, {metric}, "
+                f"[green]done[/]: final loss {show_loss(result.final_loss)}, {metric}, "
                 f"parameters sha256 {result.params_sha256}"
             )
             self.log_line("[green]done[/]")
             return
-        names = ", ".join(f"{role} {name}" for role, name, _ in result.refusals)
-        published = self.state.published() if self.state else None
-        hint = f"; newest capture: round {published} (u resumes)" if published else ""
-        self.say(f"[red]refused[/]: {escape(names)}{hint}")
+        names = sorted({name for _, name, _ in result.refusals})
+        counts = ", ".join(
+            f"{name} ×{sum(n == name for _, n, _ in result.refusals)}" for name in names
+        )
+        at = self.captures.resumable()  # what u resumes from: read where u will read it
+        hint = f"; u resumes at round {at:,}" if at is not None else "; no capture to resume"
+        self.say(f"[red]refused[/]: {escape(counts)}{hint}")
+        for role, name, message in result.refusals:
+            self.log_line(f"[red]{escape(role)} {escape(name)}[/]: {escape(message)}")
 
-    def show_curve(self) -> None:
-        role = self.selected_role()
-        if self.state is not None and role in self.state.roles:
-            losses = self.state.roles[role].losses
-            self.query_one(Sparkline).data = [x for x in losses if x == x]  # drop NaN
+    def show_plot(self) -> None:
+        plot = self.query_one(LossPlot)
+        state, role = self.state, self.selected_role()
+        if state is None:
+            return
+        chosen = state.roles.values() if plot.every_role else [state.roles[role]] if role else []
+        series = [Series(r.role, r.first_round, tuple(r.losses)) for r in chosen]
+        plot.show(series, "every role" if plot.every_role else role or "no role")
 
     def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
-        self.show_curve()
+        self.show_plot()
+
+    def on_data_table_row_selected(self, _: DataTable.RowSelected) -> None:
+        self.action_panes("events")
 
     def selected_role(self) -> str | None:
         table = self.query_one(DataTable)
@@ -403,6 +526,46 @@ class AlphaTui(App[None]):
             return None
         roles = list(self.state.roles)
         return roles[table.cursor_row] if 0 <= table.cursor_row < len(roles) else None
+
+    # ---- panes, help, palette -----------------------------------------------------------------
+
+    def action_panes(self, tab: str) -> None:
+        role = self.selected_role() or next(iter(self.views), None)
+        if role is None:
+            self.log_line("[yellow]no role yet[/]: b builds the choice, r runs it")
+            return
+        state = self.state
+
+        def events() -> list[dict[str, object]]:
+            current = self.state if self.state is not None else state
+            r = current.roles.get(role) if current is not None else None
+            return list(r.events) if r is not None else []
+
+        self.push_screen(RolePanes(role, self.views.get(role), events, tab))
+
+    def action_log_scale(self) -> None:
+        plot = self.query_one(LossPlot)
+        plot.log_scale = not plot.log_scale
+        self.show_plot()
+
+    def action_every_role(self) -> None:
+        plot = self.query_one(LossPlot)
+        plot.every_role = not plot.every_role
+        self.show_plot()
+
+    def action_help(self) -> None:
+        groups = [("keys of the main screen", list(self.BINDINGS))]
+        groups.append(("keys of a role's panes (Enter or e/p/m/d)", list(RolePanes.BINDINGS)))
+        self.push_screen(HelpScreen(help_text(groups)))
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for b in self.BINDINGS:
+            if isinstance(b, Binding) and b.action not in ("quit",):
+                yield SystemCommand(b.description, f"key {b.key_display or b.key}", self._do(b))
+
+    def _do(self, b: Binding) -> Callable[[], object]:
+        return lambda: self.run_action(b.action)
 
     # ---- output -----------------------------------------------------------------------------
 
@@ -412,12 +575,25 @@ class AlphaTui(App[None]):
     def log_line(self, markup: str) -> None:
         self.query_one(RichLog).write(markup)
 
+    def show_hint(self) -> None:
+        hint = self.query_one("#hint", Static)
+        empty = self.state is None
+        a = self.analysis
+        errors = sum(d.severity == "error" for d in a.diagnostics) if a else 1
+        hint.update(T.empty_hint(len(self.targets), errors) if empty else "")
+        hint.set_class(not empty, "hidden")
+
+    def set_refusals(self, text: str) -> None:
+        widget = self.query_one("#refusals", Static)
+        widget.update(escape(text))
+        widget.set_class(not text, "empty")
+
     def show_refusals(self, diags: list[Diagnostic]) -> None:
         a = self.analysis
         text = "\n\n".join(
             render(d, a.text if a else "", self.path) for d in diags if d.severity == "error"
         )
-        self.query_one("#refusals", Static).update(escape(text))
+        self.set_refusals(text)
 
     def on_unmount(self) -> None:
         if self.launch is not None:
@@ -427,31 +603,14 @@ class AlphaTui(App[None]):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="alpha-tui", description="Build, launch and watch an Alpha run."
-    )
-    parser.add_argument("file")
-    parser.add_argument("--plan", default=None, help="the plan chosen at start")
-    parser.add_argument("--pairing", default=None, help="the pairing chosen at start")
-    parser.add_argument(
-        "--checkpoint-every",
-        type=int,
-        default=0,
-        help="rounds between captures for a system without a plan (default: a tenth of its "
-        "steps); a plan says its own",
-    )
-    parser.add_argument(
-        "--checkpoint-dir",
-        default=None,
-        help="where captures are published (default: a temporary folder, removed on exit)",
-    )
-    parser.add_argument("--version", action="version", version=version_line("alpha-tui"))
-    args = parser.parse_args(argv)
-    unreadable = read_source(args.file)
+    o: Options = parse(argv)
+    unreadable = read_source(o.file)
     if isinstance(unreadable, SourceRefusal):
         print(f"error[{unreadable.name}]: {unreadable.message}", file=sys.stderr)
         return 1
-    AlphaTui(args.file, args.plan, args.pairing, args.checkpoint_every, args.checkpoint_dir).run()
+    AlphaTui(
+        o.file, o.plan, o.pairing, o.checkpoint_every, o.checkpoint_dir, o.port_base, o.steps
+    ).run()
     return 0
 
 

@@ -1,0 +1,143 @@
+"""The panes a user opens for the highlighted role (Enter, or e/p/m/d): its live event log
+with a filter, its projected schedule, its memory admission and its device. And `?`: help
+made from the bindings, so that it can never list a key that does nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from rich.markup import escape
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Input, RichLog, Static, TabbedContent, TabPane
+
+from alpha_core.role_views import RoleView
+from alpha_tui.event_log import filtered
+
+TABS = ("events", "projection", "memory", "device")
+LOG_LINES = 400  # the newest matching lines the pane shows
+
+
+def device_text(view: RoleView | None) -> str:
+    """Where the role runs. A GPU role names its device profile; what the device reports
+    once it runs (its name, its memory) arrives with the role's events."""
+    if view is None:
+        return "build the choice (b) to see where this role runs"
+    if view.device is None:
+        return f"{view.role} runs on a host: {view.host}, no device"
+    return f"{view.role} runs on a GPU: device profile {view.device} (host {view.host})"
+
+
+class RolePanes(ModalScreen[None]):
+    """One role's panes, over the main screen; Escape goes back."""
+
+    BINDINGS = [
+        Binding("escape", "dismiss", "Back"),
+        Binding("e", "tab('events')", "Events"),
+        Binding("p", "tab('projection')", "Projection"),
+        Binding("m", "tab('memory')", "Memory"),
+        Binding("d", "tab('device')", "Device"),
+        Binding("slash", "filter", "Filter", key_display="/"),
+    ]
+    DEFAULT_CSS = """
+    RolePanes { align: center middle; }
+    RolePanes > TabbedContent { width: 100%; height: 1fr; }
+    #filter { height: 3; }
+    #events-log { height: 1fr; }
+    """
+
+    def __init__(
+        self,
+        role: str,
+        view: RoleView | None,
+        events: Callable[[], Iterable[dict[str, object]]],
+        first: str = "events",
+    ) -> None:
+        super().__init__()
+        self.role, self.view, self.events, self.first = role, view, events, first
+        self.query_text = ""
+        self._shown: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        v = self.view
+        with TabbedContent(initial=self.first):
+            with TabPane(f"events of {self.role}", id="events"):
+                yield Input(placeholder="filter: words, -word, kind:step, -kind:step", id="filter")
+                yield RichLog(id="events-log", markup=False, max_lines=LOG_LINES, wrap=False)
+            with TabPane("projection", id="projection"), VerticalScroll():
+                text = v.projection if v else "build the choice (b) to see its schedule"
+                yield Static(escape(text), id="projection-text")
+            with TabPane("memory", id="memory"), VerticalScroll():
+                text = v.admission if v else "build the choice (b) to see its admission"
+                yield Static(escape(text), id="memory-text")
+            with TabPane("device", id="device"):
+                yield Static(escape(device_text(v)), id="device-text")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_log()
+        self.set_interval(0.25, self.refresh_log)  # live: new events while it is open
+
+    def lines(self) -> list[str]:
+        return filtered(self.events(), self.query_text, LOG_LINES)
+
+    def refresh_log(self) -> None:
+        lines = self.lines()
+        if lines == self._shown:
+            return
+        log = self.query_one("#events-log", RichLog)
+        log.clear()
+        for text in lines:
+            log.write(text)
+        self._shown = lines
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.query_text = event.value
+        self.refresh_log()
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    def action_filter(self) -> None:
+        self.action_tab("events")
+        self.query_one("#filter", Input).focus()
+
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(result)
+
+
+def help_text(groups: list[tuple[str, list[BindingType]]]) -> str:
+    """Every key of every group, with what it does: the bindings themselves, as declared."""
+    lines: list[str] = []
+    for title, bindings in groups:
+        lines.append(title)
+        for b in bindings:
+            if not isinstance(b, Binding):
+                continue
+            key = b.key_display or b.key
+            lines.append(f"  {key:<10} {b.description or b.action}")
+        lines.append("")
+    lines.append("Escape closes this help.")
+    return "\n".join(lines)
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape", "dismiss", "Back"), Binding("question_mark", "dismiss", "Back")]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 70; max-width: 100%; height: auto; max-height: 100%;
+        border: round $accent; padding: 0 1; background: $surface; }
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(escape(self.text), id="help-text")
+
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(result)

@@ -1,0 +1,67 @@
+"""The role table's columns and cells: what each column shows of a RoleState, and which
+columns fit the terminal. Narrow terminals (80 columns) drop the frame count and print bytes
+as 1.50 MiB; a state is never cut before its name (`refused: peer-lost` becomes
+`✗ peer-lost`, and a name wider than its column is kept whole, the table scrolling instead)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from alpha_core.agreement import Agreement
+from alpha_core.run_state import RoleState
+from alpha_core.sizes import human_bytes, show_loss
+
+WIDE = ("role", "round", "loss", "frames", "bytes", "captured", "agree", "state")
+NARROW = ("role", "round", "loss", "bytes", "captured", "agree", "state")
+NARROW_BELOW = 110  # terminal columns
+
+
+def columns(width: int) -> tuple[str, ...]:
+    return WIDE if width >= NARROW_BELOW else NARROW
+
+
+def header(column: str, steps: int, narrow: bool) -> str:
+    if column == "round":
+        return f"round/{steps:,}" if not narrow else "round"
+    if column == "captured" and narrow:
+        return "capt"
+    return column
+
+
+def state_cell(r: RoleState) -> Text:
+    if r.state == "refused" and r.refusal:
+        return Text(f"✗ {r.refusal}", style="red")
+    if r.state == "killed":
+        return Text("killed", style="red")
+    if r.state == "done":
+        return Text("done", style="green")
+    return Text(r.state)
+
+
+def cell(column: str, r: RoleState, agreement: Agreement, narrow: bool) -> str | Text:
+    if column == "role":
+        return r.role
+    if column == "round":
+        return f"{r.round:,}" if narrow else f"{r.round:,}/{r.steps:,}"
+    if column == "loss":
+        return show_loss(r.loss)
+    if column == "frames":
+        return f"{r.frames:,}"
+    if column == "bytes":
+        return human_bytes(r.bytes) if narrow else f"{r.bytes:,}"
+    if column == "captured":
+        if r.captured is None:
+            return "–"
+        return str(r.captured) + ("" if r.published is None or narrow else " (published)")
+    if column == "agree":
+        return agreement.mark(r.role)
+    return state_cell(r)
+
+
+def empty_hint(targets: int, refusals: int) -> str:
+    """What the empty table says: how to get rows into it."""
+    if refusals:
+        return "nothing to run: fix the refusals above (the file is read again on b, r, u)"
+    if not targets:
+        return "nothing to run: the file declares no system"
+    return "no run yet: r runs the choice above, b only builds it, ? lists every key"
