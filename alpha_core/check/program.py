@@ -12,8 +12,8 @@ from alpha_core.syntax.span import Span
 
 @dataclass(frozen=True)
 class InitSpec:
-    kind: str  # zeros | normal | uniform
-    a: float = 0.0  # normal: mean; uniform: low
+    kind: str  # zeros | constant | normal | uniform
+    a: float = 0.0  # normal: mean; uniform: low; constant: the value
     b: float = 0.0  # normal: std; uniform: high
     seed: int = 0
 

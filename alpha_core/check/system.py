@@ -9,9 +9,11 @@ from alpha_core.check import arguments as A
 from alpha_core.check.context import CheckContext, show_shape
 from alpha_core.check.data_source import ReadFile, check_data
 from alpha_core.check.expressions import Binding, ExprLowering, declared_shape
+from alpha_core.check.init_check import INITS as INITS  # re-exported: editors
+from alpha_core.check.init_check import check_init
 from alpha_core.check.learner_check import LEARNERS as LEARNERS  # re-exported: editors
 from alpha_core.check.learner_check import check_learner
-from alpha_core.check.program import DataSpec, InitSpec, LearnerSpec, ParamSpec, Program
+from alpha_core.check.program import DataSpec, LearnerSpec, ParamSpec, Program
 from alpha_core.check.words import DEVICE_WORDS, device_word
 from alpha_core.diagnostics import Related
 from alpha_core.ir.graph import BATCH, Graph, GraphBuilder, size
@@ -28,10 +30,6 @@ ITEM_WORDS = {
     ast.StepsItem: "steps",
 }
 LOSSES = ("softmax_cross_entropy", "mse")
-INITS: dict[str, list[A.Arg]] = {
-    "normal": [A.Arg("mean", "float"), A.Arg("std", "float", low=0.0), A.Arg("seed", "int", low=0)],
-    "uniform": [A.Arg("low", "float"), A.Arg("high", "float"), A.Arg("seed", "int", low=0)],
-}
 # the grammar's NAME: every word the tree holds is one of these in the declaration's text
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 RUNTIME_U32 = 2**32 - 1  # counts the runtime holds in 32 bits
@@ -250,31 +248,12 @@ def _params(items: list[ast.ParamItem], ctx: CheckContext) -> list[ParamSpec]:
                 p.type.span,
             )
             continue
-        init = _init(p, ctx)
+        init = check_init(p.init, shape, ctx)
         if init is None:
             continue
         specs.append(ParamSpec(p.name, shape, offset, size(shape), init, p.span))
         offset += size(shape)
     return specs
-
-
-def _init(p: ast.ParamItem, ctx: CheckContext) -> InitSpec | None:
-    init = p.init
-    if isinstance(init, ast.Name):
-        if init.id == "zeros":
-            return InitSpec("zeros")
-        ctx.unknown("initialiser", init.id, init.span, ["zeros", *INITS])
-        return None
-    if init.func == "zeros" and not init.args and not init.kwargs:
-        return InitSpec("zeros")
-    if init.func not in INITS:
-        ctx.unknown("initialiser", init.func, init.func_span, ["zeros", *INITS])
-        return None
-    args = A.bind(ctx, init, INITS[init.func], positional=2)
-    if args is None:
-        return None
-    values = list(args.values())
-    return InitSpec(init.func, float(values[0]), float(values[1]), int(args["seed"]))
 
 
 def _learner(

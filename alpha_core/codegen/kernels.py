@@ -259,6 +259,8 @@ def init_arguments(init: InitSpec) -> tuple[str, tuple[float, ...], int]:
     """(kind, parameters, seed) of semantics.rng for a declared initialiser."""
     if init.kind == "zeros":
         return "constant", (0.0,), 0
+    if init.kind == "constant":
+        return "constant", (init.a,), 0
     return init.kind, (init.a, init.b), init.seed
 
 

@@ -1,0 +1,116 @@
+"""Check a parameter's initialiser and lower it to an InitSpec of alpha_core.semantics.rng.
+
+Every initialiser is one of rng's three kinds: `constant` (`zeros`, `ones`, `constant(v)`),
+`uniform(low, high)` and `normal(mean, std)`. The fan-scaled ones (`xavier_*`, `he_*` and their
+other names `glorot_*`, `kaiming_*`) are `uniform` or `normal` whose bound or std is fixed here,
+at compile time, from the parameter's shape: computed in float64 and used as the float32 it
+rounds to, like every number of the source. So the generator, the kernels and the NumPy
+reference need nothing new, and two spellings of one initialiser have one identity.
+"""
+
+from __future__ import annotations
+
+import math
+
+from alpha_core.check import arguments as A
+from alpha_core.check.context import CheckContext
+from alpha_core.check.program import InitSpec
+from alpha_core.syntax import ast
+
+_SEED = A.Arg("seed", "int", low=0)
+_GAIN = A.Arg("gain", "float", 1.0, low=0.0, positive=True)
+_HE_GAIN = A.Arg("gain", "float", math.sqrt(2.0), low=0.0, positive=True)
+INITS: dict[str, list[A.Arg]] = {
+    "normal": [A.Arg("mean", "float"), A.Arg("std", "float", low=0.0), _SEED],
+    "uniform": [A.Arg("low", "float"), A.Arg("high", "float"), _SEED],
+    "constant": [A.Arg("value", "float")],
+    "xavier_uniform": [_SEED, _GAIN],
+    "xavier_normal": [_SEED, _GAIN],
+    "he_uniform": [_SEED, _HE_GAIN],
+    "he_normal": [_SEED, _HE_GAIN],
+}
+ALIASES = {
+    "glorot_uniform": "xavier_uniform",
+    "glorot_normal": "xavier_normal",
+    "kaiming_uniform": "he_uniform",
+    "kaiming_normal": "he_normal",
+}
+BARE = {"zeros": 0.0, "ones": 1.0}  # written as a name, or called with no argument
+NAMES = [*BARE, *INITS, *ALIASES]
+
+
+def fans(shape: tuple[int, ...]) -> tuple[int, int] | None:
+    """(fan_in, fan_out): a matrix f32[IN, OUT] is used as `x @ w`, so its rows are the inputs;
+    a kernel f32[O, C, KH, KW] (or any rank above 2) has C·KH·KW inputs and O·KH·KW outputs per
+    element, as PyTorch counts them. None below rank 2."""
+    if len(shape) < 2:
+        return None
+    if len(shape) == 2:
+        return shape[0], shape[1]
+    field = math.prod(shape[2:])
+    return shape[1] * field, shape[0] * field
+
+
+def check_init(
+    init: ast.Name | ast.Call, shape: tuple[int, ...], ctx: CheckContext
+) -> InitSpec | None:
+    if isinstance(init, ast.Name):
+        if init.id in BARE:
+            return _constant(BARE[init.id])
+        ctx.unknown("initialiser", init.id, init.span, NAMES)
+        return None
+    if init.func in BARE:
+        if init.args or init.kwargs:
+            ctx.refuse(
+                "bad-argument",
+                f"`{init.func}` takes no argument",
+                init.span,
+                help=f"write `= {init.func}`, or `= constant(v)` for another value",
+            )
+            return None
+        return _constant(BARE[init.func])
+    kind = ALIASES.get(init.func, init.func)
+    if kind not in INITS:
+        ctx.unknown("initialiser", init.func, init.func_span, NAMES)
+        return None
+    positional = {"normal": 2, "uniform": 2, "constant": 1}.get(kind, 0)
+    args = A.bind(ctx, init, INITS[kind], positional=positional)
+    if args is None:
+        return None
+    if kind == "constant":
+        return _constant(float(args["value"]))
+    if kind in ("normal", "uniform"):
+        values = list(args.values())
+        return InitSpec(kind, float(values[0]), float(values[1]), int(args["seed"]))
+    fan = fans(shape)
+    if fan is None:
+        ctx.refuse(
+            "bad-argument",
+            f"`{init.func}` scales by the parameter's fan-in and fan-out, which "
+            f"f32[{', '.join(map(str, shape))}] does not have: it needs rank 2 or more",
+            init.span,
+            help="give a vector or a scalar `zeros`, `constant(v)`, `normal` or `uniform`",
+        )
+        return None
+    fan_in, fan_out = fan
+    gain, seed = float(args["gain"]), int(args["seed"])
+    if kind == "xavier_uniform":
+        bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    elif kind == "xavier_normal":
+        std = gain * math.sqrt(2.0 / (fan_in + fan_out))
+    elif kind == "he_uniform":
+        bound = gain * math.sqrt(3.0 / fan_in)
+    else:
+        std = gain / math.sqrt(fan_in)
+    if kind.endswith("uniform"):
+        b = A.float32(bound)
+        return InitSpec("uniform", -b, b, seed)
+    return InitSpec("normal", 0.0, A.float32(std), seed)
+
+
+def _constant(value: float) -> InitSpec:
+    """`+0.0` keeps the identity `zeros` always had; any other value (`-0.0` too) is a
+    constant."""
+    if value == 0.0 and math.copysign(1.0, value) > 0:
+        return InitSpec("zeros")
+    return InitSpec("constant", value)
