@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from alpha_cli.environment import Refused
 from alpha_cli.render import diagnostic_json, err, error_line, out, show_refusals
+from alpha_core.deploy.k8s import K8sOptions, emit_k8s
 from alpha_core.deploy.slurm import SlurmOptions, SlurmReport, deploy_slurm, emit_slurm
 from alpha_core.deploy.slurm_cmd import SlurmError
 from alpha_core.diagnostics import Diagnostic
@@ -176,6 +177,34 @@ def _report(a: Analysis, report: SlurmReport, as_json: bool) -> int:
     return OK
 
 
+def cmd_k8s(args: argparse.Namespace) -> int:
+    a, plan, pairing, diags = _plan(args)
+    if plan is None:
+        return _refused(a, diags, args.json)
+    if not 1 <= args.port_base <= 65535:
+        raise Refused("bad-argument", f"--port-base {args.port_base} is out of range: 1 to 65535")
+    options = K8sOptions(
+        args.image, args.name, args.namespace, args.port_base, args.timeout_ms, args.data
+    )
+    into = Path(args.output)
+    roles, refused = _guarded(lambda: emit_k8s(plan.name, plan, pairing, options, into))
+    if roles is None:
+        return _refused(a, refused, args.json)
+    if args.json:
+        pods = [{"role": p.role, "host": p.host, "port": p.port} for p in roles]
+        body = {"file": a.path, "ok": True, "output": str(into), "pods": pods}
+        print(json.dumps(body, indent=2))
+        return OK
+    for p in roles:
+        out.print(f"  {escape(p.role):>12}  {escape(p.host)}:{p.port}")
+    out.print(
+        f"wrote {escape(str(into))}: jobset.yaml, service.yaml, secret.yaml (mode 0600), "
+        "Dockerfile, hosts, build/ — build and push the image, then `kubectl apply -f "
+        "secret.yaml -f service.yaml -f jobset.yaml` (nothing was applied here)"
+    )
+    return OK
+
+
 def add_deploy(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """The `deploy` subcommand and its engines."""
     d = sub.add_parser("deploy", help="run a plan's roles on a cluster (slurm) or emit it (k8s)")
@@ -205,3 +234,16 @@ def add_deploy(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_slurm)
+    k = engines.add_parser("k8s", help="write a JobSet, its Service and Secret, and an image")
+    k.add_argument("file")
+    k.add_argument("--plan", required=True)
+    k.add_argument("--pairing", default=None)
+    k.add_argument("--image", required=True, help="the image the Dockerfile is built as")
+    k.add_argument("-o", "--output", required=True, metavar="DIR")
+    k.add_argument("--name", default=None, help="the JobSet's name (default: alpha-PLAN)")
+    k.add_argument("--namespace", default=None)
+    k.add_argument("--port-base", type=int, default=DEFAULT_PORT_BASE)
+    k.add_argument("--timeout-ms", type=int, default=60_000, help="connect and frame deadline")
+    k.add_argument("--data", default=None, help="data path compiled in (copied into the image)")
+    k.add_argument("--json", action="store_true")
+    k.set_defaults(func=cmd_k8s)

@@ -43,7 +43,7 @@ struct options {
 static const char USAGE[] =
     "usage: %s [--data PATH] [--params-out PATH] [--checkpoint-dir PATH]\n"
     "       [--checkpoint-keep N] [--resume PATH | --fresh] [--evaluate-only] [--quiet]\n"
-    "       [--secret-file PATH] [--threads N] [--help]\n"
+    "       [--secret-file PATH] [--threads N] [--describe] [--help]\n"
     "\n"
     "Runs role %s of system %s; the role that writes parameters writes them (little-endian\n"
     "float32) to PATH.\n"
@@ -61,6 +61,7 @@ static const char USAGE[] =
     "                         else the descriptor in ALPHA_SECRET_FD, else the build's file\n"
     "  --threads N            threads for the matrix products (default: %s); any count\n"
     "                         gives the same bits\n"
+    "  --describe             print the role's compiled-in addresses as JSON and exit\n"
     "Events are JSON lines on stdout; exit 0 done, 2 bad usage, 3 refused.\n";
 
 /* s + suffix in a new string. */
@@ -103,6 +104,9 @@ static struct options parse_options(int argc, char **argv)
             exit(0);
         } else if (strcmp(a, "--quiet") == 0) {
             o.quiet = 1;
+        } else if (strcmp(a, "--describe") == 0) {
+            net_describe(&ALPHA_ROLE);
+            exit(0);
         } else if (strcmp(a, "--evaluate-only") == 0) {
             o.evaluate_only = 1;
         } else if (strcmp(a, "--fresh") == 0) {

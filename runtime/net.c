@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "events.h"
 #include "frame.h"
 #include "refusal.h"
 
@@ -301,6 +302,27 @@ void net_flush(struct net *n)
                        "within %u ms in round %u",
                        n->links[i].link->peer_name, n->links[i].address,
                        (unsigned)n->r->io_timeout_ms, (unsigned)n->round + 1);
+}
+
+void net_describe(const struct alpha_role *r)
+{
+    printf("{\"event\":\"role\",\"role\":");
+    json_string(stdout, r->name);
+    printf(",\"index\":%u,\"listen_host\":", (unsigned)r->index);
+    json_string(stdout, r->listen_host ? r->listen_host : "");
+    printf(",\"listen_port\":%u,\"secret_file\":", (unsigned)r->listen_port);
+    json_string(stdout, r->secret_file ? r->secret_file : "");
+    printf(",\"links\":[");
+    for (uint32_t k = 0; k < r->n_links; k++) {
+        const struct alpha_link *l = &r->links[k];
+        printf("%s{\"peer\":", k ? "," : "");
+        json_string(stdout, l->peer_name);
+        printf(",\"accept\":%s,\"host\":", l->accept ? "true" : "false");
+        json_string(stdout, l->accept || !l->host ? "" : l->host);
+        printf(",\"port\":%u}", l->accept ? 0u : (unsigned)l->port);
+    }
+    printf("]}\n");
+    fflush(stdout);
 }
 
 void net_init(struct net *n, const struct alpha_program *p, const struct alpha_role *r)

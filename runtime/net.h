@@ -81,5 +81,9 @@ uint64_t net_now_ms(void);
 void net_set_socket_options(int fd);
 /* The time left until deadline, in ms, for poll (at least 0). */
 int net_wait_ms(uint64_t deadline);
+/* `--describe`: one JSON line with the deployment inputs compiled into this role (where it
+ * listens, whom it dials at which address, where it reads the secret), for a deployment tool
+ * or a person to check them against a manifest without starting anything. */
+void net_describe(const struct alpha_role *r);
 
 #endif
