@@ -147,7 +147,8 @@ float alpha_leaf_grad(const float *params, const float *x, const int32_t *y_clas
     alpha_gpu_upload(at(g->params, 0), params, 4 * p->n_params);
     alpha_gpu_upload(at(g->x, 0), x, 4 * rows * p->features);
     if (y_class)
-        alpha_gpu_upload(at(g->y_class, 0), y_class, 4 * rows);
+        alpha_gpu_upload(at(g->y_class, 0), y_class,
+                         4 * rows * (p->label_positions ? p->label_positions : 1));
     if (y_reg)
         alpha_gpu_upload(at(g->y_reg, 0), y_reg, 4 * rows * p->outputs);
     run(g->leaf, 0);

@@ -262,3 +262,33 @@ def test_operations_without_a_gpu_kernel_are_refused_by_name(tmp_path: Path) -> 
     # the same system on host roles still builds
     host = cli("build", str(path), "--plan", "pair", "-o", str(tmp_path / "h"))
     assert host.returncode == 0, host.stdout + host.stderr
+
+
+@pytest.mark.parametrize("body", ["activations", "attention", "log_softmax", "slice"])
+def test_layer_operations_on_gpu_roles_give_the_bits(tmp_path: Path, body: str) -> None:
+    """sqrt, abs, square, gelu, silu, maximum/minimum/clamp, layer norm, causal attention
+    (batched products, transposes of the last two axes, softmax), log_softmax, reshape and
+    slice: the GPU kernels' bits are the host's."""
+    from test_ops_layers import source
+
+    system = source(body, regression=body == "log_softmax") + PLANS.format(name="s")
+    assert lint_ptx(_ptx_of(system, tmp_path / "s.alpha")) == []
+    single = _sha(_run(tmp_path / "single", system))
+    report = _run(
+        tmp_path / "gpu", system, "--plan", "pair", "--pairing", "two_gpus", "--gpu-shadow"
+    )
+    assert report["ok"], report
+    assert _sha(report) == single
+
+
+def test_the_transformer_on_gpu_and_host_roles_gives_the_bits(tmp_path: Path) -> None:
+    """Embedding lookup and its gradient, positional embedding, two causal heads, layer norm,
+    gelu, residuals, a sliced sequence loss: a partitioned plan of GPU and host roles."""
+    text = (EXAMPLES / "transformer.alpha").read_text()
+    system = text.split("\nplan ", 1)[0].replace("steps 600", "steps 8")
+    assert "steps 8" in system
+    system += PLANS.format(name="transformer")
+    single = _sha(_run(tmp_path / "single", system))
+    report = _run(tmp_path / "gpu", system, "--plan", "split", "--pairing", "mixed", "--gpu-shadow")
+    assert report["ok"], report
+    assert _sha(report) == single

@@ -158,7 +158,7 @@ class GpuKernels:
         lay = self.layout
         lay.params = lay.buffer("parameters", p.n_params)
         lay.x = lay.buffer("leaf inputs", p.leaf_size * p.data.features)
-        lay.y_class = lay.buffer("leaf labels", p.leaf_size)
+        lay.y_class = lay.buffer("leaf labels", p.leaf_size * max(1, p.data.positions))
         lay.y_reg = lay.buffer("leaf targets", p.leaf_size * p.data.outputs)
         lay.grad_sum = lay.buffer("gradient sum", p.n_params)
         lay.state = lay.buffer("learner state", p.state_slots * p.n_params + p.state_scalars)

@@ -20,12 +20,31 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, i64, load, store
+from alpha_core.codegen.tensor_ops import token_index
 from alpha_core.ir.graph import Graph, Node, concrete, size
+from alpha_core.semantics import activations
 from alpha_core.semantics import learners as recipes
 from alpha_core.semantics.llvm_arith import LlvmArith
 from alpha_core.semantics.mathfuncs import emit_math_functions
 
 ELEMENTWISE = ("add", "sub", "mul", "div")
+# the layer operations (tensor_ops.py on the host), from the same recipes
+LAYER = (
+    *activations.UNARY,
+    *activations.GRADS,
+    "maximum",
+    "minimum",
+    "pick_grad",
+    "reshape",
+    "softmax",
+    "log_softmax",
+    "bmatmul",
+    "causal_mask",
+    "embed",
+    "embed_grad",
+    "slice",
+    "slice_grad",
+)
 UNARY = ("neg", "relu", "tanh", "sigmoid", "exp", "log")
 GRADS = ("relu_grad", "tanh_grad", "sigmoid_grad")
 BOUND = ("param", "input_x", "label_class", "label_reg")
@@ -48,6 +67,7 @@ SUPPORTED = frozenset(
         *UNARY,
         *GRADS,
         *BOUND,
+        *LAYER,
     )
 )
 
@@ -254,11 +274,13 @@ class NodeBodies:
         elif op == "matmul":
             self._matmul(b, A, node, out, ptrs, t)
         elif op == "transpose":
-            (m, cols) = self.shape(node.inputs[0])
-            # output (c, r) of the n x m transpose is input (r, c)
-            c, r = b.udiv(t, i64(m)), b.urem(t, i64(m))
-            v = self._read(b, ptrs, node.inputs[0], b.add(b.mul(r, i64(cols)), c))
-            store(b, v, out, t)
+            # the last two axes swapped, for every index before them: output (g, c, r) of the
+            # n x m transposes is input (g, r, c)
+            (m, cols) = self.shape(node.inputs[0])[-2:]
+            g, within = b.udiv(t, i64(m * cols)), b.urem(t, i64(m * cols))
+            c, r = b.udiv(within, i64(m)), b.urem(within, i64(m))
+            at = b.add(b.mul(g, i64(m * cols)), b.add(b.mul(r, i64(cols)), c))
+            store(b, self._read(b, ptrs, node.inputs[0], at), out, t)
         elif op in ("sum", "mean", "reduce_to"):
             self._reduce(b, A, node, shape, out, ptrs, t)
         elif op == "broadcast":
@@ -283,9 +305,167 @@ class NodeBodies:
             else:
                 self._mse(b, A, node, out, ptrs, t)
                 return self.shape(node.inputs[0])[0]
+        elif op in LAYER:
+            return self._layer(b, A, node, i, shape, out, ptrs, t)
         else:  # pragma: no cover - SUPPORTED lists exactly the ops above
             raise UnsupportedOnGpu(op)
         return n
+
+    def _layer(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        i: int,
+        shape: tuple[int, ...],
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> int:
+        """Output t of a layer operation, as tensor_ops computes it on the host."""
+        op = node.op
+        n = max(1, size(shape))
+        if op in activations.UNARY:
+            store(b, activations.UNARY[op](A, self._read(b, ptrs, node.inputs[0], t)), out, t)
+        elif op in activations.GRADS:
+            x = self._read(b, ptrs, node.inputs[0], t)
+            d = self._read(b, ptrs, node.inputs[1], t)
+            store(b, activations.GRADS[op](A, x, d), out, t)
+        elif op in ("maximum", "minimum", "pick_grad"):
+            coords = _unravel(b, t, shape)
+            vals = [
+                self._read(b, ptrs, j, _linear(b, coords, _broadcast_strides(self.shape(j), shape)))
+                for j in node.inputs
+            ]
+            if op == "pick_grad":
+                kind, side = str(node.attr("kind")), int(str(node.attr("side")))
+                v = activations.pick_grad(A, kind, side, *vals)
+            else:
+                pick = activations.maximum if op == "maximum" else activations.minimum
+                v = pick(A, vals[0], vals[1])
+            store(b, v, out, t)
+        elif op == "reshape":
+            store(b, self._read(b, ptrs, node.inputs[0], t), out, t)
+        elif op == "causal_mask":
+            coords = _unravel(b, t, shape)
+            keep = b.icmp_unsigned("<=", coords[-1], coords[-2])
+            fill = A.const(float(str(node.attr("fill"))))
+            store(b, b.select(keep, self._read(b, ptrs, node.inputs[0], t), fill), out, t)
+        elif op in ("softmax", "log_softmax"):
+            return self._softmax(b, A, node, shape, out, ptrs, t)
+        elif op == "bmatmul":
+            ja, jc = node.inputs
+            sa, sc = self.shape(ja), self.shape(jc)
+            m, k, cols = sa[-2], sa[-1], sc[-1]
+            g = b.udiv(t, i64(m * cols))
+            r = b.urem(b.udiv(t, i64(cols)), i64(m))
+            c = b.urem(t, i64(cols))
+            a_row = b.add(b.mul(g, i64(m * k)), b.mul(r, i64(k)))
+            c_col = b.add(b.mul(g, i64(k * cols)), c)
+            acc = entry_alloca(b)
+            b.store(ir.Constant(F32, 0.0), acc)
+
+            def step(kk: ir.Value) -> None:
+                av = self._read(b, ptrs, ja, b.add(a_row, kk))
+                cv = self._read(b, ptrs, jc, b.add(c_col, b.mul(kk, i64(cols))))
+                b.store(A.add(b.load(acc, typ=F32), A.mul(av, cv)), acc)
+
+            _loop(b, k, step, "k")
+            store(b, b.load(acc, typ=F32), out, t)
+        elif op == "embed":
+            rows, width = self.shape(node.inputs[0])
+            p, j = b.udiv(t, i64(width)), b.urem(t, i64(width))
+            row = token_index(b, A, self._read(b, ptrs, node.inputs[1], p), rows)
+            v = self._read(b, ptrs, node.inputs[0], b.add(b.mul(row, i64(width)), j))
+            store(b, v, out, t)
+        elif op == "embed_grad":
+            rows, width = shape
+            positions = size(self.shape(node.inputs[1]))
+            row, j = b.udiv(t, i64(width)), b.urem(t, i64(width))
+            acc = entry_alloca(b)
+            b.store(ir.Constant(F32, 0.0), acc)
+
+            def position(p: ir.Value) -> None:
+                mine = b.icmp_unsigned(
+                    "==", token_index(b, A, self._read(b, ptrs, node.inputs[1], p), rows), row
+                )
+                v = self._read(b, ptrs, node.inputs[0], b.add(b.mul(p, i64(width)), j))
+                now = b.load(acc, typ=F32)
+                b.store(b.select(mine, A.add(now, v), now), acc)
+
+            _loop(b, positions, position, "p")
+            store(b, b.load(acc, typ=F32), out, t)
+        else:  # slice, slice_grad
+            axis, start = int(str(node.attr("axis"))), int(str(node.attr("start")))
+            src = node.inputs[0]
+            coords = _unravel(b, t, shape)
+            if op == "slice":
+                moved = [b.add(v, i64(start)) if k == axis else v for k, v in enumerate(coords)]
+                at = _linear(b, moved, _strides(self.shape(src)))
+                store(b, self._read(b, ptrs, src, at), out, t)
+            else:
+                small = self.shape(src)
+                inside = b.sub(coords[axis], i64(start))
+                within = b.icmp_unsigned("<", inside, i64(small[axis]))  # wraps below start
+                back = [inside if k == axis else v for k, v in enumerate(coords)]
+                safe = b.select(within, _linear(b, back, _strides(small)), i64(0))
+                v = self._read(b, ptrs, src, safe)
+                store(b, b.select(within, v, ir.Constant(F32, 0.0)), out, t)
+        return n
+
+    def _softmax(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        shape: tuple[int, ...],
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> int:
+        """One thread per line along the axis, the host's recipe (tensor_ops._softmax)."""
+        axis = int(str(node.attr("axis")))
+        outer, n, inner = size(shape[:axis]), shape[axis], size(shape[axis + 1 :])
+        jx = node.inputs[0]
+        o, c = b.udiv(t, i64(inner)), b.urem(t, i64(inner))
+        base = b.add(b.mul(o, i64(n * inner)), c)
+
+        def at(k: ir.Value) -> ir.Value:
+            return b.add(base, b.mul(k, i64(inner)))
+
+        m_slot, s_slot = entry_alloca(b), entry_alloca(b)
+        b.store(self._read(b, ptrs, jx, base), m_slot)
+
+        def top(k: ir.Value) -> None:
+            v, m = self._read(b, ptrs, jx, at(k)), b.load(m_slot, typ=F32)
+            b.store(A.select(A.gt(v, m), v, m), m_slot)
+
+        _loop(b, n, top, "mx")
+        m = b.load(m_slot, typ=F32)
+        b.store(A.const(0.0), s_slot)
+        exp = self.math["exp"]
+
+        def sx(k: ir.Value) -> None:
+            e = b.call(exp, [A.sub(self._read(b, ptrs, jx, at(k)), m)])
+            b.store(A.add(b.load(s_slot, typ=F32), e), s_slot)
+
+        _loop(b, n, sx, "sx")
+        s = b.load(s_slot, typ=F32)
+        if node.op == "softmax":
+
+            def soft(k: ir.Value) -> None:
+                e = b.call(exp, [A.sub(self._read(b, ptrs, jx, at(k)), m)])
+                store(b, A.div(e, s), out, at(k))
+
+            _loop(b, n, soft, "o")
+        else:
+            ls = b.call(self.math["log"], [s])
+
+            def logsoft(k: ir.Value) -> None:
+                store(b, A.sub(A.sub(self._read(b, ptrs, jx, at(k)), m), ls), out, at(k))
+
+            _loop(b, n, logsoft, "o")
+        return outer * inner
 
     def _matmul(
         self,

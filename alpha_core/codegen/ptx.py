@@ -56,7 +56,12 @@ _FORBIDDEN = (
     (re.compile(r"^\s*(atom|red)\."), "an atomic update"),
     (re.compile(r"^\s*(ex2|lg2|sin|cos|rcp|rsqrt|tanh)\."), "a hardware transcendental"),
     (re.compile(r"\.f64\b"), "double precision"),
-    (re.compile(r"^\s*(min|max)\.\S*f32"), "a min/max, whose signed-zero rule is not the select's"),
+    # a min/max of two registers, or with a zero: its signed-zero rule is the hardware's, not
+    # the select's (with a nonzero constant the two agree on every input, NaN included)
+    (
+        re.compile(r"^\s*(min|max)\.\S*f32\s+[^,]+,\s*(%r\d+,\s*%r\d+|.*0f[08]0000000)"),
+        "a min/max, whose signed-zero rule is not the select's",
+    ),
 )
 _F32_OP = re.compile(r"^\s*(?:@%p\d+\s+)?(add|sub|mul|div|sqrt)((?:\.\w+)*)\.f32\b")
 

@@ -256,7 +256,7 @@ _ENTRIES = [
         "puts a role on a GPU (`gpu h200`) is refused when the system uses an operation that "
         "has no GPU kernel yet; the message names every such operation. Other plans and "
         "pairings of the file, and the system itself, still build.",
-        _tiny(model="  fn model(x: f32[B, 4]) -> f32[B, 3] {\n    return sqrt(abs(x @ w + b))\n  }\n")
+        _tiny(tail=_TAIL.replace("sgd(lr: 0.1)", "sgd(lr: 0.1, clip: 1.0)"))
         + _PLAN
         + "pairing lab for duo {\n  worker[*]: host x86_64, gpu h200\n}\n",
     ),
