@@ -11,6 +11,7 @@ from lsprotocol import types
 from alpha_core import query
 from alpha_core.check.arguments import Arg
 from alpha_core.check.expressions import REDUCE, UNARY
+from alpha_core.check.init_check import INIT_POSITIONAL
 from alpha_core.check.system import INITS, LEARNERS, LOSSES
 from alpha_core.plan.pairing_check import GPU_PROFILES, HOSTS
 from alpha_core.syntax import ast
@@ -227,7 +228,12 @@ def _system(snap: Snapshot, decl: ast.Decl, offset: int, head: str) -> list[type
     if re.fullmatch(r"loss", stripped):
         return _snippets(((n, f"{n}(model(x), y)") for n in LOSSES), CK.Function)
     if re.fullmatch(r"param\s+\w+\s*:.*=", stripped):
-        return _builtins(INITS, positional=2) + _words(["zeros"], CK.Constant, "every element +0.0")
+        inits = [
+            item
+            for name, args in INITS.items()
+            for item in _builtins({name: args}, positional=INIT_POSITIONAL.get(name, 0))
+        ]
+        return inits + _words(["zeros", "ones"], CK.Constant, "every element +0.0, or 1.0")
     if re.fullmatch(r"data\s+\w+\s*:", stripped):
         return _snippets(DATA_SOURCES, CK.Function)
     call = _open_call(head)

@@ -205,3 +205,20 @@ def test_a_long_system_needs_the_decays_length(tmp_path: Path) -> None:
             "`cosine` decays over the system's 20,000,000 steps, more than 16,777,216 rounds",
         )
     ]
+
+
+@pytest.mark.parametrize("name", ["relu", "sum", "softmax"])
+def test_a_function_named_like_a_built_in_is_refused(name: str, tmp_path: Path) -> None:
+    """It was accepted and never called (every call went to the built-in)."""
+    src = WARM.replace(
+        "  fn model(", f"  fn {name}(a: f32[B, 3]) -> f32[B, 3] {{\n    return a\n  }}\n  fn model("
+    )
+    path = tmp_path / "shadow.alpha"
+    path.write_text(src)
+    found = [(d.name, d.message) for d in Workspace().analyze_file(str(path)).diagnostics]
+    assert found == [
+        (
+            "duplicate-name",
+            f"`{name}` is a built-in function; a function of that name would never be called",
+        )
+    ]

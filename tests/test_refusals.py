@@ -195,7 +195,7 @@ CASES: list[tuple[str, str, str, str, int]] = [
     ("param-too-large", _edit(("f32[3]", "f32[3, 99999999999, 99999999999]")),
      "shape-mismatch", "f32[3, 99999999999, 99999999999]", 5),
     ("batch-in-param", _edit(("f32[4, 3]", "f32[B, 3]")), "shape-mismatch", "f32[B, 3]", 4),
-    ("unknown-init-name", _edit(("= zeros", "= ones")), "unknown-name", "ones", 5),
+    ("unknown-init-name", _edit(("= zeros", "= onez")), "unknown-name", "onez", 5),
     ("unknown-init-call", _edit(("= normal(", "= glorot(")), "unknown-name", "glorot", 4),
     ("unknown-learner", _edit(("sgd(", "sgdd(")), "unknown-name", "sgdd", 10),
     ("model-arity", _edit(("model(x: f32[B, 4])", "model(x: f32[B, 4], z: f32[B, 4])")),

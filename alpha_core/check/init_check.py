@@ -35,6 +35,7 @@ ALIASES = {
     "kaiming_uniform": "he_uniform",
     "kaiming_normal": "he_normal",
 }
+INIT_POSITIONAL = {"normal": 2, "uniform": 2, "constant": 1}  # leading arguments by position
 BARE = {"zeros": 0.0, "ones": 1.0}  # written as a name, or called with no argument
 NAMES = [*BARE, *INITS, *ALIASES]
 
@@ -73,8 +74,7 @@ def check_init(
     if kind not in INITS:
         ctx.unknown("initialiser", init.func, init.func_span, NAMES)
         return None
-    positional = {"normal": 2, "uniform": 2, "constant": 1}.get(kind, 0)
-    args = A.bind(ctx, init, INITS[kind], positional=positional)
+    args = A.bind(ctx, init, INITS[kind], positional=INIT_POSITIONAL.get(kind, 0))
     if args is None:
         return None
     if kind == "constant":

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from alpha_core.check import arguments as A
+from alpha_core.check.builtins import HANDLERS, REDUCE
 from alpha_core.check.context import CheckContext, show_shape
 from alpha_core.check.data_source import ReadFile, check_data
 from alpha_core.check.expressions import Binding, ExprLowering, declared_shape
@@ -75,6 +76,16 @@ def _collect(decl: ast.Decl, ctx: CheckContext) -> _Items:
         if isinstance(item, ast.ParamItem):
             items.params.append(item)
         elif isinstance(item, ast.FnItem):
+            if item.name in HANDLERS or item.name in REDUCE:
+                # a call resolves to the built-in first: this function would never be called
+                ctx.refuse(
+                    "duplicate-name",
+                    f"`{item.name}` is a built-in function; a function of that name would never "
+                    "be called",
+                    item.name_span,
+                    help=f"rename it, for example `my_{item.name}`",
+                )
+                continue
             items.fns[item.name] = item
         elif isinstance(item, tuple(_SINGLE)):
             field_name = _SINGLE[type(item)]

@@ -83,7 +83,9 @@ _ENTRIES = [
         COMPILE,
         "a name is declared twice",
         "Parameters, functions, data sets and locals share one namespace per system; each name "
-        "may be declared once.",
+        "may be declared once. A function may not take the name of a built-in function "
+        "(`relu`, `sum`, `softmax`, ...): a call resolves to the built-in, so it would never be "
+        "called.",
         _tiny(head=_DIGITS_HEAD + "  param b: f32[3] = zeros\n"),
     ),
     Refusal(
