@@ -13,65 +13,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import program_of
+from layer_sources import BODIES, seq_source
 from reference import F64, evaluate
 from test_exact import assert_exact
 
 from alpha_core.autodiff.reverse import training_step
 from alpha_core.check.program import Program
 
-SEQ = """system s {
-  data train: synthetic(rows: 120, features: 12, %(labels)s, seed: 5, noise: 0.3, holdout: 24)
-  batch 12 leaves 3 shuffle(seed: 3)
-  param wq: f32[4, 4] = normal(0.0, 0.4, seed: 1)
-  param wk: f32[4, 4] = normal(0.0, 0.4, seed: 2)
-  param wv: f32[4, 4] = normal(0.0, 0.4, seed: 3)
-  param gn: f32[4] = uniform(0.5, 1.5, seed: 4)
-  param s: f32[] = uniform(0.5, 1.0, seed: 6)
-  param wo: f32[12, 3] = normal(0.0, 0.4, seed: 5)
-  fn layer_norm(h: f32[B, T, D], gain: f32[D]) -> f32[B, T, D] {
-    let mu = mean(h, axis: 2, keepdims: true)
-    let c = h - mu
-    let var = mean(square(c), axis: 2, keepdims: true)
-    return c / sqrt(var + 0.00001) * gain
-  }
-  fn attend(h: f32[B, T, D]) -> f32[B, T, D] {
-    let q = h @ wq
-    let k = h @ wk
-    let v = h @ wv
-    let scores = causal_mask(q @ transpose(k) / 2.0)
-    return softmax(scores, axis: 2) @ v
-  }
-  fn model(x: f32[B, 3, 4]) -> f32[B, 3] {
-    %(body)s
-  }
-  loss %(loss)s(model(x), y)
-  learner adam(lr: 0.01)
-  steps %(steps)d
-}
-"""
-BODIES = {
-    "attention": "let h = layer_norm(x, gn)\n"
-    "    let a = attend(h) + h\n"
-    "    return reshape(a, B, 12) @ wo",
-    "activations": "let a = x @ wq * s\n"
-    "    let z = gelu(a) + silu(a) * s + abs(a) * 0.1 + maximum(a, 0.0) "
-    "- minimum(a, clamp(a, -0.5, 0.5))\n"
-    "    return reshape(z, B, 12) @ wo",
-    "slice": "let z = slice(x @ wq, axis: 1, start: 1, stop: 3) * s\n"
-    "    return reshape(z, B, 8) @ slice(wo, axis: 0, start: 2, stop: 10)",
-    "log_softmax": "let z = log_softmax(x @ wk, axis: -1)"
-    " + transpose(softmax(transpose(x @ wv), axis: 1)) @ wq\n"
-    "    return reshape(sqrt(square(z) + 1.0), B, 12) @ wo",
-}
-
 
 def source(body: str, regression: bool = False, steps: int = 20) -> str:
-    return SEQ % {
-        "labels": "targets: 3" if regression else "classes: 3",
-        "body": BODIES[body],
-        "loss": "mse" if regression else "softmax_cross_entropy",
-        "steps": steps,
-    }
+    return seq_source(body, regression, steps)
 
 
 @pytest.mark.parametrize("body", sorted(BODIES))
