@@ -32,6 +32,7 @@ from alpha_core.build import BuildResult, BuiltExecutable, Deployment
 from alpha_core.captures import CaptureFolders
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.render import render
+from alpha_core.hosts_file import HostsFile, HostsRefused, read_hosts
 from alpha_core.launch import Launch, LaunchError, free_port_base
 from alpha_core.ports import ephemeral_overlap
 from alpha_core.role_views import RoleView, role_views
@@ -94,8 +95,11 @@ class AlphaTui(App[None]):
         checkpoint_dir: str | None = None,
         port_base: int | None = None,
         steps: int | None = None,
+        hosts: str | None = None,
     ) -> None:
         super().__init__()
+        self.hosts_path = hosts  # --hosts: each role's own address (read at each build)
+        self.hosts: HostsFile | None = None
         self.workspace = Workspace()  # incremental: a re-check after an edit redoes what changed
         self.checkpoint_dir = Path(checkpoint_dir).resolve() if checkpoint_dir else None
         self.path = str(Path(path).resolve())
@@ -283,10 +287,13 @@ class AlphaTui(App[None]):
         overlap = ephemeral_overlap(base, min(base + roles - 1, 65535))
         if self.port_base is not None and overlap:
             self.call_from_thread(self.log_line, f"[yellow]warning[/]: {escape(overlap)}")
+        hosts = read_hosts(self.hosts_path) if self.hosts_path and choice.plan else None
+        self.hosts = hosts
         return Deployment(
             port_base=base,
             checkpoint_dir=str(self.captures.root),
             checkpoint_every=every if choice.plan is None else 0,
+            hosts=hosts,
         )
 
     @work(thread=True, exclusive=True, group="build")
@@ -317,6 +324,8 @@ class AlphaTui(App[None]):
             result, diags = None, [Diagnostic("usage", str(e), None)]
         except LaunchError as e:  # no free ports
             result, diags = None, [Diagnostic(e.name, str(e), None)]
+        except HostsRefused as e:  # named with the hosts file's lines
+            result, diags = None, e.located()
         except Exception as e:  # a bug: named, shown, and the app stays up
             text = f"{type(e).__name__}: {e}; this is a bug in alpha, please report it"
             result, diags = None, [Diagnostic("internal-error", text, None)]
@@ -427,7 +436,11 @@ class AlphaTui(App[None]):
         assert self.state is not None
         narrow = self.shown_columns is T.NARROW
         r, agreement = self.state.roles[role], self.state.agreement
-        return [T.cell(c, r, agreement, narrow) for c in self.shown_columns]
+        cells: list[object] = [T.cell(c, r, agreement, narrow) for c in self.shown_columns]
+        entry = self.hosts.address_of(role) if self.hosts is not None else None
+        if entry is not None and self.shown_columns[:1] == ("role",):  # where it runs
+            cells[0] = f"{role} @ {entry.host}"
+        return cells
 
     def queue_event(self, role: str, event: dict[str, object]) -> None:
         with self._events_lock:
@@ -609,7 +622,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error[{unreadable.name}]: {unreadable.message}", file=sys.stderr)
         return 1
     AlphaTui(
-        o.file, o.plan, o.pairing, o.checkpoint_every, o.checkpoint_dir, o.port_base, o.steps
+        o.file,
+        o.plan,
+        o.pairing,
+        o.checkpoint_every,
+        o.checkpoint_dir,
+        o.port_base,
+        o.steps,
+        o.hosts,
     ).run()
     return 0
 

@@ -126,7 +126,7 @@ def help_text(groups: list[tuple[str, list[BindingType]]]) -> str:
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape", "dismiss", "Back"), Binding("question_mark", "dismiss", "Back")]
     DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
+    HelpScreen { align: center middle; background: $background; }
     HelpScreen > VerticalScroll { width: 70; max-width: 100%; height: auto; max-height: 100%;
         border: round $accent; padding: 0 1; background: $surface; }
     """
