@@ -108,6 +108,6 @@ def test_the_plot_is_visible_at_120x40(
     axis = next(i for i in range(top, len(lines)) if "└" in lines[i])
     assert axis - top >= 8, "\n".join(lines)  # rows enough to show the curve
     assert lines[axis + 1].split() == ["1", "300"]
-    plotted = "".join(lines[top + 1 : axis])
-    assert any(0x2800 < ord(c) <= 0x28FF for c in plotted), "no braille dots drawn"
+    area = "".join(lines[top + 1 : axis])
+    assert any(0x2800 < ord(c) <= 0x28FF for c in area), "no braille dots drawn"
     t.keys("q")
