@@ -27,7 +27,7 @@ from pathlib import Path
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.diagnostic import Related
 from alpha_core.plan.schedule import RoleSchedule
-from alpha_core.syntax.span import Span
+from alpha_core.syntax.span import LineIndex, Span
 
 _LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOSTNAME = re.compile(rf"{_LABEL}(\.{_LABEL})*\.?")
@@ -63,6 +63,19 @@ class HostsRefused(Exception):
         self.path = path
         self.text = text
         self.diagnostics = list(diagnostics)
+
+    def located(self) -> list[Diagnostic]:
+        """The refusals without spans, each message led by FILE:LINE:COL, for a face that
+        shows diagnostics against another text (alpha-tui shows the .alpha file's)."""
+        index = LineIndex(self.text)
+        out = []
+        for d in self.diagnostics:
+            where = self.path
+            if d.span is not None:
+                at = index.position(d.span.start)
+                where += f":{at.line + 1}:{at.column + 1}"
+            out.append(Diagnostic(d.name, f"{where}: {d.message}", None, help=d.help))
+        return out
 
 
 def host_problem(host: str) -> str | None:

@@ -26,6 +26,7 @@ class Options:
     checkpoint_dir: str | None = None
     port_base: int | None = None  # None: free ports outside the ephemeral range
     steps: int | None = None  # None: the system's own
+    hosts: str | None = None  # a hosts file: each role of a plan at its own address
 
 
 def parser() -> argparse.ArgumentParser:
@@ -68,6 +69,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help="train N steps instead of the system's own (e.g. long enough to kill and resume)",
     )
+    p.add_argument(
+        "--hosts",
+        default=None,
+        metavar="FILE",
+        help="each role of the plan at its own address, a line `ROLE HOST[:PORT]` per role "
+        "(e.g. 127.0.0.2, 127.0.0.3 on this machine); the table shows each role's host",
+    )
     p.add_argument("--version", action="version", version=version_line("alpha-tui"))
     return p
 
@@ -75,5 +83,12 @@ def parser() -> argparse.ArgumentParser:
 def parse(argv: list[str] | None) -> Options:
     a = parser().parse_args(argv)
     return Options(
-        a.file, a.plan, a.pairing, a.checkpoint_every, a.checkpoint_dir, a.port_base, a.steps
+        a.file,
+        a.plan,
+        a.pairing,
+        a.checkpoint_every,
+        a.checkpoint_dir,
+        a.port_base,
+        a.steps,
+        a.hosts,
     )

@@ -309,3 +309,27 @@ def test_a_peer_whose_name_never_resolves_is_refused_by_name(tmp_path: Path) -> 
     assert "cannot resolve nowhere.invalid, the host of worker[2]" in roles["worker[3]"]["message"]
     assert roles["worker[2]"]["refusal"] == "listen-failed"
     assert all(r["refusal"] for r in roles.values())
+
+
+@pytest.mark.asyncio
+async def test_alpha_tui_runs_with_hosts_and_shows_each_roles_host(
+    tmp_path: Path, reference: str
+) -> None:
+    from test_tui import SIZE, until
+
+    from alpha_tui.app import AlphaTui
+
+    source = _source(tmp_path)
+    hosts = tmp_path / "tree.hosts"
+    where = ["127.0.0.2"] * 4 + ["127.0.0.3"] * 4
+    hosts.write_text("".join(f"{r} {h}\n" for r, h in zip(TREE, where, strict=True)))
+    app = AlphaTui(str(source), plan="tree", hosts=str(hosts))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("r")
+        await until(pilot, lambda: app.result is not None, "the run to end")
+        assert app.result is not None and app.result.ok, app.result
+        assert app.result.params_sha256 == reference
+        table = app.query_one("DataTable")
+        assert table.get_cell("worker[5]", "role") == "worker[5] @ 127.0.0.3"  # type: ignore[attr-defined]
+        assert table.get_cell("worker[0]", "role") == "worker[0] @ 127.0.0.2"  # type: ignore[attr-defined]
