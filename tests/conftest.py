@@ -48,7 +48,8 @@ def link_checked(program: Program, role: RoleSchedule, out: Path) -> str:
     runtime = out.parent / "checked-runtime"
     if not runtime.exists():
         runtime.mkdir(parents=True)
-        for source in sorted(runtime_dir().glob("*.c")):
+        # the host runtime, as runtime_objects selects it: gpu_*.c belong to GPU roles only
+        for source in sorted(s for s in runtime_dir().glob("*.c") if not s.name.startswith("gpu_")):
             compile_c(
                 target,
                 source.name,
