@@ -1,7 +1,9 @@
-// The Alpha extension: starts alpha-lsp over stdio for `alphadsl` documents, and shows a role's
-// projected schedule (the custom request `alpha/projection`, docs/lsp.md) as a read-only
-// virtual document.
+// The Alpha extension: starts alpha-lsp over stdio for `alphadsl` documents (from the
+// workspace's `.venv` when the settings leave the default), shows a role's projected schedule
+// (the custom request `alpha/projection`, docs/lsp.md) as a read-only virtual document, the
+// server's state in the status bar, and the check/build/run commands and tasks (commands.ts).
 
+import * as fs from 'fs';
 import * as os from 'os';
 import * as vscode from 'vscode';
 import {
@@ -26,8 +28,12 @@ import {
   projectionParams,
   projectionText,
   roleChoices,
+  ServerCommand,
   serverCommand,
 } from './common';
+import { registerCommands } from './commands';
+import { ServerStatus } from './status';
+import { defaultServer } from './tasks';
 
 const LANGUAGE = 'alphadsl';
 const ProjectionRequest = new RequestType<ProjectionParams, ProjectionResult, void>(
@@ -36,17 +42,47 @@ const ProjectionRequest = new RequestType<ProjectionParams, ProjectionResult, vo
 
 let client: LanguageClient | undefined;
 let starting: Promise<void> | undefined;
+let status: ServerStatus | undefined;
 
-function createClient(): LanguageClient {
+function entries(folder: string): string[] {
+  try {
+    return fs.readdirSync(folder);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The server's command line from the settings; when they leave the default (`["alpha-lsp"]`,
+ * no python path), the `bin/alpha-lsp` of the workspace's `.venv` or `.venv-*` if there is one.
+ */
+export function resolvedServer(): ServerCommand {
   const config = vscode.workspace.getConfiguration('alpha');
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-  const { command, args } = serverCommand(
+  const found = serverCommand(
     {
       command: config.get<unknown>('server.command'),
       pythonPath: config.get<unknown>('server.pythonPath'),
     },
     { workspaceFolder: folder, userHome: os.homedir() }
   );
+  const set = config.inspect<unknown>('server.command');
+  const chosen =
+    set !== undefined &&
+    (set.globalValue !== undefined ||
+      set.workspaceValue !== undefined ||
+      set.workspaceFolderValue !== undefined);
+  if (chosen || config.get<string>('server.pythonPath')) return found;
+  const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => ({
+    path: f.uri.fsPath,
+    entries: entries(f.uri.fsPath),
+  }));
+  return { command: defaultServer(folders, (p) => fs.existsSync(p)), args: found.args };
+}
+
+function createClient(): LanguageClient {
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  const { command, args } = resolvedServer();
   const executable = {
     command,
     args,
@@ -69,15 +105,24 @@ function createClient(): LanguageClient {
 }
 
 async function startClient(): Promise<void> {
+  const server = resolvedServer();
+  const line = [server.command, ...server.args].join(' ');
+  status?.set('starting', line);
   const next = createClient();
   client = next;
+  next.onDidChangeState((e) => {
+    if (client !== next) return;
+    status?.set(e.newState === State.Running ? 'running' : e.newState === State.Starting ? 'starting' : 'stopped', line);
+  });
   try {
     await next.start();
+    status?.set('running', line);
   } catch (err) {
+    status?.set('stopped', line, message(err));
     const config = vscode.workspace.getConfiguration('alpha');
     const how = config.get<string>('server.pythonPath')
-      ? `alpha.server.pythonPath (${config.get<string>('server.pythonPath')} -m alpha_lsp)`
-      : `alpha.server.command (${JSON.stringify(config.get('server.command'))})`;
+      ? `alpha.server.pythonPath (${line})`
+      : `alpha.server.command (${line})`;
     // not awaited: activation must not wait for the user to dismiss the message
     void vscode.window
       .showErrorMessage(
@@ -274,7 +319,14 @@ async function showProjection(provider: ProjectionProvider, args?: Partial<Proje
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const provider = new ProjectionProvider();
+  status = new ServerStatus();
+  registerCommands(context, {
+    server: resolvedServer,
+    showProjection: (args) => showProjection(provider, args),
+  });
   context.subscriptions.push(
+    status,
+    vscode.commands.registerCommand('alpha.showServerOutput', () => client?.outputChannel.show(true)),
     provider,
     vscode.workspace.registerTextDocumentContentProvider(PROJECTION_SCHEME, provider),
     vscode.commands.registerCommand('alpha.showProjection', (args?: Partial<ProjectionParams>) =>

@@ -1,4 +1,4 @@
-// Loads an unpacked .vsix's out/extension.js in plain node, with a stand-in for the `vscode`
+// Loads an unpacked .vsix's dist/extension.js (the esbuild bundle) in plain node, with a stand-in for the `vscode`
 // module that only VS Code provides: every other module it requires must resolve to a file
 // inside the package (so the .vsix carries its runtime dependencies). Prints the exports.
 // usage: node test/load-packaged.js UNPACKED/extension
@@ -22,7 +22,7 @@ Module._resolveFilename = function (request, parent, ...rest) {
   return found;
 };
 require.cache.vscode = { id: 'vscode', filename: 'vscode', loaded: true, exports: stub };
-const ext = require(path.join(root, 'out', 'extension.js'));
+const ext = require(path.join(root, 'dist', 'extension.js'));
 const loaded = Object.keys(require.cache).filter((f) => f.startsWith(root + path.sep));
 console.log(
   JSON.stringify({
