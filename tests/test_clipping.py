@@ -126,3 +126,34 @@ def test_the_checked_runtime_clips_without_undefined_behaviour(tmp_path: Path) -
         assert any(op.kind == "norm_send" for op in role.ops)
         roles.append((role.name, link_checked(plan.system, role, tmp_path / f"role-{index}")))
     assert written_sha(Built(roles, tmp_path).run("--quiet")) == want
+
+
+def _refused(path: str) -> str:
+    from conftest import run_exe
+
+    code, events, stderr = run_exe(path, "--quiet")
+    assert code == 3 and events[-1]["event"] == "refused", stderr
+    assert events[-1]["name"] == "program-invalid"
+    return str(events[-1]["message"])
+
+
+def test_norm_ops_without_their_kernels_or_their_nodes_are_refused(tmp_path: Path) -> None:
+    """Checked dry before anything runs: a norm op in a role whose kernels do not clip, and a
+    partitioned role that applies without receiving the norm's nodes."""
+    from dataclasses import replace
+
+    from conftest import link_checked, program_of
+    from test_partitioned import analysis
+
+    from alpha_core.plan.projection import project
+
+    text = system(CLIPPED, 8)
+    plan, _, diags = analysis(plan_text(2, "grads", system=text), tmp_path).plan("p")
+    assert plan is not None, diags
+    child = project(plan, 1)
+    plain = program_of(system("adam(lr: 0.01)", 8), tmp_path / "plain.alpha")
+    exe = link_checked(plain, child, tmp_path / "plain-role")
+    assert "moves gradient norms, but the kernels do not clip" in _refused(exe)
+    ops = tuple(op for op in child.ops if op.kind != "norm_recv")
+    exe = link_checked(plan.system, replace(child, ops=ops), tmp_path / "no-recv")
+    assert "needs a gradient-norm node it neither evaluates nor receives" in _refused(exe)
