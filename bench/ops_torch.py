@@ -70,6 +70,8 @@ def _cases(steps: int) -> dict[str, str]:
         "slice": seq(src.BODIES["slice"]),
         "conv pad/stride + pools": src.cnn_source("padded", steps),
         "conv stride 2 + overlapping pools": src.cnn_source("strided", steps),
+        "sigmoid cross-entropy (one logit)": src.loss_source(src.BINARY, steps),
+        "label smoothing 0.1": src.loss_source(src.SMOOTH, steps),
         "embedding": src.EMBED.replace("steps 12", f"steps {steps}"),
         "digits_cnn (adamw cosine clip)": example("digits_cnn.alpha"),
         "transformer": example("transformer.alpha"),
@@ -104,7 +106,7 @@ def forward(program: Any, params: list[Any], x: Any, batch: int) -> Any:
     import torch.nn.functional as F
 
     v: dict[int, Any] = {}
-    for i, n in enumerate(program.model.nodes):
+    for i, n in enumerate(program.model.nodes[: program.output + 1]):
         shape = concrete(n.shape, batch)
         a = [v[j] for j in n.inputs]
         op = n.op
@@ -211,9 +213,17 @@ def torch_run(program: Any) -> tuple[np.ndarray, list[float]]:
         x = X[rows]
         opt.zero_grad()
         z = forward(program, params, x, program.batch)
-        if program.loss == "softmax_cross_entropy":
+        if program.loss == "sigmoid_cross_entropy":
+            labels = torch.from_numpy(Y_np[rows].astype(np.float32)).reshape(-1)
+            total = F.binary_cross_entropy_with_logits(z[:, 0], labels, reduction="sum")
+        elif program.loss == "softmax_cross_entropy":
             labels = torch.from_numpy(Y_np[rows].astype(np.int64)).reshape(-1)
-            total = F.cross_entropy(z.reshape(labels.shape[0], -1), labels, reduction="sum")
+            total = F.cross_entropy(
+                z.reshape(labels.shape[0], -1),
+                labels,
+                reduction="sum",
+                label_smoothing=program.smoothing,
+            )
         else:
             target = torch.from_numpy(Y_np[rows])
             total = ((z - target) ** 2).mean(dim=1).sum()

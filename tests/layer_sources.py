@@ -111,3 +111,25 @@ EMBED = """system e {
   steps 12
 }
 """
+
+
+LOSS_SYSTEM = """system l {
+  data train: synthetic(rows: 160, features: 5, classes: %(classes)d, seed: 4, holdout: 40)
+  batch 16 leaves 4 shuffle(seed: 2)
+  param w1: f32[5, 6] = normal(0.0, 0.4, seed: 1)
+  param b1: f32[6] = zeros
+  param w2: f32[6, %(outputs)d] = normal(0.0, 0.4, seed: 2)
+  fn model(x: f32[B, 5]) -> f32[B, %(outputs)d] {
+    return tanh(x @ w1 + b1) @ w2
+  }
+  loss %(loss)s
+  learner adam(lr: 0.02)
+  steps %(steps)d
+}
+"""
+BINARY = {"classes": 2, "outputs": 1, "loss": "sigmoid_cross_entropy(model(x), y)"}
+SMOOTH = {"classes": 4, "outputs": 4, "loss": "softmax_cross_entropy(model(x), y, smoothing: 0.1)"}
+
+
+def loss_source(case: dict[str, object], steps: int = 40) -> str:
+    return LOSS_SYSTEM % {**case, "steps": steps}

@@ -148,6 +148,45 @@ def slice_(n: Node, ins: list[Array], shape: tuple[int, ...], mode: Any) -> Arra
     return r
 
 
+def sigmoid_xent(n: Node, ins: list[Array], shape: tuple[int, ...], mode: Any) -> Array:
+    dt = mode.dtype
+    z = ins[0][:, 0]
+    c = ins[1].reshape(-1).astype(dt)
+    if n.op == "sigmoid_xent_grad":
+        return (mode.math("sigmoid", z) - c).astype(dt).reshape(shape)
+    if _f32(mode):
+        return activations.sigmoid_xent(A, z, c)
+    return np.maximum(z, 0.0) - z * c + np.log1p(np.exp(-np.abs(z)))
+
+
+def xent_smooth(n: Node, ins: list[Array], shape: tuple[int, ...], mode: Any) -> Array:
+    dt = mode.dtype
+    z, labels = ins
+    labels = labels.reshape(-1)
+    k = z.shape[1]
+    eps = dt(n.attr("smoothing"))
+    keep = (dt(1.0) - eps).astype(dt)
+    share = (eps / dt(k)).astype(dt)
+    m = z[:, 0].copy()
+    for j in range(k):
+        m = np.where(z[:, j] > m, z[:, j], m)
+    s = np.zeros(z.shape[0], dtype=dt)
+    for j in range(k):
+        s = (s + mode.math("exp", (z[:, j] - m).astype(dt))).astype(dt)
+    rows = np.arange(z.shape[0])
+    if n.op == "xent_smooth_grad":
+        p = (mode.math("exp", (z - m[:, None]).astype(dt)) / s[:, None]).astype(dt)
+        hot = np.arange(k)[None, :] == labels[:, None]
+        q = (np.where(hot, keep, dt(0.0)) + share).astype(dt)
+        return (p - q).astype(dt)
+    lse = mode.math("log", s)
+    t = np.zeros(z.shape[0], dtype=dt)
+    for j in range(k):
+        t = (t + (lse - (z[:, j] - m).astype(dt)).astype(dt)).astype(dt)
+    hit = (keep * (lse - (z[rows, labels] - m).astype(dt)).astype(dt)).astype(dt)
+    return (hit + (share * t).astype(dt)).astype(dt)
+
+
 LAYER: dict[str, Callable[[Node, list[Array], tuple[int, ...], Any], Array]] = {
     **{op: unary for op in activations.UNARY},
     **{op: grad for op in activations.GRADS},
@@ -163,5 +202,9 @@ LAYER: dict[str, Callable[[Node, list[Array], tuple[int, ...], Any], Array]] = {
     "embed_grad": embed_grad,
     "slice": slice_,
     "slice_grad": slice_,
+    "sigmoid_xent": sigmoid_xent,
+    "sigmoid_xent_grad": sigmoid_xent,
+    "xent_smooth": xent_smooth,
+    "xent_smooth_grad": xent_smooth,
     **CONV,
 }

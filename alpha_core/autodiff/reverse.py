@@ -32,19 +32,28 @@ def training_step(program: Program) -> StepGraph:
     out = program.output
     classes = program.data.outputs
     positions = program.data.positions
-    if program.loss == "softmax_cross_entropy" and positions > 1:
+    # label smoothing: the smoothed cross-entropy and its gradient, the same rows
+    xent, xent_grad, attrs = "xent", "xent_grad", ()
+    if program.smoothing:
+        xent, xent_grad = "xent_smooth", "xent_smooth_grad"
+        attrs = (("smoothing", program.smoothing),)
+    if program.loss == "sigmoid_cross_entropy":
+        labels = b.add("label_class", (), (BATCH,))
+        per_example = b.add("sigmoid_xent", (out, labels), (BATCH,))
+        seed = b.add("sigmoid_xent_grad", (out, labels), (BATCH, 1))
+    elif program.loss == "softmax_cross_entropy" and positions > 1:
         # one label per position: the positions of every example are the rows of one
         # cross-entropy, example-major; an example's loss is the sum over its positions
         labels = b.add("label_class", (), (BATCH, positions))
         rows = b.add("reshape", (out,), (-positions, classes))
         flat = b.add("reshape", (labels,), (-positions,))
-        per_example = b.add("xent", (rows, flat), (-positions,))
-        grad = b.add("xent_grad", (rows, flat), (-positions, classes))
+        per_example = b.add(xent, (rows, flat), (-positions,), attrs)
+        grad = b.add(xent_grad, (rows, flat), (-positions, classes), attrs)
         seed = b.add("reshape", (grad,), (BATCH, positions, classes))
     elif program.loss == "softmax_cross_entropy":
         labels = b.add("label_class", (), (BATCH,))
-        per_example = b.add("xent", (out, labels), (BATCH,))
-        seed = b.add("xent_grad", (out, labels), (BATCH, classes))
+        per_example = b.add(xent, (out, labels), (BATCH,), attrs)
+        seed = b.add(xent_grad, (out, labels), (BATCH, classes), attrs)
     else:
         labels = b.add("label_reg", (), (BATCH, classes))
         per_example = b.add("mse", (out, labels), (BATCH,))

@@ -81,9 +81,13 @@ class Program:
     params: tuple[ParamSpec, ...]
     model: Graph  # input_x → model output; node `output` is the result
     output: int
-    loss: str  # softmax_cross_entropy | mse
+    loss: str  # softmax_cross_entropy | sigmoid_cross_entropy | mse
     learner: LearnerSpec
     steps: int
+    smoothing: float = 0.0  # softmax_cross_entropy's label smoothing
+    # the node the forward (evaluation) kernel writes when it is not `output`: a single logit's
+    # [0, z], whose first maximum is the predicted class of sigmoid_cross_entropy
+    forward_output: int | None = None
 
     @property
     def leaf_size(self) -> int:
@@ -126,7 +130,7 @@ class Program:
             parts.append(f"%{i} = {n.op}{n.inputs} {n.shape} {n.attrs}")
         parts += [
             f"output %{self.output}",
-            f"loss {self.loss}",
+            f"loss {self.loss}" + (f" smoothing={self.smoothing!r}" if self.smoothing else ""),
             f"learner {self.learner.text()}",
             f"steps {self.steps}",
         ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from alpha_core.check import arguments as A
 from alpha_core.check.builtins import HANDLERS, REDUCE
@@ -30,7 +30,7 @@ ITEM_WORDS = {
     ast.LearnerItem: "learner",
     ast.StepsItem: "steps",
 }
-LOSSES = ("softmax_cross_entropy", "mse")
+LOSSES = ("softmax_cross_entropy", "mse", "sigmoid_cross_entropy")
 # the grammar's NAME: every word the tree holds is one of these in the declaration's text
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 RUNTIME_U32 = 2**32 - 1  # counts the runtime holds in 32 bits
@@ -132,7 +132,7 @@ def check_system(
         return None
     if data is None or learner is None or steps is None or lowered is None or batch is None:
         return None
-    graph, output, loss = lowered
+    graph, output, loss, smoothing, forward_output = lowered
     shuffle_seed = None
     if batch.shuffle is not None:
         bound = A.bind(ctx, batch.shuffle, [A.Arg("seed", "int", low=0)])
@@ -151,6 +151,8 @@ def check_system(
         loss,
         learner,
         steps.count,
+        smoothing=smoothing,
+        forward_output=forward_output,
     )
 
 
@@ -284,7 +286,7 @@ def _model(
     data: DataSpec | None,
     ctx: CheckContext,
     decl: ast.Decl,
-) -> tuple[Graph, int, str] | None:
+) -> tuple[Graph, int, str, float, int | None] | None:
     model = fns.get("model")
     if model is None:
         _missing(ctx, decl, "fn model", "fn model(x: f32[B, 4]) -> f32[B, 3] { ... }")
@@ -334,9 +336,25 @@ def _model(
     if call.func not in LOSSES:
         ctx.unknown("loss", call.func, call.func_span, LOSSES)
         return None
-    if len(call.args) != 2 or call.kwargs:
-        ctx.refuse("bad-argument", f"`{call.func}` takes the model's output and `y`", call.span)
+    smoothing = 0.0
+    allowed = ("smoothing",) if call.func == "softmax_cross_entropy" else ()
+    if len(call.args) != 2 or any(k.name not in allowed for k in call.kwargs):
+        ctx.refuse(
+            "bad-argument",
+            f"`{call.func}` takes the model's output and `y`"
+            + (" and `smoothing:`" if allowed else ""),
+            call.span,
+        )
         return None
+    if call.kwargs:
+        bound = A.bind(
+            ctx,
+            replace(call, args=()),
+            [A.Arg("smoothing", "float", 0.0, low=0.0, high=1.0, below=True)],
+        )
+        if bound is None:
+            return None
+        smoothing = float(bound["smoothing"])
     pred_e, label_e = call.args
     if not (isinstance(label_e, ast.Name) and label_e.id == "y"):
         ctx.refuse(
@@ -352,7 +370,7 @@ def _model(
     ctx.types[pred_e.span] = b.shape(out)
     oshape = b.shape(out)
     if data is not None:
-        want_kind = "class" if call.func == "softmax_cross_entropy" else "regression"
+        want_kind = "regression" if call.func == "mse" else "class"
         if data.label_kind != want_kind:
             needs = "class labels" if want_kind == "class" else "regression targets"
             has = "classes" if data.label_kind == "class" else "targets"
@@ -365,6 +383,16 @@ def _model(
         labels = (
             (BATCH, data.outputs) if data.positions == 1 else (BATCH, data.positions, data.outputs)
         )
+        if call.func == "sigmoid_cross_entropy":
+            if data.outputs != 2 or data.positions != 1:
+                ctx.refuse(
+                    "type-mismatch",
+                    f"`sigmoid_cross_entropy` needs two classes but the data has {data.outputs}",
+                    call.func_span,
+                    related=_label_count(decl),
+                )
+                return None
+            labels = (BATCH, 1)  # one logit: the log-odds of class 1
         if oshape != labels:
             ctx.refuse(
                 "shape-mismatch",
@@ -374,7 +402,10 @@ def _model(
                 related=_label_count(decl),
             )
             return None
-    return b.graph(), out, call.func
+    forward = None
+    if call.func == "sigmoid_cross_entropy":  # evaluated as the scores [0, z] of classes 0, 1
+        forward = b.add("slice_grad", (out,), (BATCH, 2), (("axis", 1), ("start", 1)))
+    return b.graph(), out, call.func, smoothing, forward
 
 
 def _label_count(decl: ast.Decl) -> tuple[Related, ...]:

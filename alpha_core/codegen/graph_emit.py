@@ -29,6 +29,7 @@ from alpha_core.codegen.loops import (
     store,
 )
 from alpha_core.codegen.conv_ops import CONV_OPS, emit_conv_op
+from alpha_core.codegen.loss_ops import LOSS_OPS, emit_loss_op
 from alpha_core.codegen.tensor_ops import LAYER_OPS, emit_layer_op
 from alpha_core.ir.graph import Graph, Node, concrete, size
 from alpha_core.semantics import learners as recipes
@@ -284,6 +285,8 @@ class GraphEmitter:
             emit_layer_op(self, b, A, i, node, out)
         elif op in CONV_OPS:
             emit_conv_op(self, b, A, i, node, out)
+        elif op in LOSS_OPS:
+            emit_loss_op(self, b, A, i, node, out)
         else:
             raise AssertionError(f"no code for {op}")
 

@@ -113,9 +113,10 @@ def emit_forward(
     em = GraphEmitter(module, program.model, program.leaf_size, "fwd", gemm, shared)
     bound = _bind_params(b, program.model, program, params)
     bound.update(_bind_inputs(program.model, x, None, None))
-    em.emit(b, [program.output], bound)
+    result = program.output if program.forward_output is None else program.forward_output
+    em.emit(b, [result], bound)
     per_example = program.data.outputs * program.data.positions  # a label's outputs, per label
-    _copy(b, em.ptrs[program.output], out, 0, program.leaf_size * per_example)
+    _copy(b, em.ptrs[result], out, 0, program.leaf_size * per_example)
     b.ret_void()
 
 

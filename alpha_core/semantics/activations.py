@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from alpha_core.semantics.arith import Arith
-from alpha_core.semantics.mathfuncs import fabs, sigmoid, tanh
+from alpha_core.semantics.mathfuncs import exp, fabs, log, sigmoid, tanh
 
 F = TypeVar("F")
 I = TypeVar("I")  # noqa: E741
@@ -98,6 +98,15 @@ def pick_grad(A: Arith[F, I, M], kind: str, side: int, a: F, c: F, d: F) -> F:
     chosen = A.ge(a, c) if kind == "maximum" else A.le(a, c)
     zero = A.const(0.0)
     return A.select(chosen, d, zero) if side == 0 else A.select(chosen, zero, d)
+
+
+def sigmoid_xent(A: Arith[F, I, M], z: F, c: F) -> F:
+    """The cross-entropy of one logit z with label c (0.0 or 1.0), never overflowing:
+    (max(z, 0) - z c) + log(1 + exp(-|z|)). Its gradient is sigmoid(z) - c."""
+    zero = A.const(0.0)
+    top = A.select(A.gt(z, zero), z, zero)
+    tail = log(A, A.add(A.const(1.0), exp(A, A.neg(fabs(A, z)))))
+    return A.add(A.sub(top, A.mul(z, c)), tail)
 
 
 #: one input, one output, by graph op
