@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from llvmlite import ir
 
+from alpha_core.codegen.conv_ops import CONV_OPS, emit_conv_op
 from alpha_core.codegen.gemm import GemmEmitter, packed
 from alpha_core.codegen.loops import (
     F32,
@@ -28,7 +29,6 @@ from alpha_core.codegen.loops import (
     splat,
     store,
 )
-from alpha_core.codegen.conv_ops import CONV_OPS, emit_conv_op
 from alpha_core.codegen.loss_ops import LOSS_OPS, emit_loss_op
 from alpha_core.codegen.tensor_ops import LAYER_OPS, emit_layer_op
 from alpha_core.ir.graph import Graph, Node, concrete, size
