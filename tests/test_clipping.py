@@ -157,3 +157,37 @@ def test_norm_ops_without_their_kernels_or_their_nodes_are_refused(tmp_path: Pat
     ops = tuple(op for op in child.ops if op.kind != "norm_recv")
     exe = link_checked(plan.system, replace(child, ops=ops), tmp_path / "no-recv")
     assert "needs a gradient-norm node it neither evaluates nor receives" in _refused(exe)
+
+
+def test_a_large_clipped_update_in_tasks_is_exact(tmp_path: Path) -> None:
+    """300,000 elements: the update runs as tasks on two threads (kernels.APPLY_TASKS_FROM),
+    each reading the round's values (rate, AdamW factor, beta powers, clipping scale) from the
+    task context; the big parameter is unused by the model, so only weight decay and the
+    clipped gradient move it."""
+    import hashlib
+
+    from conftest import build, run_exe
+
+    src = WARM_BIG
+    program = program_of(src, tmp_path / "big.alpha")
+    assert program.n_params >= 1 << 18
+    exe = build(program, tmp_path / "build").executables[0].path
+    out = tmp_path / "out.params"
+    code, events, stderr = run_exe(exe, "--threads", "2", "--params-out", str(out))
+    assert code == 0, stderr
+    reference_learners.NORMS.clear()
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == train(program).sha256
+    assert any(n > 0.1 for n in reference_learners.NORMS)  # some rounds were clipped
+
+
+WARM_BIG = (
+    "system s {\n"
+    "  data train: synthetic(rows: 120, features: 5, classes: 3, seed: 5, noise: 0.3)\n"
+    "  batch 12 leaves 3 shuffle(seed: 3)\n"
+    "  param w: f32[5, 3] = normal(0.0, 0.4, seed: 1)\n"
+    "  param big: f32[300000] = uniform(-1.0, 1.0, seed: 2)\n"
+    "  fn model(x: f32[B, 5]) -> f32[B, 3] {\n    return x @ w\n  }\n"
+    "  loss softmax_cross_entropy(model(x), y)\n"
+    "  learner adamw(lr: cosine(0.02, warmup: 2), weight_decay: 0.05, clip: 0.1)\n"
+    "  steps 6\n}\n"
+)
