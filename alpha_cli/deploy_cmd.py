@@ -20,6 +20,7 @@ from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.diagnostic import visible
 from alpha_core.diagnostics.render import render
 from alpha_core.hosts_file import HostsRefused
+from alpha_core.launch import RoleOutcome
 from alpha_core.link.toolchain import LinkError
 from alpha_core.plan.admission import AdmissionRefused
 from alpha_core.plan.model import Pairing, Plan
@@ -148,10 +149,18 @@ def cmd_slurm(args: argparse.Namespace) -> int:
     return _report(a, report, args.json)
 
 
+def _resumed(o: RoleOutcome) -> object:
+    """The round a role resumed at (its `resumed` event), or None for a fresh start."""
+    return next((e.get("round") for e in o.events if e.get("event") == "resumed"), None)
+
+
 def _report(a: Analysis, report: SlurmReport, as_json: bool) -> int:
     ok = all(o.exit_code == 0 for o in report.outcomes)
     if as_json:
-        roles = [{**o.to_json(), "node": report.node_of(o.role)} for o in report.outcomes]
+        roles = [
+            {**o.to_json(), "node": report.node_of(o.role), "resumed_at": _resumed(o)}
+            for o in report.outcomes
+        ]
         body = {"file": a.path, "ok": ok, "jobid": report.jobid, "roles": roles,
                 "timings": report.timings, "role_started": report.role_started}  # fmt: skip
         print(json.dumps(body, indent=2))

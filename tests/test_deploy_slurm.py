@@ -161,3 +161,44 @@ def test_emit_writes_a_job_that_sbatch_runs(cluster: Cluster, source: Path, tmp_
     events = [line.split(": ", 1)[1] for line in log.read_text().splitlines() if ": {" in line]
     finished = [json.loads(e) for e in events if '"event":"done"' in e]
     assert len(finished) == 5
+
+
+def test_a_capture_on_a_shared_folder_resumes_on_a_reused_allocation(
+    cluster: Cluster, reference: str, tmp_path: Path
+) -> None:
+    """Four owners of partitioned state capture every 10 rounds into a folder every node
+    shares; three owners, started with --jobid on an allocation the test holds (and which
+    alpha leaves to it), resume the capture of round 20 to the same bits."""
+    from test_partitioned import plan_text
+
+    four, three = tmp_path / "four.alpha", tmp_path / "three.alpha"
+    four.write_text(plan_text(4, "params"))
+    three.write_text(plan_text(3, "params"))
+    shared = cluster.folder / "shared"
+    code, body = deploy(
+        cluster, four, "--plan", "p", "--ntasks-per-node", "2", "--checkpoint-dir", str(shared)
+    )
+    assert code == 0, json.dumps(body)[:3000]
+    [sha] = {r["params_sha256"] for r in roles_of(body).values() if r["params_sha256"]}
+    assert sha == reference
+    capture = shared / "round-00000020"
+    assert capture.is_dir()
+
+    held = subprocess.run(
+        ["salloc", "--no-shell", "--ntasks", "3", "--job-name", "held-by-the-test"],
+        capture_output=True, text=True, env=cluster.env, timeout=120,
+    )  # fmt: skip
+    jobid = held.stderr.split("Granted job allocation ")[1].split()[0]
+    try:
+        code, body = deploy(
+            cluster, three, "--plan", "p", "--jobid", jobid, "--resume", str(capture),
+            "--checkpoint-dir", str(cluster.folder / "shared-3"),
+        )  # fmt: skip
+        assert code == 0, json.dumps(body)[:3000]
+        roles = roles_of(body)
+        [sha] = {r["params_sha256"] for r in roles.values() if r["params_sha256"]}
+        assert sha == reference and len(roles) == 3
+        assert {r["resumed_at"] for r in roles.values()} == {20}
+        assert cluster.jobs() == [jobid]  # the allocation given with --jobid is left to us
+    finally:
+        subprocess.run(["scancel", jobid], env=cluster.env, timeout=60)
