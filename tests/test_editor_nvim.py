@@ -115,7 +115,9 @@ local ok, err = pcall(function()
     end
   else
     local ns = require('alphadsl.inlay').ns
-    vim.wait(20000, function() return #vim.api.nvim_buf_get_extmarks(src, ns, 0, -1, {}) > 0 end, 20)
+    vim.wait(20000, function()
+      return #vim.api.nvim_buf_get_extmarks(src, ns, 0, -1, {}) > 0
+    end, 20)
     report.inlay = {}
     for _, m in ipairs(vim.api.nvim_buf_get_extmarks(src, ns, 0, -1, { details = true })) do
       table.insert(report.inlay, { line = m[2], label = m[4].virt_text[1][1] })
@@ -148,7 +150,8 @@ local ok, err = pcall(function()
     end
     return false
   end, 20)
-  report.refused_rename_kept = table.concat(vim.api.nvim_buf_get_lines(src, 0, -1, false), '\n') == before
+  local after = table.concat(vim.api.nvim_buf_get_lines(src, 0, -1, false), '\n')
+  report.refused_rename_kept = after == before
   report.lsp_log = vim.lsp.get_log_path()
   -- :checkhealth alphadsl
   vim.cmd('checkhealth alphadsl')

@@ -243,7 +243,7 @@ async def test_completion_of_built_ins_as_snippets(client: Client) -> None:
     assert normal.insert_text == "normal(${1:0.0}, ${2:0.1}, seed: ${3:1})"
     assert {"uniform", "zeros"} <= set(_labels(inits))
     losses = await _complete(client, DIGITS_URI, DIGITS.replace("loss softmax", "loss ‸softmax"))
-    assert set(_labels(losses)) == {"softmax_cross_entropy", "mse"}
+    assert {"softmax_cross_entropy", "mse"} <= set(_labels(losses))
     kwargs = await _complete(
         client, DIGITS_URI, DIGITS.replace("adam(lr: 0.01, beta1: 0.9, ", "adam(lr: 0.01, ‸")
     )
