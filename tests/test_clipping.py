@@ -191,3 +191,29 @@ WARM_BIG = (
     "  learner adamw(lr: cosine(0.02, warmup: 2), weight_decay: 0.05, clip: 0.1)\n"
     "  steps 6\n}\n"
 )
+
+
+def test_mixed_instruction_sets_take_the_same_decision(tmp_path: Path) -> None:
+    """Three owners of partitioned gradients, worker[0] on x86-64 and the others AArch64 (run
+    under qemu-user): the norm nodes cross ISAs as float32 bits and the run ends with the
+    reference's bits."""
+    from test_partitioned import analysis
+
+    from alpha_core.build import Deployment, build_plan
+    from alpha_core.launch import free_port_base, run_roles
+
+    text = system(CLIPPED, 8)
+    want, _ = reference_run(text, tmp_path)
+    source = plan_text(3, "grads", system=text) + (
+        "\npairing mixed for p {\n  worker[0]: host x86_64\n  worker[1..3]: host aarch64\n}\n"
+    )
+    plan, pairing, diags = analysis(source, tmp_path).plan("p", "mixed")
+    assert plan is not None and pairing is not None, diags
+    deployment = Deployment(free_port_base(3), "127.0.0.1", None, 20_000, 20_000)
+    result = build_plan(plan, pairing, tmp_path / "build", deployment)
+    out = tmp_path / "out.params"
+    commands = []
+    for e in result.executables:
+        cmd = [e.path, "--params-out", str(out), "--quiet"]
+        commands.append((e.role, cmd if e.role == "worker[0]" else ["qemu-aarch64", *cmd]))
+    assert written_sha(run_roles(commands, keep_events=True)) == want
