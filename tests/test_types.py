@@ -150,3 +150,14 @@ def test_images_and_sequences_take_the_features_in_their_shape(tmp_path: Path) -
     path.write_text(wrong)
     got = [(d.name, d.message) for d in Workspace().analyze_file(str(path)).diagnostics]
     assert ("shape-mismatch", "the model takes 6 features but the data has 4") in got
+
+
+def test_a_function_body_sees_no_let_of_its_caller(tmp_path: Path) -> None:
+    """A helper's `let a` is its own even when the caller has a `let a` (it was refused as
+    `duplicate-name`), and a caller's `let` is not visible inside the helper."""
+    extra = "fn twice(h: f32[B, N]) -> f32[B, N] {\n    let a = h + h\n    return a\n  }"
+    body = "let a = dense(x, w1, b1)\n    return dense(twice(a), w2, b2)"
+    assert refusals(extra, body, tmp_path) == []
+    peek = "fn peek(h: f32[B, N]) -> f32[B, N] {\n    return h + a\n  }"
+    got = refusals(peek, "let a = dense(x, w1, b1)\n    return dense(peek(a), w2, b2)", tmp_path)
+    assert ("unknown-name", "unknown name `a`") in got

@@ -36,6 +36,9 @@ class ExprLowering:
         self.b = builder
         self.fns = fns
         self._active: list[str] = []
+        # the names every function body sees: the system's parameters (None: the caller's
+        # names, minus x and y)
+        self.system_names: dict[str, Binding] | None = None
 
     def const(self, value: float) -> int:
         return self.b.add("const", (), (), (("value", float(np.float32(value))),))
@@ -186,7 +189,10 @@ class ExprLowering:
             )
             return None
         self.ctx.definitions[call.func_span] = fn.name_span
-        inner = {k: v for k, v in env.items() if k not in ("x", "y")}
+        if self.system_names is not None:  # a body sees no `let` of its caller
+            inner = dict(self.system_names)
+        else:
+            inner = {k: v for k, v in env.items() if k not in ("x", "y")}
         sizes = Sizes()
         for arg, param in zip(call.args, fn.params, strict=True):
             node = self.expr(arg, env)

@@ -304,6 +304,7 @@ def _model(
         env[spec.name] = Binding(
             b.add("param", (), spec.shape, (("index", index),)), by_name[spec.name].name_span
         )
+    lower.system_names = dict(env)
     features = data.features if data is not None else None
     if len(model.params) != 1:
         ctx.refuse(

@@ -250,9 +250,30 @@ def emit_init(module: ir.Module, program: Program) -> None:
 
     fn, b = _function(module, "alpha_init_params", ir.VoidType(), [PTR], ["params"])
     (params,) = fn.args
+    # one loop per kind of initialiser (its kind and constants), the seed and the count its
+    # arguments: a model of many layers initialised alike compiles the generator once, not once
+    # per parameter (the same operations either way: the same bits)
+    loops: dict[tuple[str, tuple[float, ...]], ir.Function] = {}
     for spec in program.params:
-        base = gep(b, params, i64(spec.offset))
-        rng.emit_init(b, *init_arguments(spec.init), base, spec.count)
+        kind, args, seed = init_arguments(spec.init)
+        loop = loops.get((kind, args))
+        if loop is None:
+            loop = ir.Function(
+                module,
+                ir.FunctionType(ir.VoidType(), [PTR, I64, I64]),
+                f"alpha.init.{len(loops)}.{kind}",
+            )
+            loop.linkage = "internal"
+            loop.attributes.add("nounwind")
+            loop.attributes.add("noinline")
+            out, seed_arg, count = loop.args
+            inner = ir.IRBuilder(loop.append_basic_block("entry"))
+            rng.emit_init(inner, kind, args, seed_arg, out, count)
+            inner.ret_void()
+            loops[(kind, args)] = loop
+        u = seed % (1 << 64)  # the seed's 64 bits, as rng takes them
+        seed_bits = ir.Constant(I64, u - (1 << 64) if u >= 1 << 63 else u)
+        b.call(loop, [gep(b, params, i64(spec.offset)), seed_bits, i64(spec.count)])
     b.ret_void()
 
 
