@@ -33,7 +33,8 @@ def training_step(program: Program) -> StepGraph:
     classes = program.data.outputs
     positions = program.data.positions
     # label smoothing: the smoothed cross-entropy and its gradient, the same rows
-    xent, xent_grad, attrs = "xent", "xent_grad", ()
+    xent, xent_grad = "xent", "xent_grad"
+    attrs: tuple[tuple[str, object], ...] = ()
     if program.smoothing:
         xent, xent_grad = "xent_smooth", "xent_smooth_grad"
         attrs = (("smoothing", program.smoothing),)
