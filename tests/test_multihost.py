@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
@@ -63,6 +64,13 @@ class Network:
     def address(self, host: int) -> str:
         return f"{SUBNET}.{host}"
 
+    def name(self, host: int) -> str:
+        """A host name that only the namespaces' /etc/hosts knows."""
+        return f"alpha-{self.tag}-host{host}"
+
+    def etc(self, ns: str) -> Path:
+        return Path("/etc/netns") / ns  # `ip netns exec` binds its files over /etc
+
     def names(self) -> list[str]:
         return [self.bridge, *(self.ns(h) for h in range(1, HOSTS + 1))]
 
@@ -82,6 +90,9 @@ class Network:
             ip("-n", ns, "link", "set", "lo", "up")
             ip("-n", self.bridge, "link", "set", f"b{self.tag}{h}", "master", "br0")
             ip("-n", self.bridge, "link", "set", f"b{self.tag}{h}", "up")
+            self.etc(ns).mkdir(parents=True, exist_ok=True)
+            names = "".join(f"{self.address(k)} {self.name(k)}\n" for k in range(1, HOSTS + 1))
+            (self.etc(ns) / "hosts").write_text("127.0.0.1 localhost\n" + names)
 
     def down(self) -> None:
         """Every process left in the namespaces killed (all were started by this test), then
@@ -96,6 +107,11 @@ class Network:
                 except ProcessLookupError:
                     pass
             subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=30)
+            shutil.rmtree(self.etc(name), ignore_errors=True)
+        try:
+            Path("/etc/netns").rmdir()  # when no other namespace keeps files there
+        except OSError:
+            pass
 
 
 @pytest.fixture(scope="module")
@@ -108,10 +124,11 @@ def network() -> Iterator[Network]:
         net.down()
 
 
-def hosts_text(roles: list[str], spread: list[int], net: Network) -> str:
-    """A hosts file putting role i on host spread[i]."""
+def hosts_text(roles: list[str], spread: list[int], net: Network, names: bool = False) -> str:
+    """A hosts file putting role i on host spread[i], by address or by host name."""
     lines = [f"# {len(roles)} roles over {len(set(spread))} hosts"]
-    lines += [f"{role} {net.address(h)}" for role, h in zip(roles, spread, strict=True)]
+    for role, h in zip(roles, spread, strict=True):
+        lines.append(f"{role} {net.name(h) if names else net.address(h)}")
     return "\n".join(lines) + "\n"
 
 
@@ -136,14 +153,14 @@ class Placed:
 
 
 def build_placed(
-    text: str, plan_name: str, spread: list[int], net: Network, folder: Path
+    text: str, plan_name: str, spread: list[int], net: Network, folder: Path, names: bool = False
 ) -> Placed:
     plan, _, diags = analysis(text, folder).plan(plan_name)
     assert plan is not None, diags
-    names = [plan.membership.name_of(i) for i in range(plan.membership.total)]
-    hosts = parse_hosts(hosts_text(names, spread, net), str(folder / "hosts"))
+    roles = [plan.membership.name_of(i) for i in range(plan.membership.total)]
+    hosts = parse_hosts(hosts_text(roles, spread, net, names), str(folder / "hosts"))
     deployment = Deployment(
-        free_port_base(len(names)),
+        free_port_base(len(roles)),
         "127.0.0.1",
         None,
         3000,
@@ -160,11 +177,14 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> str:
     return written_sha(build_single(SHORT, tmp_path_factory.mktemp("single")).run("--quiet"))
 
 
+@pytest.mark.parametrize("names", [False, True], ids=["addresses", "names"])
 def test_tree_over_three_hosts_ends_with_the_single_process_bits(
-    network: Network, reference: str, tmp_path: Path
+    network: Network, reference: str, tmp_path: Path, names: bool
 ) -> None:
+    """By address, and by host names that only each namespace's /etc/hosts holds: the static
+    executable's own resolver (musl's) reads them at start-up."""
     spread = [1, 1, 2, 2, 2, 3, 3, 3]
-    placed = build_placed(SHORT, "tree", spread, network, tmp_path)
+    placed = build_placed(SHORT, "tree", spread, network, tmp_path, names)
     outcomes = placed.launch(network, "--quiet").wait()
     assert written_sha(outcomes) == reference
 
