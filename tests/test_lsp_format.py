@@ -8,9 +8,10 @@ from __future__ import annotations
 import re
 
 from hypothesis import HealthCheck, given, settings
-from test_fuzz_checker import FILES, SEEDS, mutants
+from hypothesis import strategies as st
+from test_fuzz_checker import EXAMPLES, FILES, SEEDS, mutants
 
-from alpha_core.syntax.format import format_text
+from alpha_core.syntax.format import format_text, tokens
 from alpha_core.workspace import Workspace
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -128,3 +129,37 @@ def test_damaged_sources_format_to_a_fixed_point_of_the_same_meaning(
     path, _, text = case
     once = _assert_canonical(path, text)
     assert _comments(once) == _comments(text)
+
+
+@st.composite
+def respaced(draw: st.DrawFn) -> tuple[str, str]:
+    """(a seed, the same seed with other whitespace): any indentation (a declaration's first
+    line aside), spaces added between
+    tokens (never inside one, never before a comment), trailing blanks, a blank line made
+    several."""
+    path, text = draw(st.sampled_from(SEEDS[: len(EXAMPLES)]))
+    out = []
+    for line in text.split("\n"):
+        if not line.strip():  # a blank line may become several
+            out += [" " * draw(st.integers(0, 3))] * draw(st.integers(1, 3))
+            continue
+        toks = tokens(line)
+        body = toks[0].text
+        for t in toks[1:]:
+            if t.kind == "comment":
+                body += t.before + t.text
+                continue
+            extra = " " * draw(st.integers(0, 2))
+            body += t.before + extra + t.text
+        # a declaration starts at column 0 (elsewhere its keyword would start none)
+        indent = 0 if re.match(r"(system|plan|pairing)\s", line) else draw(st.integers(0, 8))
+        out.append(" " * indent + body + " " * draw(st.integers(0, 2)))
+    return path, "\n".join(out)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(respaced())
+def test_whitespace_does_not_change_the_canonical_layout(case: tuple[str, str]) -> None:
+    path, text = case
+    original = dict(SEEDS)[path]
+    assert format_text(text) == format_text(original) == original  # the examples are canonical
