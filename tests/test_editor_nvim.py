@@ -152,6 +152,21 @@ local ok, err = pcall(function()
   end, 20)
   local after = table.concat(vim.api.nvim_buf_get_lines(src, 0, -1, false), '\n')
   report.refused_rename_kept = after == before
+  -- the code lenses' commands, and the lenses themselves
+  report.lens_commands = {}
+  for _, name in ipairs({ 'alpha.run', 'alpha.runPlan', 'alpha.projectRole', 'alpha.build' }) do
+    report.lens_commands[name] = type(vim.lsp.commands[name]) == 'function'
+  end
+  local function lenses()
+    local ok_get, got = pcall(vim.lsp.codelens.get, src)
+    return ok_get and got or {}
+  end
+  pcall(vim.lsp.codelens.refresh, { bufnr = src })
+  vim.wait(10000, function() return #lenses() > 0 end, 20)
+  report.lens_titles = {}
+  for _, l in ipairs(lenses()) do
+    if l.command then table.insert(report.lens_titles, l.command.title) end
+  end
   report.lsp_log = vim.lsp.get_log_path()
   -- :checkhealth alphadsl
   vim.cmd('checkhealth alphadsl')
@@ -297,6 +312,11 @@ def test_nvim_diagnostics_and_projection(which: str, setup: str, tmp_path: Path)
     assert r["formatted"] == "  param b1: f32[32] = zeros"
     assert r["renamed"] and r["renamed_let"]
     assert r["refusal_shown"] and r["refused_rename_kept"]
+
+    assert all(r["lens_commands"].values()) and len(r["lens_commands"]) == 4, r["lens_commands"]
+    assert {"▶ Run", "▶ Run plan", "Project worker[0]", "Build"} <= set(r["lens_titles"]), r[
+        "lens_titles"
+    ]
 
     health = "\n".join(r["health"])
     assert "alphadsl" in health and "starts" in health and "alpha-lsp is attached" in health, health
