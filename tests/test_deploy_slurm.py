@@ -202,3 +202,23 @@ def test_a_capture_on_a_shared_folder_resumes_on_a_reused_allocation(
         assert cluster.jobs() == [jobid]  # the allocation given with --jobid is left to us
     finally:
         subprocess.run(["scancel", jobid], env=cluster.env, timeout=60)
+
+
+def test_without_slurm_commands_the_deploy_is_refused_by_name(tmp_path: Path) -> None:
+    """A submitting machine without Slurm's client commands (none on PATH): `slurm-failed`,
+    saying which command is missing, before anything is built."""
+    import os
+    import sys
+
+    from slurm_cluster import ROOT
+
+    env = {**os.environ, "PATH": str(tmp_path)}  # an empty folder: no salloc, no zig needed
+    proc = subprocess.run(
+        [sys.executable, "-m", "alpha_cli.main", "deploy", "slurm", "examples/digits.alpha",
+         "--plan", "star", "--json"],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    [refusal] = json.loads(proc.stdout)["refusals"]
+    assert refusal["name"] == "slurm-failed"
+    assert "`salloc` is not installed here" in refusal["message"]
