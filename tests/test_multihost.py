@@ -3,8 +3,9 @@
 
 The hosts are real network namespaces, each with its own network stack, loopback and address
 in 10.77.0.0/24, joined by veth links to a bridge in a namespace of its own (so the machine's
-own network is never touched); roles are started with `ip netns exec NS ./role`. The roles of
-`tree` (8 workers) and of a partitioned plan spread over three hosts end with the
+own network is never touched), the third behind a 50 Mbit/s cap (a tbf qdisc; netem, for
+delay and loss, is not in this kernel); roles are started with `ip netns exec NS ./role`.
+The roles of `tree` (8 workers) and of a partitioned plan spread over three hosts end with the
 single-process bits; a role killed with SIGKILL on one host makes every other role refuse by
 name; a capture resumes on another owner count with another hosts file to the same bits.
 
@@ -88,6 +89,10 @@ class Network:
             ip("-n", ns, "addr", "add", f"{self.address(h)}/24", "dev", "eth0")
             ip("-n", ns, "link", "set", "eth0", "up")
             ip("-n", ns, "link", "set", "lo", "up")
+            if h == HOSTS:  # the last host behind a slower link: a bandwidth cap (tbf)
+                tc = ["tc", "-n", ns, "qdisc", "add", "dev", "eth0", "root", "tbf"]
+                tc += ["rate", "50mbit", "burst", "64kb", "latency", "50ms"]
+                subprocess.run(tc, check=True, capture_output=True, timeout=30)
             ip("-n", self.bridge, "link", "set", f"b{self.tag}{h}", "master", "br0")
             ip("-n", self.bridge, "link", "set", f"b{self.tag}{h}", "up")
             self.etc(ns).mkdir(parents=True, exist_ok=True)
