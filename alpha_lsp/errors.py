@@ -82,7 +82,7 @@ class AlphaProtocol(LanguageServerProtocol):
                 self._send_response(
                     data["id"], error=JsonRpcException(message, INVALID_PARAMS).to_response_error()
                 )
-            raise _Answered() from None
+            raise Answered() from None
 
     def _check_handler_result(self, future: Future[Any]) -> None:
         error = None if future.cancelled() else future.exception()
@@ -90,7 +90,7 @@ class AlphaProtocol(LanguageServerProtocol):
             logger.error("a notification failed: %s", one_line(error))
 
 
-class _Answered(Exception):
+class Answered(Exception):
     """A message refused while it was read, and answered already: nothing more to do."""
 
 
@@ -110,7 +110,7 @@ class _Deserialization(logging.Filter):
         if str(record.msg).startswith("Unable to deserialize message"):
             return False
         exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, _Answered)
+        return not isinstance(exc, Answered)
 
 
 class OneLineFormatter(logging.Formatter):

@@ -33,7 +33,13 @@ from alpha_core.files import NotReadable, read_regular
 from alpha_core.memo import Lru
 from alpha_core.workspace import Analysis, Workspace
 from alpha_lsp import __version__
-from alpha_lsp.errors import AlphaProtocol, DocumentUnreadable, configure_logging, one_line
+from alpha_lsp.errors import (
+    AlphaProtocol,
+    Answered,
+    DocumentUnreadable,
+    configure_logging,
+    one_line,
+)
 from alpha_lsp.positions import Lines
 from alpha_lsp.reading import AheadReader
 
@@ -186,6 +192,20 @@ class AlphaServer(LanguageServer):
             value = options.get("debounceMs") if isinstance(options, dict) else None
             if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
                 self.debounce_ms = int(value)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """pygls's report of an error outside a request: a `window/showMessage` for the user.
+        A message refused while it was read (params that do not fit) has been answered with
+        InvalidParams already: it is an expected refusal, not an error in the server (pygls
+        showed "Error in server: " for it, in the editor and its log). Anything else is shown
+        in one line."""
+        if isinstance(error, Answered):
+            return
+        self.window_show_message(
+            types.ShowMessageParams(
+                message=f"alpha-lsp: {one_line(error)}", type=types.MessageType.Error
+            )
+        )
 
     def report(self, where: str, error: BaseException) -> None:
         """A failure inside a handler: one line to the editor's log and to stderr (the

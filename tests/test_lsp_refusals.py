@@ -159,7 +159,14 @@ async def test_params_that_do_not_fit_are_answered_invalid_params(client: Client
     assert "\n" not in error.message
     error = await _refused(client, "alpha/projection", {"uri": URI, "plan": "pair"})
     assert error.code == -32602
+    # a notification that does not fit is refused in the log alone
+    client.protocol._send_data(
+        {"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {"textDocument": 3}}
+    )
     await _still_answers(client)
+    # an expected refusal is no error in the server: nothing is shown to the user (pygls showed
+    # "Error in server: " after each, which an editor puts on screen and in its log)
+    assert [m.message for m in client.messages if m.type == types.MessageType.Error] == []
 
 
 @IN_MODULE_LOOP
