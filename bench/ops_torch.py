@@ -72,6 +72,7 @@ def _cases(steps: int) -> dict[str, str]:
         "conv stride 2 + overlapping pools": src.cnn_source("strided", steps),
         "sigmoid cross-entropy (one logit)": src.loss_source(src.BINARY, steps),
         "label smoothing 0.1": src.loss_source(src.SMOOTH, steps),
+        "dropout (Alpha's masks)": src.DROPOUT.replace("steps 20", f"steps {steps}"),
         "embedding": src.EMBED.replace("steps 12", f"steps {steps}"),
         "digits_cnn (adamw cosine clip)": example("digits_cnn.alpha"),
         "transformer": example("transformer.alpha"),
@@ -100,8 +101,28 @@ def _data(program: Any) -> tuple[np.ndarray, np.ndarray]:
     return table[:, : d.features].astype(np.float32), table[:, d.features :].astype(np.float32)
 
 
-def forward(program: Any, params: list[Any], x: Any, batch: int) -> Any:
-    """The model graph evaluated with PyTorch's operations."""
+def _mask(n: Any, shape: tuple[int, ...], t: int) -> Any:
+    """Alpha's dropout mask for round t over the whole batch (row r is example r of the
+    round: leaf r // leafsize, example r % leafsize), times its scale: PyTorch draws its own
+    masks, so the comparison takes Alpha's."""
+    import torch
+
+    from alpha_core.semantics import activations
+    from alpha_core.semantics.numpy_arith import NumpyArith
+
+    A = NumpyArith()
+    rate, seed = float(n.attr("rate")), int(n.attr("seed"))
+    per = int(np.prod(shape[1:], dtype=np.int64))
+    r = np.arange(shape[0], dtype=np.uint64)[:, None]
+    e = np.arange(per, dtype=np.uint64)[None, :]
+    index = (((np.uint64(t) << np.uint64(32)) + r) * np.uint64(per) + e).reshape(shape)
+    keep = activations.dropout_keep(A, seed, index, rate)
+    scale = float(activations.dropout_scale(A, rate))
+    return torch.from_numpy(np.where(keep, np.float32(scale), np.float32(0.0)))
+
+
+def forward(program: Any, params: list[Any], x: Any, batch: int, t: int = 0) -> Any:
+    """The model graph evaluated with PyTorch's operations (round t's dropout masks)."""
     import torch
     import torch.nn.functional as F
 
@@ -152,6 +173,8 @@ def forward(program: Any, params: list[Any], x: Any, batch: int) -> Any:
             rows = a[0].shape[0]
             idx = torch.nan_to_num(a[1].detach()).trunc().clamp(0, rows - 1).long()
             r = a[0][idx]
+        elif op == "dropout":
+            r = a[0] * _mask(n, shape, t)
         elif op == "conv2d":
             w = window_of(n.attrs)
             r = F.conv2d(a[0], a[1], stride=w.stride, padding=w.padding)
@@ -212,7 +235,7 @@ def torch_run(program: Any) -> tuple[np.ndarray, list[float]]:
         )
         x = X[rows]
         opt.zero_grad()
-        z = forward(program, params, x, program.batch)
+        z = forward(program, params, x, program.batch, t)
         if program.loss == "sigmoid_cross_entropy":
             labels = torch.from_numpy(Y_np[rows].astype(np.float32)).reshape(-1)
             total = F.binary_cross_entropy_with_logits(z[:, 0], labels, reduction="sum")

@@ -53,10 +53,13 @@ static struct piece *slot(struct schedule *s, uint32_t lo, uint32_t hi)
 
 /* Leaf l of the current round into out: its gradient, then its loss. The kernel writes every
  * one of the n_params floats (alpha_program.h), so out is not cleared first. */
+uint32_t alpha_leaf_round, alpha_leaf_index;
+
 static void compute_leaf(struct schedule *s, uint32_t l, float *out)
 {
     const struct alpha_program *p = s->p;
     batch_gather(p, s->d, p->rows - p->holdout, s->round, l, s->x, s->y_class, s->y_reg);
+    alpha_leaf_round = s->round, alpha_leaf_index = l; /* dropout's mask: (t, l) of this leaf */
     out[p->n_params] = alpha_leaf_grad(s->params, s->x, s->y_class, s->y_reg, out);
 }
 

@@ -133,3 +133,19 @@ SMOOTH = {"classes": 4, "outputs": 4, "loss": "softmax_cross_entropy(model(x), y
 
 def loss_source(case: dict[str, object], steps: int = 40) -> str:
     return LOSS_SYSTEM % {**case, "steps": steps}
+
+
+DROPOUT = """system d {
+  data train: synthetic(rows: 120, features: 12, classes: 3, seed: 5, noise: 0.3, holdout: 24)
+  batch 12 leaves 3 shuffle(seed: 3)
+  param wq: f32[4, 4] = normal(0.0, 0.4, seed: 1)
+  param wo: f32[12, 3] = normal(0.0, 0.4, seed: 5)
+  fn model(x: f32[B, 3, 4]) -> f32[B, 3] {
+    let h = dropout(relu(x @ wq), rate: 0.3, seed: 9)
+    return dropout(reshape(h, B, 12), rate: 0.1, seed: 10) @ wo
+  }
+  loss softmax_cross_entropy(model(x), y)
+  learner adam(lr: 0.01)
+  steps 20
+}
+"""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import reference_layers
 from reference_layers import LAYER
 from reference_learners import apply_round
 
@@ -227,6 +228,7 @@ def train(program: Program, steps: int | None = None) -> RunResult:
                 t=t,
                 leaf=leaf,
             )
+            reference_layers.CONTEXT.update(round=t, leaf=leaf)
             loss, grads = leaf_step(program, step, shaped, X[rows], Y[rows], F32)
             leaf_losses.append(np.float32(loss))
             leaf_grads.append(np.concatenate([g.ravel() for g in grads]).astype(np.float32))

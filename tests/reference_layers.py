@@ -187,6 +187,30 @@ def xent_smooth(n: Node, ins: list[Array], shape: tuple[int, ...], mode: Any) ->
     return (hit + (share * t).astype(dt)).astype(dt)
 
 
+# the round and leaf being evaluated (train() sets them, as the runtime sets alpha_leaf_round
+# and alpha_leaf_index), and whether this is training (dropout masks) or evaluation
+CONTEXT: dict[str, Any] = {"round": 0, "leaf": 0, "training": True}
+
+
+def dropout(n: Node, ins: list[Array], shape: tuple[int, ...], mode: Any) -> Array:
+    if not CONTEXT["training"]:
+        return ins[0]
+    rate, seed = float(n.attr("rate")), int(n.attr("seed"))  # type: ignore[arg-type,call-overload]
+    rows = shape[0]
+    per = int(np.prod(shape[1:], dtype=np.int64))
+    i = np.arange(rows, dtype=np.uint64)[:, None]
+    e = np.arange(per, dtype=np.uint64)[None, :]
+    with np.errstate(over="ignore"):
+        first = (np.uint64(CONTEXT["round"]) << np.uint64(32)) + np.uint64(CONTEXT["leaf"] * rows)
+        index = ((first + i) * np.uint64(per) + e).reshape(shape)
+    keep = activations.dropout_keep(A, seed, index, rate)
+    if _f32(mode):
+        scaled = ins[0] * activations.dropout_scale(A, rate)
+    else:
+        scaled = ins[0] * (1.0 / (1.0 - float(np.float32(rate))))
+    return np.where(keep, scaled, mode.dtype(0.0)).astype(mode.dtype)
+
+
 LAYER: dict[str, Callable[[Node, list[Array], tuple[int, ...], Any], Array]] = {
     **{op: unary for op in activations.UNARY},
     **{op: grad for op in activations.GRADS},
@@ -202,6 +226,7 @@ LAYER: dict[str, Callable[[Node, list[Array], tuple[int, ...], Any], Array]] = {
     "embed_grad": embed_grad,
     "slice": slice_,
     "slice_grad": slice_,
+    "dropout": dropout,
     "sigmoid_xent": sigmoid_xent,
     "sigmoid_xent_grad": sigmoid_xent,
     "xent_smooth": xent_smooth,

@@ -460,12 +460,43 @@ def _slice(lw: ExprLowering, e: ast.Call, env: Env) -> int | None:
     return lw.b.add("slice", (x,), out, (("axis", axis), ("start", start)))
 
 
+def _dropout(lw: ExprLowering, e: ast.Call, env: Env) -> int | None:
+    """dropout(t, rate: p, seed: s): a per-example tensor's elements zeroed with probability p
+    and the others scaled by 1 / (1 - p), in training only."""
+    from alpha_core.check import arguments as A
+
+    if len(e.args) != 1:
+        lw.ctx.refuse("bad-argument", f"`dropout` is called `{CALLS['dropout']}`", e.span)
+        return None
+    bound = A.bind(
+        lw.ctx,
+        ast.Call(e.func, e.func_span, (), e.kwargs, e.span),
+        [A.Arg("rate", "float", low=0.0, high=1.0, below=True), A.Arg("seed", "int", low=0)],
+    )
+    x = lw.expr(e.args[0], env)
+    if bound is None or x is None:
+        return None
+    shape = lw.b.shape(x)
+    if not shape or shape[0] != BATCH:
+        lw.ctx.refuse(
+            "shape-mismatch",
+            f"`dropout` masks the values of examples, not {show_shape(shape)}",
+            e.args[0].span,
+        )
+        return None
+    attrs = (("rate", float(bound["rate"])), ("seed", int(bound["seed"])))
+    return lw.b.add("dropout", (x,), shape, attrs)
+
+
 CALLS.update(
     {
+        "dropout": "dropout(t, rate: p, seed: s)",
         "slice": "slice(t, axis: k, start: a, stop: b)",
         "conv2d": "conv2d(images, kernels, stride: s, padding: p)",
         "max_pool": "max_pool(images, size: k, stride: s)",
         "avg_pool": "avg_pool(images, size: k, stride: s)",
     }
 )
-HANDLERS.update({"slice": _slice, "conv2d": _conv2d, "max_pool": _pool, "avg_pool": _pool})
+HANDLERS.update(
+    {"dropout": _dropout, "slice": _slice, "conv2d": _conv2d, "max_pool": _pool, "avg_pool": _pool}
+)

@@ -72,6 +72,8 @@ class GraphEmitter:
         self.graph = graph
         self.batch = batch
         self.prefix = prefix
+        # the leaf kernel trains; the forward kernel ("fwd") evaluates: dropout is the identity
+        self.training = prefix != "fwd"
         self.math = emit_math_functions(module)
         self.ptrs: dict[int, ir.Value] = {}
         self.param_offsets: dict[int, int] = {}
@@ -150,6 +152,7 @@ class GraphEmitter:
             tuple(j in self.folded for j in node.inputs),
             tuple(self.shape(j) for j in sources),
             tuple(sources.index(j) for j in sources),  # x * x is not a * b
+            self.training if node.op == "dropout" else None,  # a mask in training only
         )
         args = [self.buffer(i), *(self.ptrs[j] for j in sources)]
         fn = self.shared.get(key)

@@ -48,6 +48,7 @@ LAYER_OPS = (
     "embed_grad",
     "slice",
     "slice_grad",
+    "dropout",
 )
 
 
@@ -86,6 +87,8 @@ def emit_layer_op(
         _embed_grad(em, b, A, node, shape, out)
     elif op in ("slice", "slice_grad"):
         _slice(em, b, node, shape, out)
+    elif op == "dropout":
+        _dropout(em, b, A, node, shape, out)
     else:
         raise AssertionError(f"no code for {op}")
 
@@ -309,3 +312,49 @@ def _slice(
             store(b, load(b, src, at_small), out, at_big)
 
     nest(b, small, body)
+
+
+def _leaf_context(module: ir.Module) -> tuple[ir.GlobalVariable, ir.GlobalVariable]:
+    """The runtime's alpha_leaf_round and alpha_leaf_index (alpha_program.h)."""
+    found = []
+    for name in ("alpha_leaf_round", "alpha_leaf_index"):
+        g = module.globals.get(name)
+        if g is None:
+            g = ir.GlobalVariable(module, I32, name)
+            g.linkage = "external"
+        found.append(g)
+    return found[0], found[1]
+
+
+def _dropout(
+    em: GraphEmitter,
+    b: ir.IRBuilder,
+    A: LlvmArith,
+    node: Node,
+    shape: tuple[int, ...],
+    out: ir.Value,
+) -> None:
+    """Training: element e of example i of leaf l in round t is kept where
+    uniform01(seed, ((t · 2^32 + l · leafsize + i) · per_example + e) mod 2^64, 0) >= rate, and
+    scaled by 1 / (1 - rate); else +0. Evaluation (the forward kernel): the identity."""
+    src = em.ptrs[node.inputs[0]]
+    n = size(shape)
+    if not em.training:
+        for_range(b, n, lambda j: store(b, load(b, src, j), out, j), "cp")
+        return
+    rate, seed = float(node.attr("rate")), int(node.attr("seed"))  # type: ignore[arg-type,call-overload]
+    rows, per = shape[0], n // max(shape[0], 1)
+    round_g, leaf_g = _leaf_context(em.module)
+    t = b.zext(b.load(round_g, typ=I32), I64)
+    leaf = b.zext(b.load(leaf_g, typ=I32), I64)
+    first = b.add(b.shl(t, i64(32)), b.mul(leaf, i64(rows)))
+    scale = activations.dropout_scale(A, rate)
+
+    def element(j: ir.Value) -> None:
+        i, e = b.udiv(j, i64(per)), b.urem(j, i64(per))
+        index = b.add(b.mul(b.add(first, i), i64(per)), e)
+        keep = activations.dropout_keep(A, seed, index, rate)
+        v = load(b, src, j)
+        store(b, A.select(keep, A.mul(v, scale), A.const(0.0)), out, j)
+
+    for_range(b, n, element, "dr")

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from alpha_core.semantics.arith import Arith
 from alpha_core.semantics.mathfuncs import exp, fabs, log, sigmoid, tanh
+from alpha_core.semantics.rng import uniform01
 
 F = TypeVar("F")
 I = TypeVar("I")  # noqa: E741
@@ -107,6 +108,17 @@ def sigmoid_xent(A: Arith[F, I, M], z: F, c: F) -> F:
     top = A.select(A.gt(z, zero), z, zero)
     tail = log(A, A.add(A.const(1.0), exp(A, A.neg(fabs(A, z)))))
     return A.add(A.sub(top, A.mul(z, c)), tail)
+
+
+def dropout_keep(A: Any, seed: int, index: Any, rate: float) -> Any:
+    """Whether element `index` survives: uniform01(seed, index, 0) >= rate (semantics §3's
+    counter-based generator, so the mask is a pure function of the seed and the index)."""
+    return A.ge(uniform01(A, A.u64const(seed), index, 0), A.const(rate))
+
+
+def dropout_scale(A: Arith[F, I, M], rate: float) -> F:
+    """1 / (1 - rate), each operation in float32: a kept element is multiplied by it."""
+    return A.div(A.const(1.0), A.sub(A.const(1.0), A.const(rate)))
 
 
 #: one input, one output, by graph op
