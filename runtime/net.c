@@ -304,7 +304,8 @@ void net_flush(struct net *n)
                        (unsigned)n->r->io_timeout_ms, (unsigned)n->round + 1);
 }
 
-void net_describe(const struct alpha_role *r)
+/* Start-up only, never in a round: compiled for size (the executable has a size budget). */
+__attribute__((minsize)) void net_describe(const struct alpha_role *r)
 {
     printf("{\"event\":\"role\",\"role\":");
     json_string(stdout, r->name);
