@@ -96,8 +96,10 @@ class AlphaTui(App[None]):
         port_base: int | None = None,
         steps: int | None = None,
         hosts: str | None = None,
+        gpu_shadow: bool = False,
     ) -> None:
         super().__init__()
+        self.gpu_shadow = gpu_shadow  # GPU roles built as their host shadow (a control)
         self.hosts_path = hosts  # --hosts: each role's own address (read at each build)
         self.hosts: HostsFile | None = None
         self.workspace = Workspace()  # incremental: a re-check after an edit redoes what changed
@@ -294,6 +296,7 @@ class AlphaTui(App[None]):
             checkpoint_dir=str(self.captures.root),
             checkpoint_every=every if choice.plan is None else 0,
             hosts=hosts,
+            gpu_shadow=self.gpu_shadow,
         )
 
     @work(thread=True, exclusive=True, group="build")
@@ -549,12 +552,17 @@ class AlphaTui(App[None]):
             return
         state = self.state
 
+        def device() -> dict[str, object] | None:
+            current = self.state if self.state is not None else state
+            r = current.roles.get(role) if current is not None else None
+            return r.device if r is not None else None
+
         def events() -> list[dict[str, object]]:
             current = self.state if self.state is not None else state
             r = current.roles.get(role) if current is not None else None
             return list(r.events) if r is not None else []
 
-        self.push_screen(RolePanes(role, self.views.get(role), events, tab))
+        self.push_screen(RolePanes(role, self.views.get(role), events, tab, device))
 
     def action_log_scale(self) -> None:
         plot = self.query_one(LossPlot)
@@ -630,6 +638,7 @@ def main(argv: list[str] | None = None) -> int:
         o.port_base,
         o.steps,
         o.hosts,
+        o.gpu_shadow,
     ).run()
     return 0
 

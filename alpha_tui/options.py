@@ -27,6 +27,7 @@ class Options:
     port_base: int | None = None  # None: free ports outside the ephemeral range
     steps: int | None = None  # None: the system's own
     hosts: str | None = None  # a hosts file: each role of a plan at its own address
+    gpu_shadow: bool = False  # GPU roles built as their host shadow
 
 
 def parser() -> argparse.ArgumentParser:
@@ -76,6 +77,12 @@ def parser() -> argparse.ArgumentParser:
         help="each role of the plan at its own address, a line `ROLE HOST[:PORT]` per role "
         "(e.g. 127.0.0.2, 127.0.0.3 on this machine); the table shows each role's host",
     )
+    p.add_argument(
+        "--gpu-shadow",
+        action="store_true",
+        help="build each GPU role as its host shadow: the same kernels run on the host, a "
+        "control that works without a GPU (never used in place of a missing one)",
+    )
     p.add_argument("--version", action="version", version=version_line("alpha-tui"))
     return p
 
@@ -91,4 +98,5 @@ def parse(argv: list[str] | None) -> Options:
         a.port_base,
         a.steps,
         a.hosts,
+        a.gpu_shadow,
     )

@@ -14,20 +14,40 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, RichLog, Static, TabbedContent, TabPane
 
 from alpha_core.role_views import RoleView
+from alpha_core.sizes import human_bytes
 from alpha_tui.event_log import filtered
 
 TABS = ("events", "projection", "memory", "device")
 LOG_LINES = 400  # the newest matching lines the pane shows
 
 
-def device_text(view: RoleView | None) -> str:
-    """Where the role runs. A GPU role names its device profile; what the device reports
-    once it runs (its name, its memory) arrives with the role's events."""
+def device_text(view: RoleView | None, opened: dict[str, object] | None = None) -> str:
+    """Where the role runs: a host, or the device profile of a GPU role, and once it has
+    started, the device it opened (its `device` event: name, UUID, memory, demand)."""
     if view is None:
         return "build the choice (b) to see where this role runs"
     if view.device is None:
         return f"{view.role} runs on a host: {view.host}, no device"
-    return f"{view.role} runs on a GPU: device profile {view.device} (host {view.host})"
+    lines = [f"{view.role} runs on a GPU: device profile {view.device} (host {view.host})"]
+    if opened is None:
+        lines.append("not started yet: the device it opens is shown once it runs")
+        return "\n".join(lines)
+
+    def size(key: str) -> str:
+        value = opened.get(key)
+        return human_bytes(value) if isinstance(value, int) else "?"
+
+    lines += [
+        f"  target              {opened.get('target')}",
+        f"  device              {opened.get('name')} (uuid {opened.get('uuid')})",
+        f"  compute capability  {opened.get('compute_capability')}",
+        f"  memory              {size('memory')}, {size('free')} free",
+        f"  demand              {size('demand')}",
+        f"  kernels             {opened.get('kernels')}",
+    ]
+    if opened.get("shadow") is True:
+        lines.append("  a host shadow: the same kernels and launches, run on the host")
+    return "\n".join(lines)
 
 
 class RolePanes(ModalScreen[None]):
@@ -54,9 +74,11 @@ class RolePanes(ModalScreen[None]):
         view: RoleView | None,
         events: Callable[[], Iterable[dict[str, object]]],
         first: str = "events",
+        device: Callable[[], dict[str, object] | None] = lambda: None,
     ) -> None:
         super().__init__()
         self.role, self.view, self.events, self.first = role, view, events, first
+        self.device = device
         self.query_text = ""
         self._shown: list[str] = []
 
@@ -73,7 +95,7 @@ class RolePanes(ModalScreen[None]):
                 text = v.admission if v else "build the choice (b) to see its admission"
                 yield Static(escape(text), id="memory-text")
             with TabPane("device", id="device"):
-                yield Static(escape(device_text(v)), id="device-text")
+                yield Static(escape(device_text(v, self.device())), id="device-text")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -84,6 +106,8 @@ class RolePanes(ModalScreen[None]):
         return filtered(self.events(), self.query_text, LOG_LINES)
 
     def refresh_log(self) -> None:
+        text = escape(device_text(self.view, self.device()))
+        self.query_one("#device-text", Static).update(text)
         lines = self.lines()
         if lines == self._shown:
             return

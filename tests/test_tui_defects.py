@@ -292,3 +292,27 @@ def test_a_round_whose_roles_disagree_is_named() -> None:
     assert not v.agree and "loss bits" in v.why
     missing = {"a": good["a"], "b": ("3f800000", ("2:4=2:3+3:4",))}
     assert "no role added node [0, 4)" in judge(7, missing, 4).why
+
+
+# ---- the device of a GPU role -------------------------------------------------------------------
+
+
+@IN_LOOP
+async def test_the_device_pane_shows_what_a_gpu_role_opened() -> None:
+    """Without a GPU here: the roles of `two_gpus` built as their host shadow (--gpu-shadow)
+    run the GPU code path and report the device they opened."""
+    app = AlphaTui(DIGITS, plan="pair", pairing="two_gpus", gpu_shadow=True)
+    async with app.run_test(size=LARGE) as pilot:
+        await pilot.pause()
+        await pilot.press("r")
+        await until(pilot, lambda: app.result is not None, "the run to end")
+        assert app.result is not None and app.result.ok, app.result
+        await pilot.press("d")
+        await pilot.pause()
+        panes = app.screen
+        assert isinstance(panes, RolePanes)
+        shown = str(panes.query_one("#device-text").render())
+        assert shown.startswith("worker[0] runs on a GPU: device profile h200 (host x86_64)")
+        assert "target              gpu h200 (shadow)" in shown
+        assert "device              host shadow (uuid shadow)" in shown
+        assert "a host shadow: the same kernels" in shown
