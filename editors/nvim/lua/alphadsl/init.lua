@@ -122,6 +122,24 @@ local function server_missing()
   return true
 end
 
+--- A server that stops with an error (a Python without the `alpha` package, say): said on
+--- screen, not only in lsp.log.
+local function on_exit(code, signal)
+  if code ~= 0 and code ~= nil then
+    vim.schedule(function()
+      notify(
+        ('the language server `%s` exited with code %d%s (:checkhealth alphadsl, %s)'):format(
+          table.concat(M.config.cmd, ' '),
+          code,
+          (signal and signal ~= 0) and (' (signal ' .. signal .. ')') or '',
+          vim.lsp.get_log_path()
+        ),
+        vim.log.levels.ERROR
+      )
+    end)
+  end
+end
+
 --- What every attached buffer gets: inlay hints, code lenses, then the user's on_attach.
 local function on_attach(client, bufnr)
   if M.config.inlay_hints then
@@ -165,6 +183,7 @@ local function attach_legacy(bufnr)
       settings = M.config.settings,
       capabilities = M.config.capabilities,
       on_attach = on_attach,
+      on_exit = on_exit,
     })
     if not id then
       notify('could not start ' .. table.concat(M.config.cmd, ' '), vim.log.levels.ERROR)
@@ -196,6 +215,7 @@ function M.setup(opts)
       settings = M.config.settings,
       capabilities = M.config.capabilities,
       on_attach = on_attach,
+      on_exit = on_exit,
     })
     vim.lsp.enable(M.name)
     vim.api.nvim_create_autocmd('FileType', {
