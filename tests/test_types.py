@@ -161,3 +161,15 @@ def test_a_function_body_sees_no_let_of_its_caller(tmp_path: Path) -> None:
     peek = "fn peek(h: f32[B, N]) -> f32[B, N] {\n    return h + a\n  }"
     got = refusals(peek, "let a = dense(x, w1, b1)\n    return dense(peek(a), w2, b2)", tmp_path)
     assert ("unknown-name", "unknown name `a`") in got
+
+
+def test_dot_t_is_the_transpose(tmp_path: Path) -> None:
+    """`w.T` was a syntax error; it is `transpose(w)`, binding tighter than `-` and `@`."""
+    same = "return (x @ w1) @ w2.T.T * s - x @ -w1.T.T @ transpose(w2.T)"
+    program = program_of(SYSTEM % {"extra": "", "body": "return x @ w1 @ w2"}, tmp_path / "a.alpha")
+    dotted = program_of(SYSTEM % {"extra": "", "body": same}, tmp_path / "b.alpha")
+    ops = [n.op for n in dotted.model.nodes]
+    assert ops.count("transpose") == 4 and program.n_params == dotted.n_params  # shared
+    assert ops.count("neg") == 1  # `-w1.T.T` is -(w1.T.T)
+    got = refusals("", "return x @ w1 @ w2.U", tmp_path)
+    assert ("syntax-error", "unknown attribute `.U`; the only one is `.T`, the transpose") in got

@@ -280,6 +280,19 @@ class Build:
     def _string(self, t: Any, tok: lark.Token) -> ast.String:
         return ast.String(str(tok)[1:-1], self._span(tok))
 
+    def _attribute(self, t: Any, obj: Any, name: lark.Token) -> ast.Call:
+        """`w.T` is `transpose(w)`, the call spelled at the `T`; no other attribute exists."""
+        if str(name) != "T":
+            raise SyntaxFailure(
+                Diagnostic(
+                    "syntax-error",
+                    f"unknown attribute `.{name}`; the only one is `.T`, the transpose",
+                    self._span(name),
+                    help="write `transpose(t)` or `t.T`",
+                )
+            )
+        return ast.Call("transpose", self._span(name), (self.node(obj),), (), self._span(t))
+
     def _neg(self, t: Any, operand: Any) -> ast.Neg:
         return ast.Neg(self.node(operand), self._span(t))
 
