@@ -111,6 +111,54 @@ ADVICE: dict[str, tuple[str, str]] = {
         "The machine has less memory than the build admitted against: pair the role with "
         "the host's real `memory`, or partition state over more roles.",
     ),
+    "data-digest-mismatch": (
+        "error[data-digest-mismatch]: data file data/digits.csv has 233,120 bytes, but the "
+        "program was built for a file of 233,009 bytes (sha256 6f2a…)",
+        "The executable was built for one data file, digest and all, and refuses any other "
+        "before it writes anything. Rebuild with the file you mean (`alpha build` reads it "
+        "again), or put the original back.",
+    ),
+    "plan-identity-mismatch": (
+        "error[plan-identity-mismatch]: the connection from 127.0.0.1:50112 says it is "
+        "worker[1] and runs plan identity 91c4…, but worker[0] runs 3e07…: both must be built "
+        "from the same system and plan",
+        "Every role of a launch must come from one build of one file: rebuild every role "
+        "together (`alpha build --plan P`) and start them all from that folder.",
+    ),
+    "checkpoint-identity-mismatch": (
+        "error[checkpoint-identity-mismatch]: checkpoint ckpt/round-00000200 is of system "
+        "identity 1bd3…, but this executable runs system first, identity 77a0…",
+        "A capture resumes only the system it was made by: anything that changes what is "
+        "computed (a step count, a plan's state layout, the data) makes another system. "
+        "Resume with the build that wrote it, or start fresh without --resume.",
+    ),
+    "checkpoint-folder-foreign": (
+        "error[checkpoint-folder-foreign]: ckpt is not a capture of this system (identity "
+        "1bd3e7c897ca2322) and is left as it is: it holds round-00000100 of identity 77a0…; "
+        "this run would publish over it (use another --checkpoint-dir)",
+        "Give this run a checkpoint folder of its own (`--checkpoint-dir`), or move the old "
+        "captures away if they are no longer needed.",
+    ),
+    "peer-unauthenticated": (
+        "error[peer-unauthenticated]: worker[0] (127.0.0.1:29000) answered without proof of "
+        "this launch's secret (its HELLO's proof does not verify): it is not a role of this "
+        "launch",
+        "Another run (or a stranger) holds the port this role dialled: start the roles of one "
+        "launch together (alpha run and alpha-tui give them one secret), and give two runs on "
+        "one machine different `--port-base`s.",
+    ),
+    "launch-failed": (
+        "error[launch-failed]: cannot start worker[1]: qemu-aarch64 is not installed",
+        "Install the emulator (`apt-get install qemu-user`) to run an AArch64 role here, or "
+        "pair the role with this machine's instruction set.",
+    ),
+    "gpu-driver-missing": (
+        "error[gpu-driver-missing]: cannot load the NVIDIA driver (libcuda.so.1): "
+        "libcuda.so.1: cannot open shared object file: No such file or directory; a GPU role "
+        "needs the NVIDIA kernel driver and nothing else from CUDA",
+        "Run GPU roles on a machine with the NVIDIA driver, pair the role with a host, or "
+        "build with `--gpu-shadow` to run the GPU code path on the host as a control.",
+    ),
 }
 
 
