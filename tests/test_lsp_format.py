@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fuzz_checker import EXAMPLES, FILES, SEEDS, mutants
 
-from alpha_core.syntax.format import format_text, tokens
+from alpha_core.syntax.format import format_text, layout_decl, tokens
 from alpha_core.workspace import Workspace
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -113,6 +113,17 @@ pairing q for p {
 def test_a_messy_file_takes_the_canonical_layout() -> None:
     assert format_text(MESSY) == CANONICAL
     assert meaning("/project/messy.alpha", MESSY) == meaning("/project/messy.alpha", CANONICAL)
+
+
+def test_the_layout_of_ranges_attributes_and_unary_minus() -> None:
+    # the layout alone (no parse): `..` and `.` bind tight, a unary minus binds to its operand
+    text = "system s {\n  fn f(x: f32[B, 4]) -> f32[B, 4] {\n  return - x . T @ w-(-1.0)\n  }\n}"
+    assert layout_decl(text) == (
+        "system s {\n  fn f(x: f32[B, 4]) -> f32[B, 4] {\n    return -x.T @ w - (-1.0)\n  }\n}"
+    )
+    assert layout_decl("plan p for s {\nleaves worker[0] : 0 .. 4\n}") == (
+        "plan p for s {\n  leaves worker[0]: 0..4\n}"
+    )
 
 
 def test_a_declaration_that_does_not_parse_is_left_as_it_is() -> None:

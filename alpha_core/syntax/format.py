@@ -5,10 +5,10 @@ the author's, as with gofmt) and every comment, and decides the rest:
 
 - indentation: two spaces for each bracket open at the start of a line (`{`, `(`, `[`), one
   level less for a line that starts by closing one;
-- spaces within a line: none inside brackets, before `,` `:` `;` or around `..`, none between a
-  name and the `(` or `[` after it, none after a unary `-`; one after `,` `:` `;`, around `=`
-  `->` `+` `-` `*` `/` `@`, inside braces, between two words; before a trailing comment, the
-  author's spaces; between tokens no rule names, a space if there was one;
+- spaces within a line: none inside brackets, before `,` `:` `;` or around `..` and `.`, none
+  between a name and the `(` or `[` after it, none after a unary `-`; one after `,` `:` `;`,
+  around `=` `->` `+` `-` `*` `/` `@`, inside braces, between two words; before a trailing
+  comment, the author's spaces; between tokens no rule names, a space if there was one;
 - blank lines: at most one in a row, none just inside a brace, one between declarations, none
   at the start of the file, one newline at its end. Comments between declarations start at
   column 0.
@@ -60,8 +60,16 @@ def tokens(line: str) -> list[Token]:
     return out
 
 
+# the words after which an expression (or a number) starts: a `-` after them negates
+_LEADING_WORDS = frozenset(
+    "return let steps batch leaves every memory cores loss learner contract topology".split()
+)
+
+
 def _value_end(t: Token) -> bool:
     """Whether a token ends an operand (so a `-` after it subtracts)."""
+    if t.kind == "name":
+        return t.text not in _LEADING_WORDS
     return t.kind in _WORDS or t.text in (")", "]")
 
 
@@ -73,23 +81,24 @@ def _space(line: list[Token], i: int) -> str:
     a_unary = a.text == "-" and (i < 2 or not _value_end(line[i - 2]))
     if a.text in ("(", "[") or a_unary:
         return ""
-    if b.text in _TIGHT_BEFORE or b.text == ".." or a.text == "..":
-        return ""
-    if a.text in _SPACED_AFTER:
-        return " "
+    if b.text in _TIGHT_BEFORE or b.text in ("..", ".") or a.text in ("..", "."):
+        return ""  # `0..4`, `w.T`
+    if a.text in _SPACED_AFTER or a.text in _BINARY or a.text == "-":
+        return " "  # after `,` `:` `;`, a binary operator (a unary minus is above)
     if b.text in ("(", "["):
         return "" if a.kind == "name" else (" " if b.before else "")
     if "{" in (a.text, b.text) or "}" in (a.text, b.text):
         return " "
-    if a.text in _BINARY or b.text in _BINARY or "-" in (a.text, b.text):
+    if b.text in _BINARY or b.text == "-":
         return " "
     if a.kind in _WORDS and b.kind in _WORDS:
         return " "
     return " " if b.before else ""
 
 
-def _layout_decl(text: str) -> str:
-    """A declaration's lines re-indented and re-spaced (line breaks kept)."""
+def layout_decl(text: str) -> str:
+    """A declaration's lines re-indented and re-spaced (line breaks kept): the layout alone,
+    without format_decl's guard."""
     out: list[str] = []
     depth = 0
     for raw in text.split("\n"):
@@ -146,7 +155,7 @@ def format_decl(text: str) -> str:
     parsed = parse_decl(text)
     if parsed.diagnostics or parsed.decl.kind == "error":
         return _trimmed(text)
-    laid = _layout_decl(text)
+    laid = layout_decl(text)
     again = parse_decl(laid)
     if again.diagnostics or _bare(again.decl) != _bare(parsed.decl):
         return _trimmed(text)
