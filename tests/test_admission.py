@@ -17,6 +17,7 @@ from conftest import EXAMPLES, cli
 
 from alpha_core.plan.admission import admit, admit_program
 from alpha_core.plan.profiles import DEFAULT_HOST_MEMORY, machine_profile
+from alpha_core.sizes import human_bytes
 from alpha_core.workspace import Workspace
 
 PIECE = 2_411 * 4
@@ -106,7 +107,8 @@ def test_ten_billion_parameters_are_refused_before_anything_is_compiled(tmp_path
         assert refusal["name"] == "memory-admission"
         message = str(refusal["message"])
         assert message.startswith("system `big` needs ")
-        assert f"but {machine.name} has {machine.memory:,}: without a pairing" in message
+        has = f"{human_bytes(machine.memory)} ({machine.memory:,} bytes)"  # issue 14, item 13
+        assert f"but {machine.name} has {has}: without a pairing" in message
         assert not (out / "big").exists()  # nothing was linked
     proc = cli("build", str(source), "--plan", "duo", "-o", str(tmp_path / "plan"), "--json")
     refusal = _refusal(proc)

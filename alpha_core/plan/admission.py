@@ -62,6 +62,10 @@ class Admission:
 _bytes = human_bytes  # the one formatter of sizes, shared with the CLI and alpha-tui
 
 
+def _exact(n: int) -> str:
+    return f"{human_bytes(n)} ({n:,} bytes)"
+
+
 def pieces_held(schedule: RoleSchedule) -> int:
     """Distinct pieces a role holds by the end of a round: an upper bound (the runtime computes
     a COMPUTE folded into the COMBINE after it leaf by leaf, holding fewer)."""
@@ -160,7 +164,7 @@ def refuse_unless_admitted(a: Admission, what: str) -> None:
     raise AdmissionRefused(
         Diagnostic(
             "memory-admission",
-            f"{what} needs {a.total:,} bytes but {a.profile.name} has {a.profile.memory:,}: "
+            f"{what} needs {_exact(a.total)} but {a.profile.name} has {_exact(a.profile.memory)}: "
             "without a pairing a build is admitted against the machine that builds it",
             None,
             notes=tuple(f"{item}: {n:,} bytes" for item, n in a.items),

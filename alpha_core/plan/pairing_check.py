@@ -7,6 +7,7 @@ from alpha_core.codegen.gpu_support import gpu_unsupported
 from alpha_core.plan.admission import admit, positions
 from alpha_core.plan.model import Family, Pairing, PairingEntry, Plan
 from alpha_core.plan.profiles import MEMORY_UNITS
+from alpha_core.sizes import human_bytes
 from alpha_core.syntax import ast
 from alpha_core.syntax.span import Span
 
@@ -155,7 +156,8 @@ def check_pairing(decl: ast.Decl, plan: Plan, ctx: CheckContext) -> Pairing | No
 
 
 def _size(n: int) -> str:
-    return f"{n:,} bytes"
+    # readable, and exact: two sizes that round alike (1.00 MiB, 1.00 MiB) still differ here
+    return f"{human_bytes(n)} ({n:,} bytes)"
 
 
 def _range_name(fam: Family, lo: int, hi: int) -> str:
