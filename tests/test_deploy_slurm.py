@@ -133,21 +133,39 @@ def test_a_role_that_fails_on_its_node_is_reported_with_its_refusal_and_node(
     assert "error[data-missing]: " in proc.stderr and " on n2: " in proc.stderr
 
 
-def test_emit_writes_a_job_that_sbatch_runs(cluster: Cluster, source: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("pairing", "nodelist", "hostfiles"),
+    [
+        ((), "n1,n2", [["n1", "n1", "n1", "n2", "n2"]]),
+        (("--pairing", "mixed"), "n1:n2", [["n1"] * 4, ["n2"]]),
+    ],
+    ids=["one-component", "heterogeneous"],
+)
+def test_emit_writes_a_job_that_sbatch_runs(
+    cluster: Cluster,
+    source: Path,
+    reference: str,
+    tmp_path: Path,
+    pairing: tuple[str, ...],
+    nodelist: str,
+    hostfiles: list[list[str]],
+) -> None:
     """`--emit DIR` for the cluster's nodes: the job script, the step files and the hosts
-    file; submitted with `sbatch --wait`, the job ends with every role done."""
+    file; submitted with `sbatch --wait`, the job ends with every role done and the
+    single-process bits (the heterogeneous one as two components, `#SBATCH hetjob`)."""
     into = tmp_path / "job"
     proc = cluster.cli(
-        "deploy", "slurm", str(source), "--plan", "star", "--emit", str(into),
-        "--nodelist", "n1,n2", "--node-dir", str(cluster.folder / "local"),
+        "deploy", "slurm", str(source), "--plan", "star", *pairing, "--emit", str(into),
+        "--nodelist", nodelist, "--node-dir", str(cluster.folder / "local"),
         "--port-base", str(free_port_base(8, NODES["n1"])),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     hosts = (into / "hosts").read_text()
-    assert "hub 127.0.0.2:" in hosts and "worker[3] 127.0.0.3:" in hosts
-    conf = (into / "roles-0.conf").read_text()
-    assert "--multi-prog" in (into / "job.sh").read_text() and "worker-3" in conf
-    assert (into / "hostfile-0").read_text().split() == ["n1", "n1", "n1", "n2", "n2"]
+    assert "hub 127.0.0.2:" in hosts and f"worker[3] {NODES[hostfiles[-1][-1]]}:" in hosts
+    script = (into / "job.sh").read_text()
+    assert "--multi-prog" in script and ("#SBATCH hetjob" in script) == bool(pairing)
+    for k, nodes in enumerate(hostfiles):
+        assert (into / f"hostfile-{k}").read_text().split() == nodes
     assert oct((into / "secret").stat().st_mode & 0o777) == "0o600"
     log = tmp_path / "job.out"
     done = subprocess.run(
@@ -161,6 +179,14 @@ def test_emit_writes_a_job_that_sbatch_runs(cluster: Cluster, source: Path, tmp_
     events = [line.split(": ", 1)[1] for line in log.read_text().splitlines() if ": {" in line]
     finished = [json.loads(e) for e in events if '"event":"done"' in e]
     assert len(finished) == 5
+    assert {e["params_sha256"] for e in finished if "params_sha256" in e} == {reference}
+    assert "Warning" not in log.read_text()
+    assert [sorted((cluster.folder / n).iterdir()) for n in NODES] == [
+        sorted((cluster.folder / "n1").glob("*.params")),
+        [],
+    ]  # the copies removed; the parameter file stays on the writer's node
+    for leftover in (cluster.folder / "n1").glob("*.params"):
+        leftover.unlink()
 
 
 def test_a_capture_on_a_shared_folder_resumes_on_a_reused_allocation(

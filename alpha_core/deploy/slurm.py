@@ -243,7 +243,8 @@ def _clean(allocation: Allocation, placed: list[Placed], paths: NodePaths) -> No
         files = [paths.executable(p.role) for p in placed if p.component == c.offset]
         argv = ["srun", "--jobid", allocation.jobid, "--nodelist", ",".join(names)]
         argv += [f"--het-group={c.offset}"] if allocation.heterogeneous else []
-        argv += ["--ntasks-per-node=1", f"--nodes={len(names)}", "rm", "-f", paths.secret, *files]
+        argv += [f"--nodes={len(names)}", f"--ntasks={len(names)}", "--ntasks-per-node=1"]
+        argv += ["rm", "-f", paths.secret, *files]
         try:
             run_slurm(argv, timeout=60)
         except SlurmError:

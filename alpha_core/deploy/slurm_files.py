@@ -98,7 +98,9 @@ def job_script(
             + (f" --partition={partition}" if partition else "")
             + (f" --time={time}" if time else "")
         )
-    lines += ["set -u", f"cd {q(str(folder))} || exit 1"]
+    # each step gives its own task count; the allocation's per-node count would only be
+    # inherited by them (and warned about) through the environment
+    lines += ["set -u", "unset SLURM_NTASKS_PER_NODE", f"cd {q(str(folder))} || exit 1"]
     for p in placed:
         part = f"+{p.component}" if het else ""
         lines.append(
@@ -117,9 +119,10 @@ def job_script(
     lines.append("# the copies removed from the nodes' storage")
     for k in steps:
         files = [paths.secret, *(paths.executable(p.role) for p in placed if p.component == k)]
-        group = f" --het-group={k}" if het else ""
+        n = len({p.node.name for p in placed if p.component == k})
+        where = (f" --het-group={k}" if het else "") + f" --nodes={n} --ntasks={n}"
         lines.append(
-            f"srun{group} --ntasks-per-node=1 rm -f {' '.join(q(f) for f in files)} || status=1"
+            f"srun{where} --ntasks-per-node=1 rm -f {' '.join(q(f) for f in files)} || status=1"
         )
     lines.append('exit "$status"')
     return "\n".join(lines) + "\n"
