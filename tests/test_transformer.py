@@ -99,3 +99,43 @@ def test_a_partitioned_plan_and_a_killed_resumed_run_give_the_single_process_bit
 
 def test_the_transformer_equals_the_reference(tmp_path: Path) -> None:
     assert_exact(SYSTEM.replace("steps 600", "steps 2"), tmp_path)
+
+
+def test_a_table_of_token_columns_trains_as_the_sequence_source(tmp_path: Path) -> None:
+    """The same rows as a CSV table (`positions: 6`: six class labels per row, the features
+    integral token values) give the bits of the embedded sequence source; a label out of range
+    in any position is refused by the checker with the runtime's message."""
+    from alpha_core.data import sequences
+
+    x, y = sequences.generate("sort", 6, 6000, 1)
+    table = tmp_path / "sort6.csv"
+    table.write_text(
+        "".join(
+            ",".join(str(int(v)) for v in (*xr, *yr)) + "\n" for xr, yr in zip(x, y, strict=True)
+        )
+    )
+    short = SYSTEM.replace("steps 600", "steps 30")
+    as_table = short.replace(
+        "sequences(task: sort, length: 6, rows: 6000, seed: 1, holdout: 1000)",
+        f'table("{table}", features: 12, classes: 11, positions: 6, holdout: 1000)',
+    )
+    shas = []
+    for i, text in enumerate((short, as_table)):
+        program, _ = analysis(text, tmp_path / str(i)).program()
+        assert program is not None
+        code, events, stderr = run_exe(
+            build_program(program, tmp_path / f"b{i}").executables[0].path, "--quiet"
+        )
+        assert code == 0, stderr
+        shas.append(events[-1]["params_sha256"])
+    assert shas[0] == shas[1]
+    bad = tmp_path / "bad.csv"
+    lines = table.read_text().splitlines()
+    lines[3] = lines[3][: lines[3].rindex(",")] + ",11"
+    bad.write_text("\n".join(lines) + "\n")
+    path = tmp_path / "bad.alpha"
+    path.write_text(as_table.replace(str(table), str(bad)))
+    from alpha_core.workspace import Workspace
+
+    got = [(d.name, d.message) for d in Workspace().analyze_file(str(path)).diagnostics]
+    assert ("data-malformed", f"{bad} line 4: label 11 is not a class index in 0..10") in got

@@ -23,6 +23,7 @@ TABLE = [
     A.Arg("classes", "int", 0, low=0),
     A.Arg("targets", "int", 0, low=0),
     A.Arg("holdout", "int", 0, low=0),
+    A.Arg("positions", "int", 1, low=1, high=65_536),
 ]
 SYNTHETIC = [
     A.Arg("rows", "int", low=2, high=1_000_000),
@@ -184,10 +185,18 @@ def _table(
         ctx.refuse("data-unreadable", f"cannot read `{rel}` (looked for {path})", where)
         return None
     features = int(args["features"])
+    positions = int(args["positions"])
+    if positions > 1 and kind != "class":
+        ctx.refuse(
+            "bad-argument",
+            "`positions:` counts class labels per row (a sequence's answer); it needs `classes:`",
+            call.span,
+        )
+        return None
     digest = hashlib.sha256(content).hexdigest()
     # every row, by the runtime's rules and with its message: the executable would refuse the
     # same line at start-up (memoized by the file's digest and the row shape)
-    rows = checked_rows(content, digest, Shape(features, outputs, kind == "class"))
+    rows = checked_rows(content, digest, Shape(features, outputs, kind == "class", positions))
     if rows.fault is not None:
         ctx.refuse("data-malformed", rows.message(path), where)
         return None
@@ -208,4 +217,5 @@ def _table(
         digest,
         path=path,
         size=len(content),
+        positions=positions,
     )

@@ -39,16 +39,17 @@ _FLOAT32_LIMIT = 2.0**128 - 2.0**103  # halfway between the largest float32 and 
 
 @dataclass(frozen=True)
 class Shape:
-    """What a row holds: `features` numbers, then one class index (class kind, `outputs`
-    classes) or `outputs` targets."""
+    """What a row holds: `features` numbers, then `labels` class indices (class kind, `outputs`
+    classes; one, or a sequence's answer positions) or `outputs` targets."""
 
     features: int
     outputs: int
     class_kind: bool
+    labels: int = 1
 
     @property
     def columns(self) -> int:
-        return self.features + (1 if self.class_kind else self.outputs)
+        return self.features + (self.labels if self.class_kind else self.outputs)
 
 
 @dataclass(frozen=True)
@@ -138,13 +139,22 @@ def _row_fault(line: bytes, shape: Shape) -> str | None:
             return f"column {i + 1} is not a finite decimal number"
     if len(fields) != shape.columns:
         kind = "label" if shape.class_kind else "targets"
-        targets = 1 if shape.class_kind else shape.outputs
+        targets = shape.labels if shape.class_kind else shape.outputs
         return (
             f"{len(fields)} columns, expected {shape.columns} ({shape.features} features + "
             f"{targets} {kind})"
         )
     if shape.class_kind:
-        return _label_fault(fields[-1], shape)
+        return _labels_fault(fields[shape.features :], shape)
+    return None
+
+
+def _labels_fault(fields: list[bytes], shape: Shape) -> str | None:
+    """The first label that is not a class index, in column order (as the runtime reads)."""
+    for field in fields:
+        fault = _label_fault(field, shape)
+        if fault is not None:
+            return fault
     return None
 
 
@@ -176,7 +186,12 @@ def read_rows(content: bytes, shape: Shape) -> Rows:
         if not line.strip(b" \t"):
             continue
         if plain.fullmatch(line):
-            fault = _label_fault(line.rpartition(b",")[2], shape) if shape.class_kind else None
+            if not shape.class_kind:
+                fault = None
+            elif shape.labels == 1:
+                fault = _label_fault(line.rpartition(b",")[2], shape)
+            else:
+                fault = _labels_fault(line.split(b",")[shape.features :], shape)
         else:
             fault = _row_fault(line, shape)
         if fault is not None:
