@@ -136,7 +136,11 @@ def _build(
 ) -> tuple[Analysis, BuildResult | None, list[Diagnostic]]:
     """Builds the choice into out_dir, or (None) into a new run folder (runs.run_folder)."""
     a = _analysis(args.file)
-    choice = Choice(args.system, args.plan, args.pairing, getattr(args, "role", None))
+    # with a plan, --checkpoint-every replaces the plan's own interval (its identity with it)
+    every = args.checkpoint_every or None if args.plan else None
+    choice = Choice(
+        args.system, args.plan, args.pairing, getattr(args, "role", None), checkpoint_every=every
+    )
     if out_dir is None:
         out_dir = run_folder(a, choice)
     with err.status("building…") as status:
@@ -434,7 +438,8 @@ def parser() -> argparse.ArgumentParser:
             "--checkpoint-every",
             type=int,
             default=0,
-            help="rounds between captures, for a build without a plan",
+            help="rounds between captures; with --plan instead of the plan's `checkpoint "
+            "every` (a plan's identity includes it: resume with the same interval)",
         )
         b.add_argument("--json", action="store_true")
         b.set_defaults(func=func)

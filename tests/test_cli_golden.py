@@ -411,3 +411,15 @@ def test_a_run_keeps_its_parameters_and_a_resume_says_its_round(tmp_path: Path) 
     # in -o the parameters lie beside the executable, and the report says where
     assert "parameters file   resumed/digits.params\n" in again.stdout, again.stdout
     assert (tmp_path / "resumed" / "digits.params").is_file()
+
+
+def test_checkpoint_every_applies_to_a_plan_too(tmp_path: Path) -> None:
+    """It used to apply only without a plan, silently: a plan without a `checkpoint` item
+    captured nothing."""
+    ckpt = tmp_path / "ckpt"
+    done = cli(
+        "run", DIGITS, "--plan", "pair", "--checkpoint-every", "100", "--checkpoint-dir", str(ckpt)
+    )
+    assert done.returncode == 0, done.stderr
+    assert "parameters sha256 5e1513e5f1af481bd39ea8996636710dc3a22d6b" in done.stdout
+    assert sorted(p.name for p in ckpt.iterdir()) == [f"round-{r:08d}" for r in (100, 200, 300)]
