@@ -83,15 +83,20 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         cwd=ROOT,
         timeout=600,
-        # `alpha run` without -o keeps its run in ./alpha-runs: here, not in the source tree
-        env={**os.environ, "COLUMNS": "200", "ALPHA_RUNS_DIR": _test_runs()},
+        env={**os.environ, "COLUMNS": "200"},
     )
 
 
-def _test_runs() -> str:
+def _keep_runs_out_of_the_checkout() -> None:
+    """`alpha run` without -o keeps its run in ./alpha-runs: for every command a test starts
+    (they inherit this environment), in a temporary folder instead of the source tree."""
+    import os
     import tempfile
 
-    return str(Path(tempfile.gettempdir()) / "alpha-test-runs")
+    os.environ.setdefault("ALPHA_RUNS_DIR", str(Path(tempfile.gettempdir()) / "alpha-test-runs"))
+
+
+_keep_runs_out_of_the_checkout()
 
 
 @pytest.fixture
