@@ -202,7 +202,7 @@ def _report(outcomes: list[RoleOutcome], as_json: bool, a: Analysis, result: Bui
             f"({done.get('holdout_rows')} rows)"
         )
     if "holdout_mse" in done:
-        out.print(f"held-out mse      {float(str(done['holdout_mse'])):.6f}")
+        out.print(f"held-out mse      {show_loss(float(str(done['holdout_mse'])))}")
     out.print(f"parameters sha256 {done.get('params_sha256')}", soft_wrap=True)
     if done.get("params_file"):  # kept: in -o or the run's own folder, never a removed one
         out.print(f"parameters file   {escape(str(done['params_file']))}", soft_wrap=True)
@@ -330,7 +330,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             f"({done.get('holdout_rows')} rows)"
         )
     if "holdout_mse" in done:
-        out.print(f"held-out mse      {float(str(done['holdout_mse'])):.6f}")
+        out.print(f"held-out mse      {show_loss(float(str(done['holdout_mse'])))}")
     out.print(f"parameters sha256 {done.get('params_sha256')}", soft_wrap=True)
     return OK
 

@@ -503,7 +503,7 @@ class AlphaTui(App[None]):
             metric = (
                 f"held-out accuracy {result.holdout_accuracy:.4f}"
                 if result.holdout_accuracy is not None
-                else f"held-out mse {result.holdout_mse}"
+                else f"held-out mse {show_loss(result.holdout_mse)}"
             )
             self.say(
                 f"[green]done[/]: final loss {show_loss(result.final_loss)}, {metric}, "
