@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path, to_fs_path
 
 from alpha_core import query
@@ -56,7 +57,10 @@ def register(server: AlphaServer) -> None:
         for uri in uris(ls):
             try:
                 snap = ls.snapshot(uri)
-            except Exception:  # a file that cannot be read is no symbol's home  # noqa: BLE001
+            except JsonRpcException:  # a file that cannot be read has no symbols
+                continue
+            except Exception as error:  # one file's failure does not hide the others' symbols
+                ls.report(f"workspace/symbol on {uri}", error)
                 continue
             for f in flat(query.outline(snap.analysis.module, snap.text), params.query):
                 out.append(
