@@ -380,3 +380,56 @@ def test_nvim_says_on_screen_when_the_server_is_missing(
     else:
         assert "exited with code 1" in note["msg"], note
         assert "--help` failed" in health and "ERROR" in health, health
+
+
+FOUND = r"""
+vim.cmd('filetype plugin on')
+vim.cmd('runtime! plugin/alphadsl.lua')
+vim.cmd('edit ' .. vim.fn.fnameescape(os.getenv('ALPHA_TEST_FILE')))
+local src = vim.api.nvim_get_current_buf()
+local got = vim.wait(20000, function() return #vim.diagnostic.get(src) > 0 end, 20)
+local client = require('alphadsl').client(src)
+local f = io.open(os.getenv('ALPHA_TEST_OUT'), 'w')
+f:write(vim.fn.json_encode({ got = got, cmd = client and client.config.cmd }))
+f:close()
+vim.cmd('qall!')
+"""
+
+
+@pytest.mark.parametrize("which", ["0.7", "0.12"], ids=["nvim-0.7", "nvim-0.12"])
+def test_nvim_finds_the_server_of_the_projects_venv(which: str, tmp_path: Path) -> None:
+    """No setting, no alpha-lsp on PATH: the plugin takes the project's `.venv-test` one."""
+    exe = legacy_nvim() if which == "0.7" else pyinstaller_nvim()
+    assert exe is not None
+    project = tmp_path / "project"
+    (project / ".venv-test" / "bin").mkdir(parents=True)
+    server = project / ".venv-test" / "bin" / "alpha-lsp"
+    server.symlink_to(alpha_lsp())
+    (project / "src").mkdir()
+    source = project / "src" / "a.alpha"
+    source.write_text("system s {\n  steps 0\n}\n")
+    (tmp_path / "client.lua").write_text(FOUND)
+    out = tmp_path / "report.json"
+    path = os.pathsep.join(
+        d
+        for d in os.environ.get("PATH", "").split(os.pathsep)
+        if not (Path(d) / "alpha-lsp").exists()
+    )
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "ALPHA_LSP"},
+        "PATH": path,
+        "ALPHA_TEST_FILE": str(source),
+        "ALPHA_TEST_OUT": str(out),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / "data-home"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    cmd = [exe, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
+    cmd += ["--cmd", f"set rtp+={PLUGIN}", "-c", f"luafile {tmp_path / 'client.lua'}"]
+    proc = subprocess.run(
+        cmd, cwd=project / "src", env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.exists(), f"nvim exited {proc.returncode}: {proc.stdout}\n{proc.stderr}"
+    r = json.loads(out.read_text())
+    assert r["cmd"] == [str(server)] and r["got"], r

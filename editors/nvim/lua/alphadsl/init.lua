@@ -5,7 +5,8 @@
 -- Neovim 0.7 - 0.10: vim.lsp.start_client + vim.lsp.buf_attach_client from a FileType autocmd.
 --
 -- require('alphadsl').setup({
---   cmd = { '/path/to/.venv/bin/alpha-lsp' },  -- default: $ALPHA_LSP, else { 'alpha-lsp' }
+--   cmd = { '/path/to/.venv/bin/alpha-lsp' },  -- default: $ALPHA_LSP, alpha-lsp on PATH, or
+--                                              -- the .venv(-*) of the working folder or above
 --   root_markers = { 'pyproject.toml', '.git' },
 --   init_options = { debounceMs = 50 },
 --   on_attach = function(client, bufnr) end,
@@ -54,6 +55,26 @@ local function server_cmd(opts)
   local env = vim.env.ALPHA_LSP
   if env ~= nil and env ~= '' then
     return { env }
+  end
+  if vim.fn.executable('alpha-lsp') == 1 then
+    return { 'alpha-lsp' }
+  end
+  -- a quick start's virtual environment: .venv, else a .venv-* (the README makes .venv-test),
+  -- in the working folder or a folder above it
+  local dir = vim.fn.getcwd()
+  while dir and dir ~= '' do
+    local found = { dir .. '/.venv/bin/alpha-lsp' }
+    vim.list_extend(found, vim.fn.sort(vim.fn.glob(dir .. '/.venv-*/bin/alpha-lsp', false, true)))
+    for _, exe in ipairs(found) do
+      if vim.fn.executable(exe) == 1 then
+        return { exe }
+      end
+    end
+    local parent = vim.fn.fnamemodify(dir, ':h')
+    if parent == dir then
+      break
+    end
+    dir = parent
   end
   return { 'alpha-lsp' }
 end
