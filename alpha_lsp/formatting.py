@@ -1,5 +1,6 @@
 """`textDocument/formatting`: the canonical layout of alpha_core/syntax/format.py, sent as the
-few line edits that turn the editor's text into it (the cursor and folds stay put elsewhere)."""
+few line edits that turn the editor's text into it (the cursor and folds stay put elsewhere);
+`textDocument/rangeFormatting`: those of the edits that meet the range's lines."""
 
 from __future__ import annotations
 
@@ -41,8 +42,23 @@ def edits(snap: Snapshot) -> list[types.TextEdit]:
     return out
 
 
+def _touches(edit: types.TextEdit, want: types.Range) -> bool:
+    """Whether an edit's lines meet the lines of `want` (a range is formatted by lines)."""
+    first, last = edit.range.start.line, max(edit.range.start.line, edit.range.end.line - 1)
+    return first <= want.end.line and want.start.line <= last
+
+
 def register(server: AlphaServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_FORMATTING)
     @guarded(list)
     def formatting(ls: AlphaServer, params: types.DocumentFormattingParams) -> list[types.TextEdit]:
         return edits(ls.snapshot(params.text_document.uri))
+
+    @server.feature(types.TEXT_DOCUMENT_RANGE_FORMATTING)
+    @guarded(list)
+    def range_formatting(
+        ls: AlphaServer, params: types.DocumentRangeFormattingParams
+    ) -> list[types.TextEdit]:
+        """The same layout, only the edits on the lines of the range (Neovim's `gq`)."""
+        found = edits(ls.snapshot(params.text_document.uri))
+        return [e for e in found if _touches(e, params.range)]

@@ -40,7 +40,7 @@ async def client(lsp_client: Client):  # type: ignore[no-untyped-def]
 async def test_the_new_features_are_advertised(client: Client) -> None:
     caps = client.init_result.capabilities  # type: ignore[attr-defined]
     assert caps.signature_help_provider is not None
-    assert caps.document_formatting_provider
+    assert caps.document_formatting_provider and caps.document_range_formatting_provider
     assert caps.rename_provider == types.RenameOptions(prepare_provider=True)
     assert caps.workspace_symbol_provider
     assert caps.inlay_hint_provider
@@ -116,6 +116,17 @@ async def test_formatting_gives_the_canonical_layout_in_few_edits(client: Client
     assert formatted == format_text(MESSY)
     assert "  param b1: f32[32] = zeros\n" in formatted
     assert "    return h @ w2 + b2      # the logits\n" in formatted
+    # a range: only the edits on its lines (the param's line, not the return's)
+    line = MESSY.split("\n").index("     param   b1 :f32[ 32 ]=zeros")
+    ranged = await client.text_document_range_formatting_async(
+        types.DocumentRangeFormattingParams(
+            text_document=doc(MESSY_URI),
+            range=types.Range(start=types.Position(line, 0), end=types.Position(line, 3)),
+            options=types.FormattingOptions(tab_size=2, insert_spaces=True),
+        )
+    )
+    assert ranged is not None and len(ranged) == 1
+    assert _apply(MESSY, list(ranged)).split("\n")[line] == "  param b1: f32[32] = zeros"
     # the example itself is in the canonical layout: no edit
     edits = await client.text_document_formatting_async(
         types.DocumentFormattingParams(
