@@ -121,7 +121,14 @@ async def test_the_port_base_is_the_one_given_and_its_refusal_fits_80x24() -> No
         async with app.run_test(size=SMALL) as pilot:
             await pilot.pause()
             await pilot.press("r")
-            await until(pilot, lambda: app.result is not None, "the run to be refused")
+
+            def refused() -> bool:
+                return app.state is not None and app.state.roles["worker[0]"].state == "refused"
+
+            await until(pilot, refused, "worker[0] to be refused")
+            # worker[1] would wait out its connect timeout (10 s) for it: end it now
+            await pilot.press("down", "k")
+            await until(pilot, lambda: app.result is not None, "the run to end")
             await pilot.pause()
             assert app.result is not None and not app.result.ok
             assert app.state is not None
