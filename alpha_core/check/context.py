@@ -12,7 +12,12 @@ from alpha_core.syntax.span import Span
 
 
 def show_shape(shape: Shape) -> str:
-    return "f32[" + ", ".join("B" if d == BATCH else str(d) for d in shape) + "]"
+    # -k (k > 1): k per example, the rows of a product over every position (never declared)
+    return "f32[" + ", ".join(_dim(d) for d in shape) + "]"
+
+
+def _dim(d: int) -> str:
+    return "B" if d == BATCH else f"B*{-d}" if d < 0 else str(d)
 
 
 def edit_distance(a: str, b: str) -> int:
