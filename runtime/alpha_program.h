@@ -52,6 +52,8 @@ struct alpha_program {
     uint32_t label_positions;    /* class kind: labels per row (a sequence task's answer
                                   * positions), the model giving `outputs` floats for each;
                                   * 0 or 1: one label per row */
+    uint32_t vocabulary;         /* CSV kind: 0, or the token count of a table of token
+                                  * columns: every feature an integral value in 0 … vocabulary-1 */
 };
 
 extern const struct alpha_program ALPHA_PROGRAM;

@@ -225,6 +225,10 @@ static void load_csv(const struct alpha_program *p, const char *path, struct dat
         if (rows == p->rows)
             refuse(REFUSAL_DATA_MALFORMED, "%s line %lu: more than the %u rows the program expects",
                    path, line_number, (unsigned)p->rows);
+        for (uint32_t k = 0; p->vocabulary && k < d->features; k++)
+            if (!is_class_index(row[k], p->vocabulary))
+                refuse(REFUSAL_DATA_MALFORMED, "%s line %lu: column %u is not a token in 0..%u",
+                       path, line_number, (unsigned)k + 1, (unsigned)p->vocabulary - 1);
         memcpy(x + (size_t)rows * d->features, row, d->features * sizeof(float));
         if (class_kind) {
             for (uint32_t k = 0; k < d->targets; k++) {

@@ -102,9 +102,10 @@ def test_the_transformer_equals_the_reference(tmp_path: Path) -> None:
 
 
 def test_a_table_of_token_columns_trains_as_the_sequence_source(tmp_path: Path) -> None:
-    """The same rows as a CSV table (`positions: 6`: six class labels per row, the features
-    integral token values) give the bits of the embedded sequence source; a label out of range
-    in any position is refused by the checker with the runtime's message."""
+    """The same rows as a CSV table (`positions: 6`: six class labels per row; `tokens: 11`:
+    every feature a token value below 11) give the bits of the embedded sequence source; a
+    label out of range in any position, or a token out of the vocabulary, is refused by the
+    checker with the runtime's message."""
     from alpha_core.data import sequences
 
     x, y = sequences.generate("sort", 6, 6000, 1)
@@ -117,7 +118,7 @@ def test_a_table_of_token_columns_trains_as_the_sequence_source(tmp_path: Path) 
     short = SYSTEM.replace("steps 600", "steps 30")
     as_table = short.replace(
         "sequences(task: sort, length: 6, rows: 6000, seed: 1, holdout: 1000)",
-        f'table("{table}", features: 12, classes: 11, positions: 6, holdout: 1000)',
+        f'table("{table}", features: 12, classes: 11, positions: 6, tokens: 11, holdout: 1000)',
     )
     shas = []
     for i, text in enumerate((short, as_table)):
@@ -139,3 +140,7 @@ def test_a_table_of_token_columns_trains_as_the_sequence_source(tmp_path: Path) 
 
     got = [(d.name, d.message) for d in Workspace().analyze_file(str(path)).diagnostics]
     assert ("data-malformed", f"{bad} line 4: label 11 is not a class index in 0..10") in got
+    lines[3] = "11," + lines[3].split(",", 1)[1]  # a token out of the vocabulary, first
+    bad.write_text("\n".join(lines) + "\n")
+    got = [(d.name, d.message) for d in Workspace().analyze_file(str(path)).diagnostics]
+    assert ("data-malformed", f"{bad} line 4: column 1 is not a token in 0..10") in got

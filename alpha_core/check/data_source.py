@@ -24,6 +24,7 @@ TABLE = [
     A.Arg("targets", "int", 0, low=0),
     A.Arg("holdout", "int", 0, low=0),
     A.Arg("positions", "int", 1, low=1, high=65_536),
+    A.Arg("tokens", "int", 0, low=0, high=1 << 24),
 ]
 SYNTHETIC = [
     A.Arg("rows", "int", low=2, high=1_000_000),
@@ -196,7 +197,14 @@ def _table(
     digest = hashlib.sha256(content).hexdigest()
     # every row, by the runtime's rules and with its message: the executable would refuse the
     # same line at start-up (memoized by the file's digest and the row shape)
-    rows = checked_rows(content, digest, Shape(features, outputs, kind == "class", positions))
+    vocabulary = int(args["tokens"])
+    if vocabulary == 1:
+        ctx.refuse(
+            "bad-argument", "`tokens:` must be at least 2 (or 0: no token columns)", call.span
+        )
+        return None
+    shape = Shape(features, outputs, kind == "class", positions, vocabulary)
+    rows = checked_rows(content, digest, shape)
     if rows.fault is not None:
         ctx.refuse("data-malformed", rows.message(path), where)
         return None
@@ -218,4 +226,5 @@ def _table(
         path=path,
         size=len(content),
         positions=positions,
+        vocabulary=vocabulary,
     )

@@ -43,6 +43,7 @@ class DataSpec:
     size: int = 0  # table: the file's bytes (the runtime refuses another size before reading)
     task: str = ""  # synthetic sequences: reverse | sort | copy ("" for the other sources)
     positions: int = 1  # class labels per row: one per answer position of a sequence
+    vocabulary: int = 0  # table: 0, or the token count every feature column is checked against
 
     @property
     def train_rows(self) -> int:
@@ -121,7 +122,8 @@ class Program:
                 f" task={self.data.task} positions={self.data.positions}"
                 if self.data.task or self.data.positions != 1
                 else ""
-            ),
+            )
+            + (f" vocabulary={self.data.vocabulary}" if self.data.vocabulary else ""),
             f"batch {self.batch} leaves {self.leaves} shuffle {self.shuffle_seed}",
         ]
         for p in self.params:

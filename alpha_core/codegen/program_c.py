@@ -198,6 +198,7 @@ def _program_part(
         # the CSV's size: the runtime refuses another size before reading a byte of it
         "data_size": f"{d.size}ull",
         "label_positions": f"{d.positions}u",
+        "vocabulary": f"{d.vocabulary}u",
     }
     parts.append("const struct alpha_program ALPHA_PROGRAM = {\n")
     parts.extend(f"    .{k} = {v},\n" for k, v in fields.items())

@@ -46,6 +46,7 @@ class Shape:
     outputs: int
     class_kind: bool
     labels: int = 1
+    vocabulary: int = 0  # 0, or every feature must be a token value in 0 .. vocabulary-1
 
     @property
     def columns(self) -> int:
@@ -117,17 +118,25 @@ def field_float32(field: bytes) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def _label_fault(field: bytes, shape: Shape) -> str | None:
+def _index_ok(field: bytes, count: int) -> bool:
+    """Whether a checked field is an index in 0 .. count-1 as the runtime compares: integral,
+    and below the count as a float32."""
     small = _SMALL_INTEGER.fullmatch(field)
     if small is not None:
-        label = float(int(small.group(1)))
+        value = float(int(small.group(1)))
     else:
         parsed = field_float32(field.strip(b" \t"))
-        assert parsed is not None  # the row's fields were checked before its label
-        label = parsed
-    # as the runtime compares: against the class count as a float32
-    if 0.0 <= label < _float32(float(shape.outputs)) and label == math.floor(label):
+        assert parsed is not None  # the row's fields were checked before
+        value = parsed
+    return 0.0 <= value < _float32(float(count)) and value == math.floor(value)
+
+
+def _label_fault(field: bytes, shape: Shape) -> str | None:
+    if _index_ok(field, shape.outputs):
         return None
+    small = _SMALL_INTEGER.fullmatch(field)
+    label = float(int(small.group(1))) if small else field_float32(field.strip(b" \t"))
+    assert label is not None
     return f"label {label:.9g} is not a class index in 0..{shape.outputs - 1}"
 
 
@@ -144,6 +153,15 @@ def _row_fault(line: bytes, shape: Shape) -> str | None:
             f"{len(fields)} columns, expected {shape.columns} ({shape.features} features + "
             f"{targets} {kind})"
         )
+    return _values_fault(fields, shape)
+
+
+def _values_fault(fields: list[bytes], shape: Shape) -> str | None:
+    """After the row's numbers and columns: its tokens, then its labels (the runtime's order)."""
+    if shape.vocabulary:
+        for k, field in enumerate(fields[: shape.features]):
+            if not _index_ok(field, shape.vocabulary):
+                return f"column {k + 1} is not a token in 0..{shape.vocabulary - 1}"
     if shape.class_kind:
         return _labels_fault(fields[shape.features :], shape)
     return None
@@ -186,7 +204,9 @@ def read_rows(content: bytes, shape: Shape) -> Rows:
         if not line.strip(b" \t"):
             continue
         if plain.fullmatch(line):
-            if not shape.class_kind:
+            if shape.vocabulary:
+                fault = _values_fault(line.split(b","), shape)
+            elif not shape.class_kind:
                 fault = None
             elif shape.labels == 1:
                 fault = _label_fault(line.rpartition(b",")[2], shape)
