@@ -19,8 +19,19 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, i64, load, store
-from alpha_core.codegen.tensor_ops import token_index
+from alpha_core.codegen.loops import (
+    F32,
+    I32,
+    I64,
+    PTR,
+    broadcast_strides,
+    entry_alloca,
+    i64,
+    load,
+    row_major_strides,
+    store,
+)
+from alpha_core.codegen.tensor_ops import LAYER_OPS, token_index
 from alpha_core.ir.graph import Graph, Node, concrete, size
 from alpha_core.semantics import activations
 from alpha_core.semantics import learners as recipes
@@ -28,23 +39,9 @@ from alpha_core.semantics.llvm_arith import LlvmArith
 from alpha_core.semantics.mathfuncs import emit_math_functions
 
 ELEMENTWISE = ("add", "sub", "mul", "div")
-# the layer operations (tensor_ops.py on the host), from the same recipes
-LAYER = (
-    *activations.UNARY,
-    *activations.GRADS,
-    "maximum",
-    "minimum",
-    "pick_grad",
-    "reshape",
-    "softmax",
-    "log_softmax",
-    "bmatmul",
-    "causal_mask",
-    "embed",
-    "embed_grad",
-    "slice",
-    "slice_grad",
-)
+# the layer operations (tensor_ops.py on the host), from the same recipes; dropout needs the
+# round and the example's index, which a GPU kernel is not given yet
+LAYER = tuple(op for op in LAYER_OPS if op != "dropout")
 UNARY = ("neg", "relu", "tanh", "sigmoid", "exp", "log")
 GRADS = ("relu_grad", "tanh_grad", "sigmoid_grad")
 BOUND = ("param", "input_x", "label_class", "label_reg")
@@ -111,22 +108,6 @@ def _linear(b: ir.IRBuilder, coords: Sequence[ir.Value], strides: Sequence[int])
         if s:
             at = b.add(at, b.mul(c, i64(s)))
     return at
-
-
-def _strides(shape: Sequence[int]) -> list[int]:
-    out = [1] * len(shape)
-    for k in range(len(shape) - 2, -1, -1):
-        out[k] = out[k + 1] * shape[k + 1]
-    return out
-
-
-def _broadcast_strides(shape: Sequence[int], out: Sequence[int]) -> list[int]:
-    """Strides reading a `shape` tensor at `out` coordinates (NumPy's alignment)."""
-    own = _strides(shape)
-    strides = [0] * len(out)
-    for k in range(1, len(shape) + 1):
-        strides[-k] = 0 if shape[-k] == 1 and out[-k] != 1 else own[-k]
-    return strides
 
 
 def _loop(b: ir.IRBuilder, n: int, body: Callable[[ir.Value], None], name: str) -> None:
@@ -246,10 +227,10 @@ class NodeBodies:
             coords = _unravel(b, t, shape)
             ja, jc = node.inputs
             va = self._read(
-                b, ptrs, ja, _linear(b, coords, _broadcast_strides(self.shape(ja), shape))
+                b, ptrs, ja, _linear(b, coords, broadcast_strides(self.shape(ja), shape))
             )
             vc = self._read(
-                b, ptrs, jc, _linear(b, coords, _broadcast_strides(self.shape(jc), shape))
+                b, ptrs, jc, _linear(b, coords, broadcast_strides(self.shape(jc), shape))
             )
             fn = {"add": A.add, "sub": A.sub, "mul": A.mul, "div": A.div}[op]
             store(b, fn(va, vc), out, t)
@@ -288,7 +269,7 @@ class NodeBodies:
             if axis is None:
                 strides = [0] * len(shape)
             else:
-                own = _strides(shape[:axis] + shape[axis + 1 :])
+                own = row_major_strides(shape[:axis] + shape[axis + 1 :])
                 strides = own[:axis] + [0] + own[axis:]
             coords = _unravel(b, t, shape)
             store(b, self._read(b, ptrs, node.inputs[0], _linear(b, coords, strides)), out, t)
@@ -334,7 +315,7 @@ class NodeBodies:
         elif op in ("maximum", "minimum", "pick_grad"):
             coords = _unravel(b, t, shape)
             vals = [
-                self._read(b, ptrs, j, _linear(b, coords, _broadcast_strides(self.shape(j), shape)))
+                self._read(b, ptrs, j, _linear(b, coords, broadcast_strides(self.shape(j), shape)))
                 for j in node.inputs
             ]
             if op == "pick_grad":
@@ -401,17 +382,41 @@ class NodeBodies:
             coords = _unravel(b, t, shape)
             if op == "slice":
                 moved = [b.add(v, i64(start)) if k == axis else v for k, v in enumerate(coords)]
-                at = _linear(b, moved, _strides(self.shape(src)))
+                at = _linear(b, moved, row_major_strides(self.shape(src)))
                 store(b, self._read(b, ptrs, src, at), out, t)
             else:
                 small = self.shape(src)
                 inside = b.sub(coords[axis], i64(start))
                 within = b.icmp_unsigned("<", inside, i64(small[axis]))  # wraps below start
                 back = [inside if k == axis else v for k, v in enumerate(coords)]
-                safe = b.select(within, _linear(b, back, _strides(small)), i64(0))
+                safe = b.select(within, _linear(b, back, row_major_strides(small)), i64(0))
                 v = self._read(b, ptrs, src, safe)
                 store(b, b.select(within, v, ir.Constant(F32, 0.0)), out, t)
         return n
+
+    def _max_and_sum(
+        self, b: ir.IRBuilder, A: LlvmArith, read: Callable[[ir.Value], ir.Value], n: int
+    ) -> tuple[ir.Value, ir.Value]:
+        """Over the n values read(0..n): m = the first, then m = v > m ? v : m ascending; and
+        s = Σ exp(v - m) ascending from +0.0 (the host's softmax and cross-entropy)."""
+        m_slot, s_slot = entry_alloca(b), entry_alloca(b)
+        b.store(read(i64(0)), m_slot)
+
+        def top(k: ir.Value) -> None:
+            v, m = read(k), b.load(m_slot, typ=F32)
+            b.store(A.select(A.gt(v, m), v, m), m_slot)
+
+        _loop(b, n, top, "mx")
+        m = b.load(m_slot, typ=F32)
+        b.store(A.const(0.0), s_slot)
+        exp = self.math["exp"]
+
+        def add(k: ir.Value) -> None:
+            e = b.call(exp, [A.sub(read(k), m)])
+            b.store(A.add(b.load(s_slot, typ=F32), e), s_slot)
+
+        _loop(b, n, add, "sx")
+        return m, b.load(s_slot, typ=F32)
 
     def _softmax(
         self,
@@ -433,24 +438,8 @@ class NodeBodies:
         def at(k: ir.Value) -> ir.Value:
             return b.add(base, b.mul(k, i64(inner)))
 
-        m_slot, s_slot = entry_alloca(b), entry_alloca(b)
-        b.store(self._read(b, ptrs, jx, base), m_slot)
-
-        def top(k: ir.Value) -> None:
-            v, m = self._read(b, ptrs, jx, at(k)), b.load(m_slot, typ=F32)
-            b.store(A.select(A.gt(v, m), v, m), m_slot)
-
-        _loop(b, n, top, "mx")
-        m = b.load(m_slot, typ=F32)
-        b.store(A.const(0.0), s_slot)
+        m, s = self._max_and_sum(b, A, lambda k: self._read(b, ptrs, jx, at(k)), n)
         exp = self.math["exp"]
-
-        def sx(k: ir.Value) -> None:
-            e = b.call(exp, [A.sub(self._read(b, ptrs, jx, at(k)), m)])
-            b.store(A.add(b.load(s_slot, typ=F32), e), s_slot)
-
-        _loop(b, n, sx, "sx")
-        s = b.load(s_slot, typ=F32)
         if node.op == "softmax":
 
             def soft(k: ir.Value) -> None:
@@ -506,19 +495,19 @@ class NodeBodies:
         src = node.inputs[0]
         src_shape = self.shape(src)
         if node.op == "reduce_to":
-            to_out = _broadcast_strides(out_shape, src_shape)
+            to_out = broadcast_strides(out_shape, src_shape)
         else:
             axis = node.axis()
             if axis is None:
                 to_out = [0] * len(src_shape)
             else:
-                own = _strides(out_shape)
+                own = row_major_strides(out_shape)
                 to_out = own[:axis] + [0] + own[axis:]
         # a source dimension with stride 0 into the output is summed over; the others are
         # fixed by t's coordinates
         out_coords = _unravel(b, t, out_shape) if out_shape else []
         lead = len(src_shape) - len(out_shape) if node.op == "reduce_to" else 0
-        st_src = _strides(src_shape)
+        st_src = row_major_strides(src_shape)
         base: ir.Value = i64(0)
         varying: list[int] = []
         for d, s in enumerate(to_out):
@@ -564,25 +553,8 @@ class NodeBodies:
         jz, jy = node.inputs
         _, classes = self.shape(jz)
         base = b.mul(r, i64(classes))
-        m_slot, s_slot = entry_alloca(b), entry_alloca(b)
-        b.store(self._read(b, ptrs, jz, base), m_slot)
-
-        def mx(j: ir.Value) -> None:
-            v = self._read(b, ptrs, jz, b.add(base, j))
-            m = b.load(m_slot, typ=F32)
-            b.store(A.select(A.gt(v, m), v, m), m_slot)
-
-        _loop(b, classes, mx, "mx")
-        m = b.load(m_slot, typ=F32)
-        b.store(A.const(0.0), s_slot)
+        m, s = self._max_and_sum(b, A, lambda j: self._read(b, ptrs, jz, b.add(base, j)), classes)
         exp = self.math["exp"]
-
-        def sx(j: ir.Value) -> None:
-            e = b.call(exp, [A.sub(self._read(b, ptrs, jz, b.add(base, j)), m)])
-            b.store(A.add(b.load(s_slot, typ=F32), e), s_slot)
-
-        _loop(b, classes, sx, "sx")
-        s = b.load(s_slot, typ=F32)
         y = b.sext(load(b, ptrs[jy], r, I32), I64)
         if not grad:
             zy = self._read(b, ptrs, jz, b.add(base, y))
