@@ -34,6 +34,13 @@ SEQ = """system s {
 }
 """
 BODIES = {
+    # multi-head attention the usual way: (B, T, D) -> (B, T, H, d) -> (B, H, T, d), the
+    # heads' products per example and head, back to (B, T, D)
+    "heads": "let q = transpose(reshape(x @ wq, B, 3, 2, 2), 1, 2)\n"
+    "    let k = transpose(reshape(x @ wk, B, 3, 2, 2), 1, 2)\n"
+    "    let v = transpose(reshape(x @ wv, B, 3, 2, 2), 1, 2)\n"
+    "    let mixed = softmax(causal_mask(q @ k.T), axis: 3) @ v\n"
+    "    return reshape(transpose(mixed, 2, 1), B, 12) @ wo",
     "attention": "let h = layer_norm(x, gn)\n"
     "    let a = attend(h) + h\n"
     "    return reshape(a, B, 12) @ wo",

@@ -224,6 +224,9 @@ LAYER: dict[str, Callable[[Node, list[Array], tuple[int, ...], Any], Array]] = {
     "causal_mask": causal_mask,
     "embed": embed,
     "embed_grad": embed_grad,
+    "swap_axes": lambda n, ins, shape, mode: np.ascontiguousarray(
+        np.swapaxes(ins[0], int(n.attr("a")), int(n.attr("b")))  # type: ignore[call-overload]
+    ),
     "slice": slice_,
     "slice_grad": slice_,
     "dropout": dropout,

@@ -96,6 +96,16 @@ CASES = {
         "return transpose(x) @ w1 @ w2",
         ("shape-mismatch", "cannot transpose f32[B, 4]"),
     ),
+    "transpose moving the batch axis": (
+        "",
+        "return transpose(reshape(x, B, 2, 2), 0, 2) @ w1 @ w2",
+        ("shape-mismatch", "`transpose` would move the batch axis of f32[B, 2, 2]"),
+    ),
+    "transpose of one axis with itself": (
+        "",
+        "return reshape(transpose(reshape(x, B, 2, 2), 1, 1), B, 4) @ w1 @ w2",
+        ("bad-argument", "axes 1 and 1 are not two axes of f32[B, 2, 2]"),
+    ),
     "softmax over the batch axis": (
         "",
         "return softmax(x @ w1 @ w2, axis: 0)",

@@ -43,7 +43,7 @@ CALLS = {
     "softmax": "softmax(t, axis: k)",
     "log_softmax": "log_softmax(t, axis: k)",
     "reshape": "reshape(t, D1, ..., Dn)",
-    "transpose": "transpose(t)",
+    "transpose": "transpose(t) or transpose(t, a, b)",
     "causal_mask": "causal_mask(t)",
     "embed": "embed(table, tokens)",
 }
@@ -225,12 +225,39 @@ def transpose(lw: ExprLowering, x: int) -> int:
 
 
 def _transpose(lw: ExprLowering, e: ast.Call, env: Env) -> int | None:
-    if not _only(lw, e, 1, ()):
+    """transpose(t): the last two axes swapped; transpose(t, a, b): axes a and b swapped."""
+    if e.kwargs or len(e.args) not in (1, 3):
+        lw.ctx.refuse("bad-argument", f"`transpose` is called `{CALLS['transpose']}`", e.span)
         return None
     x = lw.expr(e.args[0], env)
     if x is None:
         return None
-    return checked_transpose(lw, x, e.span)
+    if len(e.args) == 1:
+        return checked_transpose(lw, x, e.span)
+    shape = lw.b.shape(x)
+    axes = [_int_arg(lw, a) for a in e.args[1:]]
+    a, c = axes
+    if a is None or c is None:
+        return None
+    if not (0 <= a < len(shape) and 0 <= c < len(shape)) or a == c:
+        lw.ctx.refuse(
+            "bad-argument", f"axes {a} and {c} are not two axes of {show_shape(shape)}", e.span
+        )
+        return None
+    if BATCH in (shape[a], shape[c]):
+        lw.ctx.refuse(
+            "shape-mismatch",
+            f"`transpose` would move the batch axis of {show_shape(shape)}",
+            e.span,
+            help="the batch axis stays first",
+        )
+        return None
+    a, c = min(a, c), max(a, c)
+    if (a, c) == (len(shape) - 2, len(shape) - 1):
+        return transpose(lw, x)
+    out = list(shape)
+    out[a], out[c] = out[c], out[a]
+    return lw.b.add("swap_axes", (x,), tuple(out), (("a", a), ("b", c)))
 
 
 def checked_transpose(lw: ExprLowering, x: int, where: ast.Span) -> int | None:

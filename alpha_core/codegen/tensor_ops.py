@@ -49,6 +49,7 @@ LAYER_OPS = (
     "slice",
     "slice_grad",
     "dropout",
+    "swap_axes",
 )
 
 
@@ -89,6 +90,17 @@ def emit_layer_op(
         _slice(em, b, node, shape, out)
     elif op == "dropout":
         _dropout(em, b, A, node, shape, out)
+    elif op == "swap_axes":
+        a, c = int(node.attr("a")), int(node.attr("b"))  # type: ignore[call-overload]
+        src = em.ptrs[node.inputs[0]]
+        st_in = row_major_strides(em.shape(node.inputs[0]))
+        st_in[a], st_in[c] = st_in[c], st_in[a]  # out[..i..j..] = in[..j..i..]
+        st_out = row_major_strides(shape)
+        nest(
+            b,
+            shape,
+            lambda idx: store(b, load(b, src, linear(b, idx, st_in)), out, linear(b, idx, st_out)),
+        )
     else:
         raise AssertionError(f"no code for {op}")
 
