@@ -68,6 +68,7 @@ def _cases(steps: int) -> dict[str, str]:
         "layer norm + causal attention": seq(src.BODIES["attention"]),
         "softmax log_softmax sqrt (mse)": seq(src.BODIES["log_softmax"], True),
         "slice": seq(src.BODIES["slice"]),
+        "multi-head causal attention (rank 4)": seq(src.BODIES["heads"]),
         "conv pad/stride + pools": src.cnn_source("padded", steps),
         "conv stride 2 + overlapping pools": src.cnn_source("strided", steps),
         "sigmoid cross-entropy (one logit)": src.loss_source(src.BINARY, steps),
@@ -159,6 +160,8 @@ def forward(program: Any, params: list[Any], x: Any, batch: int, t: int = 0) -> 
             r = a[0].reshape(shape)
         elif op == "transpose":
             r = a[0].transpose(-1, -2)
+        elif op == "swap_axes":
+            r = a[0].transpose(int(n.attr("a")), int(n.attr("b")))
         elif op in ("matmul", "bmatmul"):
             r = a[0] @ a[1]
         elif op in ("softmax", "log_softmax"):
