@@ -48,7 +48,9 @@ struct alpha_gpu_program {
     struct alpha_gpu_entry init, leaf, apply, forward;
     uint32_t n_grads;
     const struct alpha_gpu_grad *grads;
-    uint32_t params, x, y_class, y_reg, state, grad_sum, scalars, loss, out; /* buffers */
+    uint32_t params, x, y_class, y_reg, state, grad_sum, scalars; /* buffers */
+    uint32_t leaf_scalars; /* the round and leaf of the gradient in progress (dropout) */
+    uint32_t loss, out;
     uint64_t demand;         /* device bytes the role needs (memory admission) */
     const char *breakdown;   /* what they are, one line */
 };

@@ -151,6 +151,8 @@ float alpha_leaf_grad(const float *params, const float *x, const int32_t *y_clas
                          4 * rows * (p->label_positions ? p->label_positions : 1));
     if (y_reg)
         alpha_gpu_upload(at(g->y_reg, 0), y_reg, 4 * rows * p->outputs);
+    uint32_t leaf[2] = {alpha_leaf_round, alpha_leaf_index}; /* dropout's (t, l) */
+    alpha_gpu_upload(at(g->leaf_scalars, 0), leaf, sizeof leaf);
     run(g->leaf, 0);
     for (uint32_t i = 0; i < g->n_grads; i++) {
         const struct alpha_gpu_grad *q = &g->grads[i];

@@ -292,3 +292,21 @@ def test_the_transformer_on_gpu_and_host_roles_gives_the_bits(tmp_path: Path) ->
     report = _run(tmp_path / "gpu", system, "--plan", "split", "--pairing", "mixed", "--gpu-shadow")
     assert report["ok"], report
     assert _sha(report) == single
+
+
+def test_dropout_masks_on_gpu_roles_are_the_hosts(tmp_path: Path) -> None:
+    """The mask is a function of (seed, round, example, element): a GPU role reads the round
+    and leaf the runtime sets before each gradient, and evaluation uses no mask."""
+    from layer_sources import DROPOUT
+
+    system = DROPOUT + PLANS.format(name="d")
+    assert lint_ptx(_ptx_of(system, tmp_path / "d.alpha")) == []
+    single = _run(tmp_path / "single", system)
+    for plan, pairing in (("pair", "two_gpus"), ("split", "mixed")):
+        report = _run(
+            tmp_path / pairing, system, "--plan", plan, "--pairing", pairing, "--gpu-shadow"
+        )
+        assert report["ok"], report
+        assert _sha(report) == _sha(single)
+        done = [r for r in report["roles"] if r["holdout_accuracy"] is not None]  # type: ignore[union-attr]
+        assert done and done[0]["holdout_accuracy"] == single["roles"][0]["holdout_accuracy"]  # type: ignore[index]

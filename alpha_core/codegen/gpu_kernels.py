@@ -76,6 +76,7 @@ class GpuLayout:
     state: int = 0
     grad_sum: int = 0
     scalars: int = 0
+    leaf_scalars: int = 0  # the round and the leaf of the gradient in progress (dropout)
     loss: int = 0
     out: int = 0
 
@@ -163,6 +164,7 @@ class GpuKernels:
         lay.grad_sum = lay.buffer("gradient sum", p.n_params)
         lay.state = lay.buffer("learner state", p.state_slots * p.n_params + p.state_scalars)
         lay.scalars = lay.buffer("update scalars", 2 * SCALAR_WORDS)
+        lay.leaf_scalars = lay.buffer("leaf round and index", 2)
         self._init()
         self._leaf()
         self._apply()
@@ -189,7 +191,12 @@ class GpuKernels:
         if missing:
             raise UnsupportedOnGpu(", ".join(missing))
         bodies = NodeBodies(
-            self.module, graph, self.program.leaf_size, f"alpha.gpu.{prefix}", self.device == "ptx"
+            self.module,
+            graph,
+            self.program.leaf_size,
+            f"alpha.gpu.{prefix}",
+            self.device == "ptx",
+            training=prefix == "step",
         )
         where: dict[int, tuple[int, int]] = dict(bound)
         owned: dict[int, int] = {}
@@ -207,7 +214,9 @@ class GpuKernels:
             where[i] = (buf, 0)
             owned[i] = buf
             k = self._kernel(nk.body, f"alpha_{prefix}_{i}")
-            launches.append(Launch(k, (where[i], *(where[j] for j in nk.inputs)), nk.threads))
+            extra = ((self.layout.leaf_scalars, 0),) if nk.leaf else ()
+            args = (where[i], *(where[j] for j in nk.inputs), *extra)
+            launches.append(Launch(k, args, nk.threads))
         return launches, owned
 
     def _bound(self, graph: Graph) -> dict[int, tuple[int, int]]:

@@ -39,9 +39,8 @@ from alpha_core.semantics.llvm_arith import LlvmArith
 from alpha_core.semantics.mathfuncs import emit_math_functions
 
 ELEMENTWISE = ("add", "sub", "mul", "div")
-# the layer operations (tensor_ops.py on the host), from the same recipes; dropout needs the
-# round and the example's index, which a GPU kernel is not given yet
-LAYER = tuple(op for op in LAYER_OPS if op != "dropout")
+# the layer operations (tensor_ops.py on the host), from the same recipes
+LAYER = LAYER_OPS
 UNARY = ("neg", "relu", "tanh", "sigmoid", "exp", "log")
 GRADS = ("relu_grad", "tanh_grad", "sigmoid_grad")
 BOUND = ("param", "input_x", "label_class", "label_reg")
@@ -80,6 +79,7 @@ class NodeKernel:
     body: ir.Function
     threads: int
     inputs: tuple[int, ...]  # graph nodes whose addresses follow the output's in args
+    leaf: bool = False  # then the leaf's round and index (2 x u32) follow them (dropout)
 
 
 def unsupported_ops(graph: Graph, live: Sequence[int]) -> list[str]:
@@ -161,10 +161,18 @@ class NodeBodies:
     """Emits the body of each node's kernel into one module."""
 
     def __init__(
-        self, module: ir.Module, graph: Graph, batch: int, prefix: str, ptx: bool = False
+        self,
+        module: ir.Module,
+        graph: Graph,
+        batch: int,
+        prefix: str,
+        ptx: bool = False,
+        training: bool = True,
     ) -> None:
         self.module = module
         self.ptx = ptx
+        self.training = training  # the step graph: dropout masks; the forward: the identity
+        self._leaf: ir.Value | None = None  # the leaf scalars' address, in a dropout body
         self.graph = graph
         self.batch = batch
         self.prefix = prefix
@@ -190,9 +198,11 @@ class NodeBodies:
         out = self._arg(b, args, 0)
         for k, j in enumerate(inputs):
             ptrs[j] = self._arg(b, args, k + 1)
+        leaf = node.op == "dropout" and self.training
+        self._leaf = self._arg(b, args, len(inputs) + 1) if leaf else None
         threads = self._body(b, LlvmArith(b), node, i, out, ptrs, t)
         b.ret_void()
-        return NodeKernel(fn, threads, inputs)
+        return NodeKernel(fn, threads, inputs, leaf)
 
     def _arg(self, b: ir.IRBuilder, args: ir.Value, k: int) -> ir.Value:
         addr = b.load(b.gep(args, [i64(k)], source_etype=I64), typ=I64)
@@ -325,8 +335,22 @@ class NodeBodies:
                 pick = activations.maximum if op == "maximum" else activations.minimum
                 v = pick(A, vals[0], vals[1])
             store(b, v, out, t)
-        elif op == "reshape":
-            store(b, self._read(b, ptrs, node.inputs[0], t), out, t)
+        elif op == "reshape" or (op == "dropout" and self._leaf is None):
+            store(b, self._read(b, ptrs, node.inputs[0], t), out, t)  # evaluation: no mask
+        elif op == "dropout":
+            # element e of example i of leaf l in round t, as tensor_ops._dropout numbers it
+            assert self._leaf is not None
+            rate, seed = float(str(node.attr("rate"))), int(str(node.attr("seed")))
+            rows, per = shape[0], n // max(shape[0], 1)
+            rnd = b.zext(load(b, self._leaf, i64(0), I32), I64)
+            leaf_index = b.zext(load(b, self._leaf, i64(1), I32), I64)
+            first = b.add(b.shl(rnd, i64(32)), b.mul(leaf_index, i64(rows)))
+            ex, e = b.udiv(t, i64(per)), b.urem(t, i64(per))
+            index = b.add(b.mul(b.add(first, ex), i64(per)), e)
+            keep = activations.dropout_keep(A, seed, index, rate)
+            v = self._read(b, ptrs, node.inputs[0], t)
+            scale = activations.dropout_scale(A, rate)
+            store(b, A.select(keep, A.mul(v, scale), A.const(0.0)), out, t)
         elif op == "causal_mask":
             coords = _unravel(b, t, shape)
             keep = b.icmp_unsigned("<=", coords[-1], coords[-2])

@@ -99,7 +99,8 @@ def gpu_program_c(
         out.append(f"    .{name} = {entry(name)},")
     out.append(f"    .n_grads = {len(layout.grads)},")
     out.append("    .grads = grads,")
-    for field in ("params", "x", "y_class", "y_reg", "state", "grad_sum", "scalars", "loss", "out"):
+    buffers = ("params", "x", "y_class", "y_reg", "state", "grad_sum", "scalars", "leaf_scalars")
+    for field in (*buffers, "loss", "out"):
         out.append(f"    .{field} = {getattr(layout, field)},")
     out.append(f"    .demand = {layout.device_bytes}u,")
     out.append(f"    .breakdown = {_c_string(breakdown(layout))},")
