@@ -68,6 +68,7 @@ def _cases(steps: int) -> dict[str, str]:
         "layer norm + causal attention": seq(src.BODIES["attention"]),
         "softmax log_softmax sqrt (mse)": seq(src.BODIES["log_softmax"], True),
         "slice": seq(src.BODIES["slice"]),
+        "max / min along an axis": seq(src.BODIES["extremes"]),
         "multi-head causal attention (rank 4)": seq(src.BODIES["heads"]),
         "conv pad/stride + pools": src.cnn_source("padded", steps),
         "conv stride 2 + overlapping pools": src.cnn_source("strided", steps),
@@ -155,6 +156,10 @@ def forward(program: Any, params: list[Any], x: Any, batch: int, t: int = 0) -> 
         elif op in ("sum", "mean"):
             axis = n.attr("axis")
             f = torch.sum if op == "sum" else torch.mean
+            r = f(a[0]) if axis is None else f(a[0], dim=int(axis))  # type: ignore[call-overload]
+        elif op in ("max", "min"):
+            axis = n.attr("axis")
+            f = torch.amax if op == "max" else torch.amin
             r = f(a[0]) if axis is None else f(a[0], dim=int(axis))  # type: ignore[call-overload]
         elif op == "reshape":
             r = a[0].reshape(shape)

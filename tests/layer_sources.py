@@ -34,6 +34,11 @@ SEQ = """system s {
 }
 """
 BODIES = {
+    # a stable softmax by hand (max kept along the row) and a min over the positions
+    "extremes": "let z = x @ wq\n"
+    "    let e = exp(z - max(z, axis: 2, keepdims: true))\n"
+    "    let p = e / sum(e, axis: 2, keepdims: true) + min(z, axis: 1, keepdims: true) * s\n"
+    "    return reshape(p, B, 12) @ wo + max(wo, axis: 0) - min(wo)",
     # multi-head attention the usual way: (B, T, D) -> (B, T, H, d) -> (B, H, T, d), the
     # heads' products per example and head, back to (B, T, D)
     "heads": "let q = transpose(reshape(x @ wq, B, 3, 2, 2), 1, 2)\n"

@@ -211,6 +211,26 @@ def dropout(n: Node, ins: list[Array], shape: tuple[int, ...], mode: Any) -> Arr
     return np.where(keep, scaled, mode.dtype(0.0)).astype(mode.dtype)
 
 
+def extreme(n: Node, ins: list[Array], shape: tuple[int, ...], mode: Any) -> Array:
+    x = ins[0]
+    axis = n.attr("axis")
+    moved = x.reshape(1, -1, 1) if axis is None else x
+    k = 1 if axis is None else int(axis)  # type: ignore[call-overload]
+    lines = np.moveaxis(moved, k, -1)
+    m = lines[..., 0].copy()
+    arg = np.zeros(m.shape, dtype=np.int64)
+    for j in range(lines.shape[-1]):
+        hit = lines[..., j] > m if n.op.startswith("max") else lines[..., j] < m
+        m = np.where(hit, lines[..., j], m)
+        arg = np.where(hit, j, arg)
+    if not n.op.endswith("_grad"):
+        return m.reshape(shape)
+    d = ins[1].reshape(m.shape)
+    g = np.zeros(lines.shape, dtype=mode.dtype)
+    np.put_along_axis(g, arg[..., None], d[..., None], axis=-1)
+    return np.ascontiguousarray(np.moveaxis(g, -1, k)).reshape(shape)
+
+
 LAYER: dict[str, Callable[[Node, list[Array], tuple[int, ...], Any], Array]] = {
     **{op: unary for op in activations.UNARY},
     **{op: grad for op in activations.GRADS},
@@ -230,6 +250,7 @@ LAYER: dict[str, Callable[[Node, list[Array], tuple[int, ...], Any], Array]] = {
     "slice": slice_,
     "slice_grad": slice_,
     "dropout": dropout,
+    **{op: extreme for op in ("max", "min", "max_grad", "min_grad")},
     "sigmoid_xent": sigmoid_xent,
     "sigmoid_xent_grad": sigmoid_xent,
     "xent_smooth": xent_smooth,

@@ -166,6 +166,9 @@ def _backward(b: GraphBuilder, out: int, seed: int, n_forward: int) -> dict[int,
             acc(table, b.add("embed_grad", (d, tokens), b.shape(table)))
         elif op == "dropout":  # the same mask and scale, applied to the adjoint
             acc(ins[0], b.add("dropout", (d,), node.shape, node.attrs))
+        elif op in ("max", "min"):  # to the first extreme element along the axis
+            grad = b.add(f"{op}_grad", (ins[0], d), b.shape(ins[0]), node.attrs)
+            acc(ins[0], grad)
         elif op == "swap_axes":  # its own inverse
             acc(ins[0], b.add("swap_axes", (d,), b.shape(ins[0]), node.attrs))
         elif op == "slice":

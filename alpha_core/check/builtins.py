@@ -33,7 +33,7 @@ UNARY = {
         "silu",
     )
 }
-REDUCE = ("sum", "mean")
+REDUCE = ("sum", "mean", "max", "min")
 PAIRWISE = ("maximum", "minimum")
 # the other built-ins and how they are called (for messages)
 CALLS = {

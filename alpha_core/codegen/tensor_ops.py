@@ -50,6 +50,10 @@ LAYER_OPS = (
     "slice_grad",
     "dropout",
     "swap_axes",
+    "max",
+    "min",
+    "max_grad",
+    "min_grad",
 )
 
 
@@ -90,6 +94,8 @@ def emit_layer_op(
         _slice(em, b, node, shape, out)
     elif op == "dropout":
         _dropout(em, b, A, node, shape, out)
+    elif op in ("max", "min", "max_grad", "min_grad"):
+        _extreme(em, b, A, node, out)
     elif op == "swap_axes":
         a, c = int(node.attr("a")), int(node.attr("b"))  # type: ignore[call-overload]
         src = em.ptrs[node.inputs[0]]
@@ -370,3 +376,42 @@ def _dropout(
         store(b, A.select(keep, A.mul(v, scale), A.const(0.0)), out, j)
 
     for_range(b, n, element, "dr")
+
+
+def _extreme(em: GraphEmitter, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value) -> None:
+    """max/min along an axis (every axis when it is None): m = the first element, then
+    m = v > m ? v : m (v < m for min) ascending; the adjoint gives d to the first element
+    holding m and +0 to the others."""
+    src_shape = em.shape(node.inputs[0])
+    axis = node.axis()
+    if axis is None:
+        outer, n, inner = 1, size(src_shape), 1
+    else:
+        outer, n, inner = size(src_shape[:axis]), src_shape[axis], size(src_shape[axis + 1 :])
+    x = em.ptrs[node.inputs[0]]
+    more = A.gt if node.op.startswith("max") else A.lt
+    grad = node.op.endswith("_grad")
+    if grad:
+        for_range(b, size(src_shape), lambda j: store(b, ir.Constant(F32, 0.0), out, j), "z")
+    best, where = entry_alloca(b), entry_alloca(b, I64)
+
+    def line(o: ir.Value, c: ir.Value) -> None:
+        base = b.add(b.mul(o, i64(n * inner)), c)
+        b.store(load(b, x, base), best)
+        b.store(base, where)
+
+        def scan(k: ir.Value) -> None:
+            at = b.add(base, b.mul(k, i64(inner)))
+            v, m = load(b, x, at), b.load(best, typ=F32)
+            hit = more(v, m)
+            b.store(A.select(hit, v, m), best)
+            b.store(b.select(hit, at, b.load(where, typ=I64)), where)
+
+        for_range(b, n, scan, "mx")
+        o_at = b.add(b.mul(o, i64(inner)), c)
+        if grad:
+            store(b, load(b, em.ptrs[node.inputs[1]], o_at), out, b.load(where, typ=I64))
+        else:
+            store(b, b.load(best, typ=F32), out, o_at)
+
+    for_range(b, outer, lambda o: for_range(b, inner, lambda c: line(o, c), "in"), "out")
