@@ -1,0 +1,165 @@
+"""What the main screen shows and the panes it opens, apart from running things: the role
+table's columns and rows, the loss plot, the status line and log, the refusals, the hint of
+an empty table, a role's panes and the help. A mixin of AlphaTui (app.py), which decides when
+to call them; it reads alpha_core's state and decides nothing about the run."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.markup import escape
+from textual.events import Resize
+from textual.widgets import DataTable, RichLog, Static
+
+from alpha_core.diagnostics import Diagnostic
+from alpha_core.diagnostics.render import render
+from alpha_tui import table as T
+from alpha_tui.loss_plot import LossPlot, Series
+from alpha_tui.panes import HelpScreen, RolePanes, help_text
+
+if TYPE_CHECKING:  # for the checker, what the app it is mixed into has
+    from textual.app import App
+
+    from alpha_core.hosts_file import HostsFile
+    from alpha_core.role_views import RoleView
+    from alpha_core.run_state import RunState
+    from alpha_core.workspace import Analysis
+
+    _App = App[None]
+else:
+    _App = object
+
+
+class Views(_App):
+    state: RunState | None
+    views: dict[str, RoleView]
+    analysis: Analysis | None
+    targets: list[str]
+    path: str
+    shown_columns: tuple[str, ...]
+    hosts: HostsFile | None
+
+    def on_resize(self, event: Resize) -> None:
+        self.query_one("#log").set_class(event.size.height < 32, "short")
+        if T.columns(event.size.width) != self.shown_columns:
+            self.set_columns(event.size.width)
+            self.redraw_rows()
+
+    def set_columns(self, width: int) -> None:
+        table = self.query_one(DataTable)
+        steps = self.state_steps()
+        table.clear(columns=True)
+        self.shown_columns = T.columns(width)
+        narrow = self.shown_columns is T.NARROW
+        for column in self.shown_columns:
+            table.add_column(T.header(column, steps, narrow), key=column)
+
+    def state_steps(self) -> int:
+        if self.state is not None:
+            return next((r.steps for r in self.state.roles.values()), 0)
+        return 0
+
+    def cells(self, role: str) -> list[object]:
+        assert self.state is not None
+        narrow = self.shown_columns is T.NARROW
+        r, agreement = self.state.roles[role], self.state.agreement
+        cells: list[object] = [T.cell(c, r, agreement, narrow) for c in self.shown_columns]
+        entry = self.hosts.address_of(role) if self.hosts is not None else None
+        if entry is not None and self.shown_columns[:1] == ("role",):  # where it runs
+            cells[0] = f"{role} @ {entry.host}"
+        return cells
+
+    def redraw_rows(self) -> None:
+        if self.state is None:
+            return
+        table = self.query_one(DataTable)
+        if table.row_count == 0:
+            for role in self.state.roles:
+                table.add_row(*self.cells(role), key=role)
+        else:
+            for role in self.state.roles:
+                for column, value in zip(self.shown_columns, self.cells(role), strict=True):
+                    table.update_cell(role, column, value, update_width=True)
+        self.show_plot()
+
+    def show_plot(self) -> None:
+        plot = self.query_one(LossPlot)
+        state, role = self.state, self.selected_role()
+        if state is None:
+            return
+        chosen = state.roles.values() if plot.every_role else [state.roles[role]] if role else []
+        series = [Series(r.role, r.first_round, tuple(r.losses)) for r in chosen]
+        plot.show(series, "every role" if plot.every_role else role or "no role")
+
+    def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
+        self.show_plot()
+
+    def on_data_table_row_selected(self, _: DataTable.RowSelected) -> None:
+        self.action_panes("events")
+
+    def selected_role(self) -> str | None:
+        table = self.query_one(DataTable)
+        if self.state is None or table.row_count == 0:
+            return None
+        roles = list(self.state.roles)
+        return roles[table.cursor_row] if 0 <= table.cursor_row < len(roles) else None
+
+    def action_panes(self, tab: str) -> None:
+        role = self.selected_role() or next(iter(self.views), None)
+        if role is None:
+            self.log_line("[yellow]no role yet[/]: b builds the choice, r runs it")
+            return
+        state = self.state
+
+        def device() -> dict[str, object] | None:
+            current = self.state if self.state is not None else state
+            r = current.roles.get(role) if current is not None else None
+            return r.device if r is not None else None
+
+        def events() -> list[dict[str, object]]:
+            current = self.state if self.state is not None else state
+            r = current.roles.get(role) if current is not None else None
+            return list(r.events) if r is not None else []
+
+        self.push_screen(RolePanes(role, self.views.get(role), events, tab, device))
+
+    def action_log_scale(self) -> None:
+        plot = self.query_one(LossPlot)
+        plot.log_scale = not plot.log_scale
+        self.show_plot()
+
+    def action_every_role(self) -> None:
+        plot = self.query_one(LossPlot)
+        plot.every_role = not plot.every_role
+        self.show_plot()
+
+    def action_help(self) -> None:
+        groups = [("keys of the main screen", list(self.BINDINGS))]
+        groups.append(("keys of a role's panes (Enter or e/p/m/d)", list(RolePanes.BINDINGS)))
+        self.push_screen(HelpScreen(help_text(groups)))
+
+    def say(self, markup: str) -> None:
+        self.query_one("#status", Static).update(markup)
+
+    def log_line(self, markup: str) -> None:
+        self.query_one(RichLog).write(markup)
+
+    def show_hint(self) -> None:
+        hint = self.query_one("#hint", Static)
+        empty = self.state is None
+        a = self.analysis
+        errors = sum(d.severity == "error" for d in a.diagnostics) if a else 1
+        hint.update(T.empty_hint(len(self.targets), errors) if empty else "")
+        hint.set_class(not empty, "hidden")
+
+    def set_refusals(self, text: str) -> None:
+        widget = self.query_one("#refusals", Static)
+        widget.update(escape(text))
+        widget.set_class(not text, "empty")
+
+    def show_refusals(self, diags: list[Diagnostic]) -> None:
+        a = self.analysis
+        text = "\n\n".join(
+            render(d, a.text if a else "", self.path) for d in diags if d.severity == "error"
+        )
+        self.set_refusals(text)
