@@ -4,6 +4,7 @@ a run gets (ports, captures, a steps override for a run long enough to kill and 
 from __future__ import annotations
 
 import argparse
+import textwrap
 from dataclasses import dataclass
 
 from alpha_core.version import version_line
@@ -33,8 +34,11 @@ class Options:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="alpha-tui",
-        description="Check a file, build a system or a plan, start every role on this "
-        "machine, and watch, kill and resume them.",
+        description=textwrap.fill(
+            "Check a file, build a system or a plan, start every role on this machine, and "
+            "watch, kill and resume them.",
+            88,
+        ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
