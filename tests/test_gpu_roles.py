@@ -257,7 +257,7 @@ def test_operations_without_a_gpu_kernel_are_refused_by_name(tmp_path: Path) -> 
     )  # fmt: skip
     text = refused.stdout + refused.stderr
     assert refused.returncode != 0 and "unsupported-on-target" in text, text
-    assert "conv2d" in text and "no GPU kernel" in text
+    assert "clipping by global norm" in text and "no GPU kernel" in text
     assert not (tmp_path / "b").exists() or not list((tmp_path / "b").iterdir())
     # the same system on host roles still builds
     host = cli("build", str(path), "--plan", "pair", "-o", str(tmp_path / "h"))
@@ -310,3 +310,19 @@ def test_dropout_masks_on_gpu_roles_are_the_hosts(tmp_path: Path) -> None:
         assert _sha(report) == _sha(single)
         done = [r for r in report["roles"] if r["holdout_accuracy"] is not None]  # type: ignore[union-attr]
         assert done and done[0]["holdout_accuracy"] == single["roles"][0]["holdout_accuracy"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("body", ["padded", "strided"])
+def test_convolutions_and_pools_on_gpu_roles_give_the_bits(tmp_path: Path, body: str) -> None:
+    """conv2d (padding, stride) and its two adjoints gather; the pools' adjoints scatter on
+    the host and are gathered here, window by window in the host's order."""
+    from layer_sources import cnn_source
+
+    system = cnn_source(body) + PLANS.format(name="c")
+    assert lint_ptx(_ptx_of(system, tmp_path / "c.alpha")) == []
+    single = _sha(_run(tmp_path / "single", system))
+    report = _run(
+        tmp_path / "gpu", system, "--plan", "pair", "--pairing", "gpu_and_host", "--gpu-shadow"
+    )
+    assert report["ok"], report
+    assert _sha(report) == single

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
+from alpha_core.codegen.conv_ops import CONV_OPS
+from alpha_core.codegen.gpu_conv import ConvBody
 from alpha_core.codegen.loops import (
     F32,
     I32,
@@ -64,6 +66,7 @@ SUPPORTED = frozenset(
         *GRADS,
         *BOUND,
         *LAYER,
+        *CONV_OPS,
     )
 )
 
@@ -298,6 +301,17 @@ class NodeBodies:
                 return self.shape(node.inputs[0])[0]
         elif op in LAYER:
             return self._layer(b, A, node, i, shape, out, ptrs, t)
+        elif op in CONV_OPS:
+            conv = ConvBody(
+                b,
+                A,
+                node,
+                [self.shape(j) for j in node.inputs],
+                lambda k, at: self._read(b, ptrs, node.inputs[k], at),
+                lambda n, body, name: _loop(b, n, body, name),
+                lambda at, dims: _unravel(b, at, dims),
+            )
+            return conv.emit(shape, out, t)
         else:  # pragma: no cover - SUPPORTED lists exactly the ops above
             raise UnsupportedOnGpu(op)
         return n
