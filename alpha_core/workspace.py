@@ -118,7 +118,6 @@ class Analysis:
             return None, [Diagnostic("no-system", message, None, help=near)]
         return self.checked.programs[systems[0].name], []
 
-
     def blocking(self, wanted: set[tuple[str, str]]) -> list[Diagnostic]:
         """The errors that stop a build of the declarations `wanted` ((kind, name) pairs): those
         inside them, and those of no declaration (stray text, the file). A refusal inside another
