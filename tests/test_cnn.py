@@ -49,16 +49,3 @@ def test_every_plan_gives_the_single_process_bits(
 def test_digits_cnn_equals_the_reference(tmp_path: Path) -> None:
     system = CNN[: CNN.index("\nplan ")].replace("steps 400", "steps 22")  # past the warmup
     assert_exact(system, tmp_path)
-
-
-def test_a_gpu_role_of_the_cnn_is_refused_naming_the_operations(tmp_path: Path) -> None:
-    """The convolutions and poolings have no GPU kernel: a GPU pairing is refused
-    `unsupported-on-target` by name before anything is built."""
-    from alpha_core.workspace import Workspace
-
-    path = tmp_path / "gpu.alpha"
-    path.write_text(CNN + "\npairing gpus for pair {\n  worker[*]: host x86_64, gpu h200\n}\n")
-    got = [d for d in Workspace().analyze_file(str(path)).diagnostics]
-    assert [d.name for d in got] == ["unsupported-on-target"], got
-    for op in ("conv2d", "max_pool", "conv2d_dx", "conv2d_dw", "max_pool_grad"):
-        assert f"`{op}`" in got[0].message

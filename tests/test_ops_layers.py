@@ -68,3 +68,22 @@ def test_layer_gradients_match_finite_differences(body: str, tmp_path: Path) -> 
     regression = body == "log_softmax"
     program = program_of(source(body, regression=regression), tmp_path / "g.alpha")
     assert_finite_differences(program, regression)
+
+
+def test_a_gpu_role_of_an_operation_without_a_gpu_kernel_is_refused_by_name(
+    tmp_path: Path,
+) -> None:
+    """max and min have no GPU kernel yet: a GPU pairing of a system using them is refused
+    `unsupported-on-target`, naming them, before anything is built."""
+    from alpha_core.workspace import Workspace
+
+    text = source("extremes") + (
+        "\nplan pair for s {\n  roles worker[2]\n  topology pair\n}\n"
+        "\npairing gpus for pair {\n  worker[*]: host x86_64, gpu h200\n}\n"
+    )
+    path = tmp_path / "gpu.alpha"
+    path.write_text(text)
+    got = Workspace().analyze_file(str(path)).diagnostics
+    assert [d.name for d in got] == ["unsupported-on-target"], got
+    for op in ("max", "min", "max_grad", "min_grad"):
+        assert f"`{op}`" in got[0].message, got[0].message

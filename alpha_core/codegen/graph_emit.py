@@ -30,7 +30,7 @@ from alpha_core.codegen.loops import (
     store,
 )
 from alpha_core.codegen.loss_ops import LOSS_OPS, emit_loss_op
-from alpha_core.codegen.tensor_ops import LAYER_OPS, emit_layer_op
+from alpha_core.codegen.tensor_ops import EXTREME_OPS, LAYER_OPS, emit_layer_op
 from alpha_core.ir.graph import Graph, Node, concrete, size
 from alpha_core.semantics import learners as recipes
 from alpha_core.semantics.llvm_arith import LlvmArith
@@ -284,7 +284,7 @@ class GraphEmitter:
             self._xent(b, A, node, out, grad=op == "xent_grad")
         elif op in ("mse", "mse_grad"):
             self._mse(b, A, node, out, grad=op == "mse_grad")
-        elif op in LAYER_OPS:
+        elif op in LAYER_OPS or op in EXTREME_OPS:
             emit_layer_op(self, b, A, i, node, out)
         elif op in CONV_OPS:
             emit_conv_op(self, b, A, i, node, out)

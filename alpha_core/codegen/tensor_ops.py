@@ -50,11 +50,10 @@ LAYER_OPS = (
     "slice_grad",
     "dropout",
     "swap_axes",
-    "max",
-    "min",
-    "max_grad",
-    "min_grad",
 )
+# reductions to the extreme element: kept out of LAYER_OPS, which GPU roles take as the ops
+# they have kernels for (gpu_nodes.py), until they have theirs
+EXTREME_OPS = ("max", "min", "max_grad", "min_grad")
 
 
 def emit_layer_op(
@@ -94,7 +93,7 @@ def emit_layer_op(
         _slice(em, b, node, shape, out)
     elif op == "dropout":
         _dropout(em, b, A, node, shape, out)
-    elif op in ("max", "min", "max_grad", "min_grad"):
+    elif op in EXTREME_OPS:
         _extreme(em, b, A, node, out)
     elif op == "swap_axes":
         a, c = int(node.attr("a")), int(node.attr("b"))  # type: ignore[call-overload]
