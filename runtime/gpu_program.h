@@ -46,16 +46,23 @@ struct alpha_gpu_program {
     uint32_t n_args;
     const struct alpha_gpu_launch *launches;
     struct alpha_gpu_entry init, leaf, apply, forward;
+    struct alpha_gpu_entry sqsum; /* clipping: one gradient-norm node (count 0: no clipping) */
     uint32_t n_grads;
     const struct alpha_gpu_grad *grads;
     uint32_t params, x, y_class, y_reg, state, grad_sum, scalars; /* buffers */
     uint32_t leaf_scalars; /* the round and leaf of the gradient in progress (dropout) */
+    uint32_t norm;         /* clipping: the node [lo, hi) asked for (u64 x 2), its value at 16 */
     uint32_t loss, out;
+    const float *clip_sqsum; /* clipping: the round's sum of squares (clip_norm.c sets it) */
     uint64_t demand;         /* device bytes the role needs (memory admission) */
     const char *breakdown;   /* what they are, one line */
 };
 
 extern const struct alpha_gpu_program ALPHA_GPU;
+
+/* Clipping on a GPU role: the value of gradient-norm node [lo, hi) of grad_sum, computed on
+ * the device (gpu_role.c); the generated program's alpha_grad_sqsum calls it. */
+float alpha_gpu_grad_sqsum(const float *grad_sum, uint64_t lo, uint64_t hi);
 
 /* A kernel of the host shadow: output t of a launch whose arguments are at args. */
 typedef void (*alpha_shadow_kernel)(const uint64_t *args, uint64_t t);

@@ -168,13 +168,27 @@ float alpha_leaf_grad(const float *params, const float *x, const int32_t *y_clas
     return loss;
 }
 
+float alpha_gpu_grad_sqsum(const float *grad_sum, uint64_t lo, uint64_t hi)
+{
+    const struct alpha_gpu_program *g = &ALPHA_GPU;
+    uint64_t node[2] = {lo, hi};
+    alpha_gpu_upload(at(g->grad_sum, lo), grad_sum + lo, 4 * (hi - lo));
+    alpha_gpu_upload(at(g->norm, 0), node, sizeof node);
+    run(g->sqsum, 0);
+    float value;
+    alpha_gpu_download(&value, at(g->norm, 4), sizeof value);
+    return value;
+}
+
 void alpha_apply(float *params, float *state, const float *grad_sum, uint32_t step,
                  uint64_t start, uint64_t count)
 {
     const struct alpha_program *p = &ALPHA_PROGRAM;
     const struct alpha_gpu_program *g = &ALPHA_GPU;
     uint64_t n_state = (uint64_t)p->state_slots * count + p->state_scalars;
-    uint64_t scalars[4] = {start, count, step, 0};
+    uint64_t scalars[6] = {start, count, step, 0, 0, 0};
+    if (g->clip_sqsum) /* float 11: the round's sum of squares (gpu_kernels.SCALAR_SQSUM) */
+        memcpy((char *)scalars + 44, g->clip_sqsum, sizeof(float));
     alpha_gpu_upload(at(g->params, start), params + start, 4 * count);
     alpha_gpu_upload(at(g->grad_sum, start), grad_sum + start, 4 * count);
     if (n_state)
@@ -193,5 +207,6 @@ void alpha_forward(const float *params, const float *x, float *out)
     alpha_gpu_upload(at(g->params, 0), params, 4 * p->n_params);
     alpha_gpu_upload(at(g->x, 0), x, 4 * (uint64_t)p->leaf_size * p->features);
     run(g->forward, 0);
-    alpha_gpu_download(out, at(g->out, 0), 4 * (uint64_t)p->leaf_size * p->outputs);
+    uint64_t labels = p->label_positions ? p->label_positions : 1; /* a label's outputs each */
+    alpha_gpu_download(out, at(g->out, 0), 4 * (uint64_t)p->leaf_size * labels * p->outputs);
 }

@@ -246,10 +246,12 @@ def test_learners_with_schedules_on_gpu_roles_give_the_bits(tmp_path: Path, lear
 
 
 def test_operations_without_a_gpu_kernel_are_refused_by_name(tmp_path: Path) -> None:
-    cnn = (EXAMPLES / "digits_cnn.alpha").read_text().replace('"data/', f'"{EXAMPLES}/data/')
-    name = cnn.split("system ", 1)[1].split()[0]
-    source = cnn.split("\nplan ", 1)[0] + PLANS.format(name=name)  # its own plans left out
-    path = tmp_path / "cnn.alpha"
+    """One logit's sigmoid cross-entropy has no GPU kernel yet: a GPU pairing of it is refused
+    at check time, naming the ops, and nothing is built; its host plans still build."""
+    from layer_sources import BINARY, LOSS_SYSTEM
+
+    source = LOSS_SYSTEM % {**BINARY, "steps": 5} + PLANS.format(name="l")
+    path = tmp_path / "binary.alpha"
     path.write_text(source)
     refused = cli(
         "build", str(path), "--plan", "pair", "--pairing", "two_gpus", "--gpu-shadow",
@@ -257,11 +259,30 @@ def test_operations_without_a_gpu_kernel_are_refused_by_name(tmp_path: Path) -> 
     )  # fmt: skip
     text = refused.stdout + refused.stderr
     assert refused.returncode != 0 and "unsupported-on-target" in text, text
-    assert "clipping by global norm" in text and "no GPU kernel" in text
+    assert "sigmoid_xent" in text and "no GPU kernel" in text
     assert not (tmp_path / "b").exists() or not list((tmp_path / "b").iterdir())
-    # the same system on host roles still builds
     host = cli("build", str(path), "--plan", "pair", "-o", str(tmp_path / "h"))
     assert host.returncode == 0, host.stdout + host.stderr
+
+
+def test_the_cnn_example_with_clipping_on_gpu_roles_gives_the_bits(tmp_path: Path) -> None:
+    """examples/digits_cnn.alpha (convolutions, pooling, AdamW with a cosine warmup, clipping
+    by global norm): its gradient norm is the same canonical tree on the device, so a
+    partitioned plan of GPU and host roles (norm nodes exchanged between owners) and a GPU
+    pair take the same clipping decisions and end with the single-process bits."""
+    cnn = (EXAMPLES / "digits_cnn.alpha").read_text().replace('"data/', f'"{EXAMPLES}/data/')
+    system = cnn.split("\nplan ", 1)[0].replace("steps 400", "steps 8")
+    # a threshold every round's norm is above: every round clips, on every owner count
+    system = system.replace("warmup: 20", "warmup: 3").replace("clip: 1.0", "clip: 0.05")
+    assert "clip: 0.05" in system and "steps 8" in system and "warmup: 3" in system
+    system += PLANS.format(name="digits_cnn")
+    single = _sha(_run(tmp_path / "single", system))
+    for plan, pairing in (("pair", "two_gpus"), ("split", "mixed")):
+        report = _run(
+            tmp_path / pairing, system, "--plan", plan, "--pairing", pairing, "--gpu-shadow"
+        )
+        assert report["ok"], report
+        assert _sha(report) == single, pairing
 
 
 @pytest.mark.parametrize("body", ["activations", "attention", "log_softmax", "slice"])
@@ -288,10 +309,15 @@ def test_the_transformer_on_gpu_and_host_roles_gives_the_bits(tmp_path: Path) ->
     system = text.split("\nplan ", 1)[0].replace("steps 600", "steps 8")
     assert "steps 8" in system
     system += PLANS.format(name="transformer")
-    single = _sha(_run(tmp_path / "single", system))
+    alone = _run(tmp_path / "single", system)
     report = _run(tmp_path / "gpu", system, "--plan", "split", "--pairing", "mixed", "--gpu-shadow")
     assert report["ok"], report
-    assert _sha(report) == single
+    assert _sha(report) == _sha(alone)
+    # the held-out token accuracy comes from the GPU role's forward kernels (worker[0])
+    roles = report["roles"]
+    assert isinstance(roles, list)
+    accuracy = [r["holdout_accuracy"] for r in roles if r["holdout_accuracy"] is not None]
+    assert accuracy == [alone["roles"][0]["holdout_accuracy"]]  # type: ignore[index]
 
 
 def test_dropout_masks_on_gpu_roles_are_the_hosts(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from alpha_core.codegen import learner_emit
 from alpha_core.codegen.gpu_nodes import BOUND, NodeBodies, UnsupportedOnGpu, unsupported_ops
 from alpha_core.codegen.graph_emit import live_nodes
 from alpha_core.codegen.kernels import emit_apply_element, init_arguments
-from alpha_core.codegen.loops import I32, I64, PTR, i64, load, store
+from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, i64, load, store
 from alpha_core.ir.graph import Graph, concrete, size
 from alpha_core.semantics import learners, rng
 from alpha_core.semantics.llvm_arith import LlvmArith
@@ -33,6 +33,10 @@ PTX_TRIPLE = "nvptx64-nvidia-cuda"
 # values (learners.Round, f32 from float index 6)
 SCALAR_START, SCALAR_COUNT, SCALAR_STEP, SCALAR_ROUND = 0, 1, 2, 6
 ROUND_FIELDS = 5
+SCALAR_SQSUM = SCALAR_ROUND + ROUND_FIELDS  # clipping: the round's sum of squares (f32)
+# the norm buffer of a gradient-norm node: lo, hi (u64), then its value (f32 at index 4)
+NORM_LO, NORM_HI, NORM_VALUE = 0, 1, 4
+STACK = 64  # partial sums a perfect tree of up to 2^63 elements holds at once
 SCALAR_WORDS = 8
 DYNAMIC = 0  # a launch whose thread count is the update's element count
 
@@ -68,6 +72,7 @@ class GpuLayout:
     leaf: list[Launch] = field(default_factory=list)
     apply: list[Launch] = field(default_factory=list)
     forward: list[Launch] = field(default_factory=list)
+    sqsum: list[Launch] = field(default_factory=list)  # clipping: one gradient-norm node
     grads: list[GradPiece] = field(default_factory=list)
     params: int = 0
     x: int = 0
@@ -77,6 +82,7 @@ class GpuLayout:
     grad_sum: int = 0
     scalars: int = 0
     leaf_scalars: int = 0  # the round and the leaf of the gradient in progress (dropout)
+    norm: int = 0  # clipping: the node [lo, hi) asked for and its value
     loss: int = 0
     out: int = 0
 
@@ -165,10 +171,13 @@ class GpuKernels:
         lay.state = lay.buffer("learner state", p.state_slots * p.n_params + p.state_scalars)
         lay.scalars = lay.buffer("update scalars", 2 * SCALAR_WORDS)
         lay.leaf_scalars = lay.buffer("leaf round and index", 2)
+        lay.norm = lay.buffer("gradient-norm node", 8)
         self._init()
         self._leaf()
         self._apply()
         self._forward()
+        if p.learner.clip is not None:
+            self._sqsum()
         return lay
 
     def _init(self) -> None:
@@ -255,11 +264,14 @@ class GpuKernels:
     def _forward(self) -> None:
         p = self.program
         bound = self._bound(p.model)
-        launches, owned = self._graph(p.model, [p.output], "fwd", bound)
+        # what evaluation reads: the model's output, or the value it is judged by (one logit's
+        # probability), as kernels.emit_forward
+        result = p.output if p.forward_output is None else p.forward_output
+        launches, owned = self._graph(p.model, [result], "fwd", bound)
         self.layout.forward = launches
-        if p.output not in owned:
+        if result not in owned:
             raise UnsupportedOnGpu("output bound to an input")
-        self.layout.out = owned[p.output]
+        self.layout.out = owned[result]
 
     def _apply(self) -> None:
         """The learner update: one thread computes the round's values (the rate of a schedule,
@@ -273,7 +285,8 @@ class GpuKernels:
         state, scalars = self._arg(b, a, 1), self._arg(b, a, 3)
         count = load(b, scalars, i64(SCALAR_COUNT), I64)
         step = b.trunc(load(b, scalars, i64(SCALAR_STEP), I64), I32)
-        r = learner_emit.emit_round_values(self.module, b, p, state, step, count)
+        sqsum = load(b, scalars, i64(SCALAR_SQSUM)) if p.learner.clip is not None else None
+        r = learner_emit.emit_round_values(self.module, b, p, state, step, count, sqsum)
         for k, value in enumerate(astuple_round(r)):
             store(b, value, scalars, i64(SCALAR_ROUND + k))
         b.ret_void()
@@ -287,6 +300,113 @@ class GpuKernels:
         emit_apply_element(b, A, p, params, state, gsum, start, count, t, r.b1t, r.b2t, r)
         b.ret_void()
         lay.apply.append(Launch(self._kernel(fn, "alpha_update"), args, DYNAMIC))
+
+    def _sqsum(self) -> None:
+        """One thread: the canonical tree over elements [lo, hi) of the squared mean gradient
+        (learners.clip_square), with the bits of the host's recursion (learner_emit).
+
+        A node of n elements splits at the largest power of two strictly below n; its left
+        child is a perfect tree, and a right child whose size is a power of two is one too. So
+        [lo, hi) is a run of perfect trees c1, c2, ..., cm, each as large as the canonical rule
+        makes it, and its value is c1 + (c2 + (... + cm)). A perfect tree is summed streaming:
+        after the j-th element (1-based) the top two partial sums are added, left + right, once
+        per trailing zero of j, which is the tree's own pairing.
+        """
+        p = self.program
+        lay = self.layout
+        fn, b, a, _ = self._body("alpha.gpu.sqsum")
+        A = LlvmArith(b)
+        gsum, norm = self._arg(b, a, 0), self._arg(b, a, 1)
+        lo = load(b, norm, i64(NORM_LO), I64)
+        hi = load(b, norm, i64(NORM_HI), I64)
+        stack = entry_alloca(b, ir.ArrayType(F32, STACK))
+        chunks = entry_alloca(b, ir.ArrayType(F32, STACK))
+        stack.type = chunks.type = PTR  # opaque: loads and stores name their element type
+        ctz = ir.Function(self.module, ir.FunctionType(I64, [I64, ir.IntType(1)]), "llvm.cttz.i64")
+        clz = ir.Function(self.module, ir.FunctionType(I64, [I64, ir.IntType(1)]), "llvm.ctlz.i64")
+        false = ir.Constant(ir.IntType(1), 0)
+
+        def slot(arr: ir.Value, k: ir.Value) -> ir.Value:
+            return b.gep(arr, [i64(0), k], source_etype=ir.ArrayType(F32, STACK))
+
+        def perfect(start: ir.Value, size_: ir.Value) -> ir.Value:
+            sp = entry_alloca(b, I64)
+            b.store(i64(0), sp)
+            j = entry_alloca(b, I64)
+            b.store(i64(0), j)
+            head, body, done = (fn.append_basic_block(x) for x in ("p.head", "p.body", "p.done"))
+            b.branch(head)
+            b.position_at_end(head)
+            jv = b.load(j, typ=I64)
+            b.cbranch(b.icmp_unsigned("<", jv, size_), body, done)
+            b.position_at_end(body)
+            v = learners.clip_square(A, load(b, gsum, b.add(start, jv)), p.batch)
+            top = b.load(sp, typ=I64)
+            b.store(v, slot(stack, top))
+            b.store(b.add(top, i64(1)), sp)
+            n1 = b.add(jv, i64(1))
+            merges = b.call(ctz, [n1, false])
+            m = entry_alloca(b, I64)
+            b.store(i64(0), m)
+            mh, mb, md = (fn.append_basic_block(x) for x in ("m.head", "m.body", "m.done"))
+            b.branch(mh)
+            b.position_at_end(mh)
+            b.cbranch(b.icmp_unsigned("<", b.load(m, typ=I64), merges), mb, md)
+            b.position_at_end(mb)
+            t2 = b.load(sp, typ=I64)
+            left_at, right_at = slot(stack, b.sub(t2, i64(2))), slot(stack, b.sub(t2, i64(1)))
+            total = A.add(b.load(left_at, typ=F32), b.load(right_at, typ=F32))
+            b.store(total, left_at)
+            b.store(b.sub(t2, i64(1)), sp)
+            b.store(b.add(b.load(m, typ=I64), i64(1)), m)
+            b.branch(mh)
+            b.position_at_end(md)
+            b.store(n1, j)
+            b.branch(head)
+            b.position_at_end(done)
+            return b.load(slot(stack, i64(0)), typ=F32)
+
+        # the chunks, left to right: while the rest is not a power of two, the largest power
+        # of two strictly below it; then the rest
+        count = entry_alloca(b, I64)
+        b.store(i64(0), count)
+        at, rest = entry_alloca(b, I64), entry_alloca(b, I64)
+        b.store(lo, at)
+        b.store(b.sub(hi, lo), rest)
+        ch, cb, cd = (fn.append_basic_block(x) for x in ("c.head", "c.body", "c.done"))
+        b.branch(ch)
+        b.position_at_end(ch)
+        n = b.load(rest, typ=I64)
+        power = b.icmp_unsigned("==", b.and_(n, b.sub(n, i64(1))), i64(0))
+        b.cbranch(power, cd, cb)
+        b.position_at_end(cb)
+        size_ = b.shl(i64(1), b.sub(i64(63), b.call(clz, [b.sub(n, i64(1)), false])))
+        start = b.load(at, typ=I64)
+        k = b.load(count, typ=I64)
+        b.store(perfect(start, size_), slot(chunks, k))
+        b.store(b.add(k, i64(1)), count)
+        b.store(b.add(start, size_), at)
+        b.store(b.sub(n, size_), rest)
+        b.branch(ch)
+        b.position_at_end(cd)
+        acc = entry_alloca(b, F32)
+        b.store(perfect(b.load(at, typ=I64), b.load(rest, typ=I64)), acc)
+        # c1 + (c2 + (... + cm)): from the right
+        fh, fb, fd = (fn.append_basic_block(x) for x in ("f.head", "f.body", "f.done"))
+        b.branch(fh)
+        b.position_at_end(fh)
+        left = b.load(count, typ=I64)
+        b.cbranch(b.icmp_unsigned(">", left, i64(0)), fb, fd)
+        b.position_at_end(fb)
+        k = b.sub(left, i64(1))
+        b.store(A.add(b.load(slot(chunks, k), typ=F32), b.load(acc, typ=F32)), acc)
+        b.store(k, count)
+        b.branch(fh)
+        b.position_at_end(fd)
+        store(b, b.load(acc, typ=F32), norm, i64(NORM_VALUE))
+        b.ret_void()
+        kernel = self._kernel(fn, "alpha_sqsum")
+        lay.sqsum.append(Launch(kernel, ((lay.grad_sum, 0), (lay.norm, 0)), 1))
 
 
 def astuple_round(r: learners.Round[ir.Value]) -> tuple[ir.Value, ...]:

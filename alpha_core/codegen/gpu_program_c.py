@@ -5,6 +5,8 @@ from __future__ import annotations
 from alpha_core.codegen.gpu_kernels import GpuLayout, Launch
 from alpha_core.codegen.program_c import _c_string
 
+ENTRIES = ("init", "leaf", "apply", "forward", "sqsum")
+
 
 def _ptx_literal(ptx: str) -> str:
     """The PTX text as one C string literal, a line per line (NUL-terminated by C)."""
@@ -40,7 +42,7 @@ def gpu_program_c(
     """ALPHA_GPU (and, for the shadow, ALPHA_SHADOW_KERNELS) for one GPU role's build."""
     launches: list[Launch] = []
     entries: dict[str, tuple[int, int]] = {}
-    for name in ("init", "leaf", "apply", "forward"):
+    for name in ENTRIES:
         seq = getattr(layout, name)
         entries[name] = (len(launches), len(seq))
         launches.extend(seq)
@@ -81,6 +83,12 @@ def gpu_program_c(
         first, count = entries[name]
         return f"{{{first}, {count}}}"
 
+    if layout.sqsum:  # the clipping symbols the runtime's clip_norm.c and schedule.c use
+        out.append('#include "schedule.h"')
+        out.append("float alpha_clip_sqsum;")
+        out.append("float alpha_grad_sqsum(const float *grad_sum, uint64_t lo, uint64_t hi)")
+        out.append("{\n    return alpha_gpu_grad_sqsum(grad_sum, lo, hi);\n}")
+        out.append("clip_hook_fn *const alpha_clip_hook = clip_norm_run;")
     out.append("const struct alpha_gpu_program ALPHA_GPU = {")
     out.append(f"    .profile = {_c_string(profile)},")
     out.append(f"    .shadow = {1 if shadow else 0},")
@@ -95,13 +103,15 @@ def gpu_program_c(
     out.append("    .args = args,")
     out.append(f"    .n_args = {len(args)},")
     out.append("    .launches = launches,")
-    for name in ("init", "leaf", "apply", "forward"):
+    for name in ENTRIES:
         out.append(f"    .{name} = {entry(name)},")
     out.append(f"    .n_grads = {len(layout.grads)},")
     out.append("    .grads = grads,")
-    buffers = ("params", "x", "y_class", "y_reg", "state", "grad_sum", "scalars", "leaf_scalars")
+    buffers = ["params", "x", "y_class", "y_reg", "state", "grad_sum", "scalars"]
+    buffers += ["leaf_scalars", "norm"]
     for field in (*buffers, "loss", "out"):
         out.append(f"    .{field} = {getattr(layout, field)},")
+    out.append(f"    .clip_sqsum = {'&alpha_clip_sqsum' if layout.sqsum else 'NULL'},")
     out.append(f"    .demand = {layout.device_bytes}u,")
     out.append(f"    .breakdown = {_c_string(breakdown(layout))},")
     out.append("};")

@@ -16,9 +16,8 @@ def gpu_unsupported(program: Program) -> tuple[str, ...]:
     """The ops of the training step and of the forward pass without a GPU kernel."""
     step = training_step(program)
     missing = unsupported_ops(step.graph, live_nodes(step.graph, [step.loss_sum, *step.grads]))
-    for op in unsupported_ops(program.model, live_nodes(program.model, [program.output])):
+    result = program.output if program.forward_output is None else program.forward_output
+    for op in unsupported_ops(program.model, live_nodes(program.model, [result])):
         if op not in missing:
             missing.append(op)
-    if program.learner.clip is not None:  # its norm is a tree over the whole gradient
-        missing.append("clipping by global norm")
     return tuple(missing)

@@ -49,9 +49,12 @@ def emit_round_values(
     state: ir.Value,
     step: ir.Value,
     count: ir.Value,
+    sqsum_value: ir.Value | None = None,
 ) -> learners.Round[ir.Value]:
     """The round's values at the top of alpha_apply; Adam's powers are stored back into the
-    state's scalars (after the count * slots floats of the elements)."""
+    state's scalars (after the count * slots floats of the elements). A clipping system reads
+    the round's sum of squares from alpha_clip_sqsum, or from `sqsum_value` when given (a GPU
+    role, whose kernels cannot read the host's global)."""
     A = LlvmArith(b)
     learner = program.learner
     zero = ir.Constant(F32, 0.0)
@@ -67,7 +70,7 @@ def emit_round_values(
         when = (A.itof(tc), A.itof(after), k)
     sqsum = None
     if learner.clip is not None:
-        sqsum = b.load(_global_float(module, SQSUM_TOTAL), typ=F32)
+        sqsum = sqsum_value or b.load(_global_float(module, SQSUM_TOTAL), typ=F32)
     first = b.icmp_unsigned("==", step, ir.Constant(I32, 0))
     r = learners.round_values(A, learner, when, first, b1t, b2t, sqsum)
     if adam:

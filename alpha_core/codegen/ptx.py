@@ -54,7 +54,9 @@ _FORBIDDEN = (
     (re.compile(r"\.ftz\b"), "flushing subnormals to zero"),
     (re.compile(r"^\s*(fma|mad)\.\S*f(16|32|64)"), "a fused multiply-add"),
     (re.compile(r"^\s*(atom|red)\."), "an atomic update"),
-    (re.compile(r"^\s*(ex2|lg2|sin|cos|rcp|rsqrt|tanh)\."), "a hardware transcendental"),
+    # rcp.rn.f32 is 1/x correctly rounded (IEEE), what div.rn.f32 gives; rcp.approx is not
+    (re.compile(r"^\s*(ex2|lg2|sin|cos|rsqrt|tanh)\."), "a hardware transcendental"),
+    (re.compile(r"^\s*rcp\.(?!rn\.f32)"), "a reciprocal not rounded to nearest"),
     (re.compile(r"\.f64\b"), "double precision"),
     # a min/max of two registers, or with a zero: its signed-zero rule is the hardware's, not
     # the select's (with a nonzero constant the two agree on every input, NaN included)

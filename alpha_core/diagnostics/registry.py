@@ -258,7 +258,13 @@ _ENTRIES = [
         "puts a role on a GPU (`gpu h200`) is refused when the system uses an operation that "
         "has no GPU kernel yet; the message names every such operation. Other plans and "
         "pairings of the file, and the system itself, still build.",
-        _tiny(tail=_TAIL.replace("sgd(lr: 0.1)", "sgd(lr: 0.1, clip: 1.0)"))
+        _tiny(  # one logit: the sigmoid cross-entropy has no GPU kernel yet
+            model="  fn model(x: f32[B, 4]) -> f32[B, 1] {\n    return x @ w\n  }\n",
+            head=_DIGITS_HEAD.replace("classes: 3", "classes: 2")
+            .replace("f32[4, 3]", "f32[4, 1]")
+            .replace("  param b: f32[3] = zeros\n", ""),
+            tail=_TAIL.replace("softmax_cross_entropy", "sigmoid_cross_entropy"),
+        )
         + _PLAN
         + "pairing lab for duo {\n  worker[*]: host x86_64, gpu h200\n}\n",
     ),
