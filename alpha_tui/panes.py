@@ -45,6 +45,9 @@ def device_text(view: RoleView | None, opened: dict[str, object] | None = None) 
         f"  demand              {size('demand')}",
         f"  kernels             {opened.get('kernels')}",
     ]
+    us = opened.get("round_kernel_us")
+    if isinstance(us, int):
+        lines.append(f"  kernel time         {us / 1000:.3f} ms in the newest round")
     if opened.get("shadow") is True:
         lines.append("  a host shadow: the same kernels and launches, run on the host")
     return "\n".join(lines)

@@ -67,6 +67,11 @@ class Views(_App):
         entry = self.hosts.address_of(role) if self.hosts is not None else None
         if entry is not None and self.shown_columns[:1] == ("role",):  # where it runs
             cells[0] = f"{role} @ {entry.host}"
+        view = self.views.get(role)
+        if view is not None and view.device is not None and self.shown_columns[:1] == ("role",):
+            # a GPU role names its target: `worker[0] gpu h200`, `… (shadow)` for its shadow
+            shadow = " (shadow)" if getattr(self, "gpu_shadow", False) else ""
+            cells[0] = f"{cells[0]} gpu {view.device}{shadow}"
         return cells
 
     def redraw_rows(self) -> None:
@@ -114,7 +119,9 @@ class Views(_App):
         def device() -> dict[str, object] | None:
             current = self.state if self.state is not None else state
             r = current.roles.get(role) if current is not None else None
-            return r.device if r is not None else None
+            if r is None or r.device is None:
+                return None
+            return {**r.device, "round_kernel_us": r.kernel_us}
 
         def events() -> list[dict[str, object]]:
             current = self.state if self.state is not None else state

@@ -325,3 +325,9 @@ async def test_the_device_pane_shows_what_a_gpu_role_opened() -> None:
         assert "target              gpu h200 (shadow)" in shown
         assert "device              host shadow (uuid shadow)" in shown
         assert "a host shadow: the same kernels" in shown
+        assert "kernel time" in shown and "ms in the newest round" in shown
+        await pilot.press("escape")
+        await pilot.pause()
+        table = app.query_one(DataTable)
+        first = str(table.get_row_at(0)[0])
+        assert first == "worker[0] gpu h200 (shadow)", first  # the role's target in the table
