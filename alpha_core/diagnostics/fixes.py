@@ -63,6 +63,131 @@ def fixed_example(r: Refusal) -> str | None:
 
 # Refusals an executable gives while it runs: a message as a user meets it, and what to do.
 ADVICE: dict[str, tuple[str, str]] = {
+    "data-malformed": (
+        "error[data-malformed]: data/digits.csv line 812: 63 columns, expected 65 (64 "
+        "features + 1 label)",
+        "The file is not the table the system declares: check its columns (features, then "
+        "the label) and rows against the `data` item, or rebuild for the file you mean.",
+    ),
+    "program-invalid": (
+        "error[program-invalid]: role worker[2]'s schedule applies elements [0, 4096) of a "
+        "program of 2,410 parameters",
+        "The executable contradicts itself: it was edited or built by a different compiler. "
+        "Rebuild it with `alpha build`; report it if a fresh build says the same.",
+    ),
+    "params-write-failed": (
+        "error[params-write-failed]: cannot rename parameter file out/digits.params: No space "
+        "left on device",
+        "The run trained but could not publish: free space or choose another `--params-out`; "
+        "with a checkpoint folder, `--resume --evaluate-only` recovers the final parameters.",
+    ),
+    "events-unwritable": (
+        "error[events-unwritable]: events could not be written to standard output (broken "
+        "pipe: its reader exited); the run went on and wrote its parameters to out.params",
+        "Whatever read the role's output went away. The parameters are written; keep the "
+        "reader alive (or redirect stdout to a file) to have the events.",
+    ),
+    "threads-unavailable": (
+        "error[threads-unavailable]: cannot start thread 3 of 8: Resource temporarily unavailable",
+        "The process may not start that many threads (ulimit -u, a container's pids limit): "
+        "lower `--threads`, or raise the limit.",
+    ),
+    "peer-unresolvable": (
+        "error[peer-unresolvable]: cannot resolve node7, the host of worker[3], within 10000 "
+        "ms: Name does not resolve",
+        "The hosts file names a host this machine cannot resolve: fix the name or give its "
+        "address in `--hosts`, and check /etc/hosts or DNS on the machine the role runs on.",
+    ),
+    "frame-corrupt": (
+        "error[frame-corrupt]: frame from worker[1] (127.0.0.1:40113) in round 9: header "
+        "checksum 1c9e04aa, computed 5b21f0d3",
+        "Bytes were damaged between the roles, or something other than a role is sending on "
+        "the link. Check the network path; resume from the newest capture once it is sound.",
+    ),
+    "frame-version-mismatch": (
+        "error[frame-version-mismatch]: frame from worker[1]: frame version 2, this role speaks 3",
+        "The roles were built by different versions of Alpha: rebuild every role of the plan "
+        "together with one compiler.",
+    ),
+    "frame-oversize": (
+        "error[frame-oversize]: frame from worker[1]: 67,108,864 payload bytes, at most "
+        "9,644 allowed",
+        "A peer sent more than this program ever sends: a role of another build, or damage "
+        "on the link. Rebuild every role together and start them as one launch.",
+    ),
+    "frame-unexpected": (
+        "error[frame-unexpected]: frame from worker[1] in round 12: round index 11 where 12 "
+        "was expected",
+        "The roles disagree about where the run is: usually roles of two launches, or one "
+        "resumed from another capture than the rest. Start every role together, from one "
+        "capture.",
+    ),
+    "role-identity-mismatch": (
+        "error[role-identity-mismatch]: 127.0.0.1:50113 says it is worker[2] talking to role "
+        "index 1, but this is worker[0] (role index 0)",
+        "A role dialled the wrong address: check `--port-base` and `--hosts` so every role "
+        "listens where its peers look for it.",
+    ),
+    "membership-epoch-mismatch": (
+        "error[membership-epoch-mismatch]: 127.0.0.1:50113 says it is worker[1] in membership "
+        "epoch 1 of 4 roles, but worker[0] is in epoch 1 of 8 roles",
+        "The roles come from builds of different plans or owner counts: build every role of "
+        "one plan together and start only those.",
+    ),
+    "frame-forged": (
+        "error[frame-forged]: frame from worker[1] (127.0.0.1:40113) in round 7: its MAC is "
+        "not that of frame 31 on this link under the link's key",
+        "Someone altered or injected a frame on the link (or replayed an old one). Find what "
+        "is between the roles; resume from the newest capture on a link you trust.",
+    ),
+    "secret-missing": (
+        "error[secret-missing]: secret file /run/alpha/launch.key does not exist",
+        "A role with links needs the launch secret: `alpha run` and alpha-tui pass it by "
+        "descriptor; started by hand, give every role the same `--secret-file` (32 bytes, "
+        "mode 0600).",
+    ),
+    "secret-unreadable": (
+        "error[secret-unreadable]: secret file launch.key gave 12 of the 32 bytes of a secret",
+        "The secret must be exactly 32 bytes, readable by the role and private (mode 0600): "
+        "write a fresh one with `head -c 32 /dev/urandom > launch.key; chmod 600 launch.key` "
+        "and hand the same file to every role.",
+    ),
+    "checkpoint-write-failed": (
+        "error[checkpoint-write-failed]: cannot write capture pack ckpt/round-00000200/"
+        "worker-1.pack: No space left on device",
+        "The checkpoint folder cannot take the capture: free space, fix its permissions or "
+        "choose another `--checkpoint-dir`; the captures published before are intact.",
+    ),
+    "checkpoint-malformed": (
+        "error[checkpoint-malformed]: checkpoint pack ckpt/round-00000200/worker-1.pack: it "
+        'does not end with a pack trailer (a manifest length, its SHA-256 and "ALPHACK3")',
+        "The capture was damaged or written by something else: `alpha inspect` the folder, "
+        "and resume from an earlier published capture.",
+    ),
+    "checkpoint-digest-mismatch": (
+        "error[checkpoint-digest-mismatch]: checkpoint pack ckpt/round-00000200/worker-1.pack:"
+        " its manifest has sha256 9c1e…, but its bytes hash to 04d2…",
+        "A pack changed after it was published (disk damage, a partial copy): resume from "
+        "an earlier capture (`alpha inspect` lists them), or copy the folder again.",
+    ),
+    "gpu-not-found": (
+        "error[gpu-not-found]: no device has UUID GPU-5f1c0a9e-0000-0000-0000-000000000000; "
+        "the driver sees 1: 0 GPU-8d3f2b11-6a4c-4e7f-9a1d-2c5b7e9f0a13",
+        "Give a UUID `nvidia-smi -L` lists on this machine (`--gpu-uuid`), or an index "
+        "(`--gpu-index`); in a container, check which devices it was given.",
+    ),
+    "gpu-jit-failed": (
+        "error[gpu-jit-failed]: the driver's JIT could not compile the role's PTX "
+        "(CUDA_ERROR_UNSUPPORTED_PTX_VERSION): ptxas fatal : Unsupported .version 7.8",
+        "The driver is older than the PTX the role carries (ISA 7.8, from CUDA 11.8 on): "
+        "update the NVIDIA driver on this machine.",
+    ),
+    "gpu-launch-failed": (
+        "error[gpu-launch-failed]: a copy to the device of 9,640 bytes failed with "
+        "CUDA_ERROR_ILLEGAL_ADDRESS after kernel alpha_step_12",
+        "The device failed mid-round: another process took its memory, the card reset, or a "
+        "kernel faulted (a bug to report with the build). Resume from the newest capture.",
+    ),
     "peer-lost": (
         "error[peer-lost]: worker[1] (127.0.0.1:40113) closed its connection in round 4812",
         "A peer ended mid-run: it was killed, crashed (its own refusal says why) or its host "
