@@ -245,24 +245,46 @@ def test_learners_with_schedules_on_gpu_roles_give_the_bits(tmp_path: Path, lear
     assert _sha(report) == single
 
 
-def test_operations_without_a_gpu_kernel_are_refused_by_name(tmp_path: Path) -> None:
-    """One logit's sigmoid cross-entropy has no GPU kernel yet: a GPU pairing of it is refused
-    at check time, naming the ops, and nothing is built; its host plans still build."""
-    from layer_sources import BINARY, LOSS_SYSTEM
-
-    source = LOSS_SYSTEM % {**BINARY, "steps": 5} + PLANS.format(name="l")
-    path = tmp_path / "binary.alpha"
+def test_a_gpu_on_an_aarch64_host_is_refused_by_name(tmp_path: Path) -> None:
+    """GPU roles are built for x86-64 hosts only: a GPU paired with an AArch64 host (a GH200,
+    say) is refused at check time and nothing is built; the file's host plans still build."""
+    source = DIGITS + "\npairing arm_gpu for pair {\n  worker[*]: host aarch64, gpu h200\n}\n"
+    path = tmp_path / "arm.alpha"
     path.write_text(source)
     refused = cli(
-        "build", str(path), "--plan", "pair", "--pairing", "two_gpus", "--gpu-shadow",
+        "build", str(path), "--plan", "pair", "--pairing", "arm_gpu", "--gpu-shadow",
         "-o", str(tmp_path / "b"),
     )  # fmt: skip
     text = refused.stdout + refused.stderr
     assert refused.returncode != 0 and "unsupported-on-target" in text, text
-    assert "sigmoid_xent" in text and "no GPU kernel" in text
+    assert "x86_64 hosts only" in text
     assert not (tmp_path / "b").exists() or not list((tmp_path / "b").iterdir())
-    host = cli("build", str(path), "--plan", "pair", "-o", str(tmp_path / "h"))
+    host = cli(
+        "build", str(path), "--plan", "pair", "--pairing", "local", "-o", str(tmp_path / "h")
+    )
     assert host.returncode == 0, host.stdout + host.stderr
+
+
+@pytest.mark.parametrize("case", ["binary", "smooth"])
+def test_one_logit_and_label_smoothing_on_gpu_roles_give_the_bits(
+    tmp_path: Path, case: str
+) -> None:
+    """One logit's sigmoid cross-entropy (evaluated by its probability) and the softmax
+    cross-entropy with label smoothing."""
+    from layer_sources import BINARY, SMOOTH, loss_source
+
+    system = loss_source(BINARY if case == "binary" else SMOOTH, steps=12) + PLANS.format(name="l")
+    assert lint_ptx(_ptx_of(system, tmp_path / "l.alpha")) == []
+    alone = _run(tmp_path / "single", system)
+    report = _run(
+        tmp_path / "gpu", system, "--plan", "pair", "--pairing", "gpu_and_host", "--gpu-shadow"
+    )
+    assert report["ok"], report
+    assert _sha(report) == _sha(alone)
+    roles = report["roles"]
+    assert isinstance(roles, list)
+    accuracy = [r["holdout_accuracy"] for r in roles if r["holdout_accuracy"] is not None]
+    assert accuracy == [alone["roles"][0]["holdout_accuracy"]]  # type: ignore[index]
 
 
 def test_the_cnn_example_with_clipping_on_gpu_roles_gives_the_bits(tmp_path: Path) -> None:
@@ -285,7 +307,9 @@ def test_the_cnn_example_with_clipping_on_gpu_roles_gives_the_bits(tmp_path: Pat
         assert _sha(report) == single, pairing
 
 
-@pytest.mark.parametrize("body", ["activations", "attention", "log_softmax", "slice"])
+@pytest.mark.parametrize(
+    "body", ["activations", "attention", "extremes", "heads", "log_softmax", "slice"]
+)
 def test_layer_operations_on_gpu_roles_give_the_bits(tmp_path: Path, body: str) -> None:
     """sqrt, abs, square, gelu, silu, maximum/minimum/clamp, layer norm, causal attention
     (batched products, transposes of the last two axes, softmax), log_softmax, reshape and

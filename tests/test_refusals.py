@@ -47,7 +47,7 @@ EXAMPLE_SPANS: dict[str, tuple[str, int] | None] = {
     "role-without-leaves": ("roles worker[4]", 14),
     "pairing-incomplete": ("lab", 23),
     "pairing-overlap": ("worker[1]: host aarch64", 25),  # the second pairing of the role
-    "unsupported-on-target": ("h200", 23),
+    "unsupported-on-target": ("worker[*]: host aarch64, gpu h200", 24),
     "not-built-yet": ("contract approximate(tolerance: 0.001)", 21),
     "memory-admission": ("worker[*]: host x86_64, memory 1 mib", 24),
     "second-authority": ("params partitioned over worker", 21),

@@ -33,7 +33,8 @@ from alpha_core.codegen.loops import (
     row_major_strides,
     store,
 )
-from alpha_core.codegen.tensor_ops import LAYER_OPS, token_index
+from alpha_core.codegen.loss_ops import LOSS_OPS
+from alpha_core.codegen.tensor_ops import EXTREME_OPS, LAYER_OPS, token_index
 from alpha_core.ir.graph import Graph, Node, concrete, size
 from alpha_core.semantics import activations
 from alpha_core.semantics import learners as recipes
@@ -62,6 +63,7 @@ LAYER = (
     "swap_axes",
 )
 assert set(LAYER) <= set(LAYER_OPS)
+EXTREMES = EXTREME_OPS  # max/min along an axis, or every axis, and their adjoints
 UNARY = ("neg", "relu", "tanh", "sigmoid", "exp", "log")
 GRADS = ("relu_grad", "tanh_grad", "sigmoid_grad")
 BOUND = ("param", "input_x", "label_class", "label_reg")
@@ -86,6 +88,8 @@ SUPPORTED = frozenset(
         *BOUND,
         *LAYER,
         *CONV_OPS,
+        *LOSS_OPS,
+        *EXTREMES,
     )
 )
 
@@ -320,6 +324,10 @@ class NodeBodies:
                 return self.shape(node.inputs[0])[0]
         elif op in LAYER:
             return self._layer(b, A, node, i, shape, out, ptrs, t)
+        elif op in LOSS_OPS:
+            return self._loss(b, A, node, out, ptrs, t)
+        elif op in EXTREMES:
+            return self._extreme(b, A, node, out, ptrs, t)
         elif op in CONV_OPS:
             conv = ConvBody(
                 b,
@@ -458,6 +466,110 @@ class NodeBodies:
         else:  # pragma: no cover - LAYER lists exactly the ops above
             raise UnsupportedOnGpu(op)
         return n
+
+    def _loss(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        r: ir.Value,
+    ) -> int:
+        """Example r of one logit's sigmoid cross-entropy or of the label-smoothed softmax
+        cross-entropy (loss_ops.py's recipes)."""
+        jz, jy = node.inputs
+        rows = self.shape(jz)[0]
+        y = load(b, ptrs[jy], r, I32)
+        if node.op in ("sigmoid_xent", "sigmoid_xent_grad"):
+            v, c = self._read(b, ptrs, jz, r), A.itof(y)
+            if node.op == "sigmoid_xent":  # max(z, 0) as a select: an opaque zero (relu)
+                arith = _OpaqueZero(b) if self.ptx else A
+                store(b, activations.sigmoid_xent(arith, v, c), out, r)
+            else:
+                store(b, A.sub(b.call(self.math["sigmoid"], [v]), c), out, r)
+            return rows
+        classes = self.shape(jz)[1]
+        eps = float(str(node.attr("smoothing")))
+        keep = A.sub(A.const(1.0), A.const(eps))
+        share = A.div(A.const(eps), A.const(float(classes)))
+        base = b.mul(r, i64(classes))
+
+        def zj(j: ir.Value) -> ir.Value:
+            return self._read(b, ptrs, jz, b.add(base, j))
+
+        m, s = self._max_and_sum(b, A, zj, classes)
+        label = b.sext(y, I64)
+        exp = self.math["exp"]
+        if node.op == "xent_smooth":
+            lse = b.call(self.math["log"], [s])
+            t_slot = entry_alloca(b)
+            b.store(A.const(0.0), t_slot)
+
+            def term(j: ir.Value) -> None:
+                b.store(A.add(b.load(t_slot, typ=F32), A.sub(lse, A.sub(zj(j), m))), t_slot)
+
+            _loop(b, classes, term, "tx")
+            hit = A.mul(keep, A.sub(lse, A.sub(zj(label), m)))
+            store(b, A.add(hit, A.mul(share, b.load(t_slot, typ=F32))), out, r)
+            return rows
+
+        def cls(j: ir.Value) -> None:
+            p = A.div(b.call(exp, [A.sub(zj(j), m)]), s)
+            hot = b.icmp_unsigned("==", j, label)
+            q = A.add(A.select(hot, keep, A.const(0.0)), share)
+            store(b, A.sub(p, q), out, b.add(base, j))
+
+        _loop(b, classes, cls, "g")
+        return rows
+
+    def _extreme(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> int:
+        """Line t of a max/min along an axis (tensor_ops._extreme): m = the first element,
+        then m = v > m ? v : m (v < m for min) ascending; the adjoint writes the whole line,
+        d at the first element holding m and +0 at the others."""
+        src = node.inputs[0]
+        src_shape = self.shape(src)
+        axis = node.axis()
+        if axis is None:
+            outer, n, inner = 1, size(src_shape), 1
+        else:
+            outer, n, inner = size(src_shape[:axis]), src_shape[axis], size(src_shape[axis + 1 :])
+        more = A.gt if node.op.startswith("max") else A.lt
+        o, c = b.udiv(t, i64(inner)), b.urem(t, i64(inner))
+        base = b.add(b.mul(o, i64(n * inner)), c)
+        best, where = entry_alloca(b), entry_alloca(b, I64)
+        b.store(self._read(b, ptrs, src, base), best)
+        b.store(base, where)
+
+        def scan(k: ir.Value) -> None:
+            at = b.add(base, b.mul(k, i64(inner)))
+            v, m = self._read(b, ptrs, src, at), b.load(best, typ=F32)
+            hit = more(v, m)
+            b.store(A.select(hit, v, m), best)
+            b.store(b.select(hit, at, b.load(where, typ=I64)), where)
+
+        _loop(b, n, scan, "mx")
+        if not node.op.endswith("_grad"):
+            store(b, b.load(best, typ=F32), out, t)
+            return outer * inner
+        d = self._read(b, ptrs, node.inputs[1], t)
+        chosen = b.load(where, typ=I64)
+
+        def put(k: ir.Value) -> None:
+            at = b.add(base, b.mul(k, i64(inner)))
+            hit = b.icmp_unsigned("==", at, chosen)
+            store(b, b.select(hit, d, ir.Constant(F32, 0.0)), out, at)
+
+        _loop(b, n, put, "put")
+        return outer * inner
 
     def _max_and_sum(
         self, b: ir.IRBuilder, A: LlvmArith, read: Callable[[ir.Value], ir.Value], n: int

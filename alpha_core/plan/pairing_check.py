@@ -104,6 +104,15 @@ def check_pairing(decl: ast.Decl, plan: Plan, ctx: CheckContext) -> Pairing | No
                 ctx.unknown(
                     "pairing property", prop.key, prop.key_span, ["host", "gpu", "memory", "cores"]
                 )
+        if gpu is not None and host == "aarch64":
+            ctx.refuse(
+                "unsupported-on-target",
+                f"{fam.member(lo)} is paired with `gpu {gpu}` on an aarch64 host, but GPU roles "
+                "are built for x86_64 hosts only",
+                item.span,
+                help="pair the GPU role with `host x86_64`",
+            )
+            continue
         if host is None:
             ctx.refuse(
                 "pairing-incomplete",
