@@ -11,7 +11,6 @@ threads and drained ten times a second, so a flood of step events costs one redr
 
 from __future__ import annotations
 
-import sys
 import tempfile
 import threading
 from collections import deque
@@ -41,7 +40,6 @@ from alpha_core.source_file import SourceRefusal, read_source
 from alpha_core.workspace import Analysis, Workspace
 from alpha_tui import table as T
 from alpha_tui.loss_plot import LossPlot
-from alpha_tui.options import Options, parse
 from alpha_tui.views import Views
 
 COLUMNS = T.WIDE  # the columns of a wide terminal (tests read cells by these keys)
@@ -494,27 +492,3 @@ class AlphaTui(Views, App[None]):
             for role in self.launch.roles:
                 self.launch.kill(role)
         self.folder.cleanup()
-
-
-def main(argv: list[str] | None = None) -> int:
-    o: Options = parse(argv)
-    unreadable = read_source(o.file)
-    if isinstance(unreadable, SourceRefusal):
-        print(f"error[{unreadable.name}]: {unreadable.message}", file=sys.stderr)
-        return 1
-    AlphaTui(
-        o.file,
-        o.plan,
-        o.pairing,
-        o.checkpoint_every,
-        o.checkpoint_dir,
-        o.port_base,
-        o.steps,
-        o.hosts,
-        o.gpu_shadow,
-    ).run()
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -319,7 +319,7 @@ def test_peer_lost_and_role_crashed_have_advice() -> None:
 # ---- item 13: help, --version, sizes, resume, signals -------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["alpha_cli.main", "alpha_lsp.server", "alpha_tui.app"])
+@pytest.mark.parametrize("module", ["alpha_cli.main", "alpha_lsp.server", "alpha_tui.cli"])
 def test_every_face_has_a_version(module: str) -> None:
     prog = {"alpha_cli.main": "alpha", "alpha_lsp.server": "alpha-lsp"}.get(module, "alpha-tui")
     code = f"import sys; from {module} import main; sys.argv[0] = '{prog}'; main(['--version'])"

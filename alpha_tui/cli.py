@@ -1,0 +1,34 @@
+"""alpha-tui's entry point: read the command line, refuse an unreadable source by name, start
+the app."""
+
+from __future__ import annotations
+
+import sys
+
+from alpha_core.source_file import SourceRefusal, read_source
+from alpha_tui.app import AlphaTui
+from alpha_tui.options import Options, parse
+
+
+def main(argv: list[str] | None = None) -> int:
+    o: Options = parse(argv)
+    unreadable = read_source(o.file)
+    if isinstance(unreadable, SourceRefusal):
+        print(f"error[{unreadable.name}]: {unreadable.message}", file=sys.stderr)
+        return 1
+    AlphaTui(
+        o.file,
+        o.plan,
+        o.pairing,
+        o.checkpoint_every,
+        o.checkpoint_dir,
+        o.port_base,
+        o.steps,
+        o.hosts,
+        o.gpu_shadow,
+    ).run()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
