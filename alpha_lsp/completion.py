@@ -10,7 +10,7 @@ from lsprotocol import types
 
 from alpha_core import query
 from alpha_core.check.arguments import Arg
-from alpha_core.check.expressions import REDUCE, UNARY
+from alpha_core.check.builtins import CALLS, REDUCE, UNARY
 from alpha_core.check.init_check import INIT_POSITIONAL
 from alpha_core.check.system import INITS, LEARNERS, LOSSES
 from alpha_core.plan.pairing_check import GPU_PROFILES, HOSTS
@@ -30,7 +30,7 @@ SYSTEM_ITEMS = [
     ("batch", "batch ${1:64} leaves ${2:8}"),
     ("param", "param ${1:w}: f32[${2:4}, ${3:3}] = ${4:zeros}"),
     ("fn", "fn ${1:model}(x: f32[B, ${2:4}]) -> f32[B, ${3:3}] {\n  return $0\n}"),
-    ("loss", "loss ${1|softmax_cross_entropy,mse|}(model(x), y)"),
+    ("loss", "loss ${1|softmax_cross_entropy,sigmoid_cross_entropy,mse|}(model(x), y)"),
     ("learner", "learner ${1|sgd,momentum,adam|}(lr: ${2:0.01})"),
     ("steps", "steps ${1:100}"),
 ]
@@ -251,7 +251,7 @@ def _system(snap: Snapshot, decl: ast.Decl, offset: int, head: str) -> list[type
                 insert_text=f"{n}($1)",
                 insert_text_format=SNIPPET,
             )
-            for n in [*UNARY, *REDUCE]
+            for n in [*UNARY, *REDUCE, *(c for c in CALLS if c not in UNARY)]
         ]
     return names
 

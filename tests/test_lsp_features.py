@@ -249,6 +249,12 @@ async def test_completion_of_built_ins_as_snippets(client: Client) -> None:
     )
     assert {"beta1:", "beta2:", "eps:"} <= set(_labels(kwargs))
     assert "lr:" not in _labels(kwargs)
+    # inside a function: every built-in function, the layer ones included, with how it is called
+    body = await _complete(client, DIGITS_URI, DIGITS.replace("return h @ w2", "return ‸h @ w2"))
+    by_label = {i.label: i for i in body}
+    assert {"relu", "softmax", "conv2d", "max_pool", "embed", "dropout", "clamp"} <= set(by_label)
+    assert by_label["softmax"].detail == "softmax(t, axis: k)"
+    assert "convolution" in str(by_label["conv2d"].documentation)
     topologies = await _complete(client, DIGITS_URI, DIGITS.replace("topology pair", "topology ‸"))
     assert {"pair", "star", "hierarchy"} == set(_labels(topologies))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from alpha_core.check.expressions import REDUCE, UNARY
+from alpha_core.check.builtins import CALLS, REDUCE, UNARY
 from alpha_core.check.module import CheckedModule
 from alpha_core.check.system import INITS, LEARNERS, LOSSES
 from alpha_core.query.names import links
@@ -46,7 +46,7 @@ def word_kinds(module: ast.Module, checked: CheckedModule) -> dict[Span, str]:
     return kinds
 
 
-_BUILTINS = set(UNARY) | set(REDUCE) | set(LEARNERS) | set(INITS) | set(LOSSES)
+_BUILTINS = set(UNARY) | set(REDUCE) | set(CALLS) | set(LEARNERS) | set(INITS) | set(LOSSES)
 _BUILTINS |= {"table", "synthetic", "shuffle", "zeros", "pair", "star", "hierarchy", "exact"}
 _BUILTINS |= {"approximate"}
 BUILTINS = frozenset(_BUILTINS)  # every built-in's name: what a user name may not take
