@@ -197,3 +197,25 @@ def test_vsix(compiled: Path, tmp_path: Path) -> None:
     )
     assert loaded["activate"] == loaded["deactivate"] == "function"
     assert loaded["modules"] == 1  # the bundle alone
+
+
+def test_the_grammars_highlight_every_built_in_function() -> None:
+    """The TextMate grammar (VS Code) and the Vim syntax (Neovim) name every built-in the
+    checker knows: activations, layer functions, reductions, learners, losses, initialisers."""
+    import re
+
+    from alpha_core.check.builtins import CALLS, REDUCE, UNARY
+    from alpha_core.check.system import INITS, LEARNERS, LOSSES
+
+    names = {*UNARY, *CALLS, *REDUCE, *LEARNERS, *LOSSES, *INITS}
+    builtin = json.loads(GRAMMAR.read_text())["repository"]["builtin"]["patterns"]
+    matched = {
+        word
+        for pattern in builtin
+        for group in re.findall(r"\\\\b\(([a-z_0-9|]+)\)", json.dumps(pattern))
+        for word in group.split("|")
+    }
+    assert names <= matched, sorted(names - matched)
+    vim = (ROOT / "editors" / "nvim" / "syntax" / "alphadsl.vim").read_text()
+    keywords = {w for line in vim.splitlines() if "alphaBuiltin" in line for w in line.split()}
+    assert names <= keywords, sorted(names - keywords)
