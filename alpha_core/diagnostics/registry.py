@@ -260,9 +260,7 @@ _ENTRIES = [
         "is not x86_64: GPU roles are built for x86-64 hosts only, not yet for AArch64 ones "
         "such as a GH200's. Other plans and pairings of the file, and the system itself, "
         "still build.",
-        _tiny()
-        + _PLAN
-        + "pairing lab for duo {\n  worker[*]: host aarch64, gpu h200\n}\n",
+        _tiny() + _PLAN + "pairing lab for duo {\n  worker[*]: host aarch64, gpu h200\n}\n",
     ),
     Refusal(
         "not-built-yet",
