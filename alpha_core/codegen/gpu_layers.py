@@ -28,18 +28,13 @@ from alpha_core.semantics.llvm_arith import LlvmArith
 class LayerBodies:
     """The layer operations' bodies, mixed into gpu_nodes.NodeBodies."""
 
+    # provided by NodeBodies, the class this is mixed into
     ptx: bool
     training: bool
     math: dict[str, ir.Function]
     _leaf: ir.Value | None
-
-    def shape(self, i: int) -> tuple[int, ...]:
-        raise NotImplementedError
-
-    def _read(
-        self, b: ir.IRBuilder, ptrs: dict[int, ir.Value], j: int, at: ir.Value, ty: ir.Type = F32
-    ) -> ir.Value:
-        raise NotImplementedError
+    shape: Callable[[int], tuple[int, ...]]
+    _read: Callable[..., ir.Value]
 
     def _layer(
         self,
