@@ -58,8 +58,11 @@ def system_text(learner: str, steps: int) -> str:
     return alone.replace(ADAM, f"learner {learner}").replace("steps 300", f"steps {steps}")
 
 
-def alpha_run(text: str, folder: Path) -> tuple[Any, np.ndarray, list[float]]:
-    path = folder / "digits.alpha"
+def alpha_run(
+    text: str, folder: Path, name: str = "digits.alpha"
+) -> tuple[Any, np.ndarray, list[float]]:
+    """Build and run the system: its program, final parameters and per-round losses."""
+    path = folder / name
     path.write_text(text)
     program, diags = Workspace().analyze_file(str(path)).program()
     assert program is not None, [(d.name, d.message) for d in diags]
@@ -87,23 +90,25 @@ def factor(spec: ScheduleSpec | None, t: int) -> float:
     return (spec.final + (spec.peak - spec.final) * left) / spec.peak
 
 
-def torch_run(program: Any) -> tuple[np.ndarray, list[float]]:
+def initial_params(program: Any) -> list[Any]:
+    """Alpha's initial values of every parameter, as leaf tensors."""
     import torch
 
-    torch.set_num_threads(1)
-    d = program.data
-    table = np.loadtxt(d.path, delimiter=",", dtype=np.float64, ndmin=2)
-    X = torch.from_numpy(table[:, : d.features].astype(np.float32))
-    Y = torch.from_numpy(table[:, d.features].astype(np.int64))
     params = []
     for spec in program.params:
         kind, args, seed = init_arguments(spec.init)
         values = numpy_init(kind, args, seed, spec.count).reshape(spec.shape)
         params.append(torch.tensor(values, dtype=torch.float32, requires_grad=True))
-    w1, b1, w2, b2 = params
-    learner = program.learner
+    return params
+
+
+def optimizer(params: list[Any], learner: Any) -> tuple[Any, Any]:
+    """The torch optimizer of the system's learner and its schedule (LambdaLR of factor)."""
+    import torch
+
     hyper = dict(learner.hyper)
     wd = hyper.get("weight_decay", 0.0)
+    opt: Any
     if learner.kind == "sgd":
         opt = torch.optim.SGD(params, lr=hyper["lr"], weight_decay=wd)
     elif learner.kind == "momentum":
@@ -121,37 +126,66 @@ def torch_run(program: Any) -> tuple[np.ndarray, list[float]]:
             weight_decay=wd,
         )
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: factor(learner.schedule, t))
+    return opt, sched
+
+
+def round_rows(program: Any, t: int) -> np.ndarray:
+    """The rows of round t, leaf after leaf, as the runtime picks them."""
+    d = program.data
+    return np.concatenate(
+        [
+            example_rows(
+                rows=d.rows,
+                holdout=d.holdout,
+                batch=program.batch,
+                leaves=program.leaves,
+                shuffle=int(program.shuffle_seed is not None),
+                shuffle_seed=program.shuffle_seed or 0,
+                t=t,
+                leaf=leaf,
+            )
+            for leaf in range(program.leaves)
+        ]
+    )
+
+
+def clip_and_step(params: list[Any], learner: Any, opt: Any, sched: Any) -> None:
+    """Clipping by global norm as Alpha defines it (threshold / norm, no epsilon), then the
+    optimizer's step and the schedule's."""
+    import torch
+
+    if learner.clip is not None:
+        with torch.no_grad():
+            norm = torch.linalg.vector_norm(torch.cat([p.grad.reshape(-1) for p in params]))
+            if norm > learner.clip:
+                for p in params:
+                    p.grad.mul_(learner.clip / norm)
+    opt.step()
+    sched.step()
+
+
+def torch_run(program: Any) -> tuple[np.ndarray, list[float]]:
+    import torch
+
+    torch.set_num_threads(1)
+    d = program.data
+    table = np.loadtxt(d.path, delimiter=",", dtype=np.float64, ndmin=2)
+    X = torch.from_numpy(table[:, : d.features].astype(np.float32))
+    Y = torch.from_numpy(table[:, d.features].astype(np.int64))
+    params = initial_params(program)
+    w1, b1, w2, b2 = params
+    learner = program.learner
+    opt, sched = optimizer(params, learner)
     losses = []
     for t in range(program.steps):
-        rows = np.concatenate(
-            [
-                example_rows(
-                    rows=d.rows,
-                    holdout=d.holdout,
-                    batch=program.batch,
-                    leaves=program.leaves,
-                    shuffle=int(program.shuffle_seed is not None),
-                    shuffle_seed=program.shuffle_seed or 0,
-                    t=t,
-                    leaf=leaf,
-                )
-                for leaf in range(program.leaves)
-            ]
-        )
+        rows = round_rows(program, t)
         x, y = X[rows], Y[rows]
         opt.zero_grad()
         logits = torch.relu((x / 16.0) @ w1 + b1) @ w2 + b2
         loss = torch.nn.functional.cross_entropy(logits, y, reduction="sum") / program.batch
         loss.backward()
         losses.append(float(loss.detach()))
-        if learner.clip is not None:
-            with torch.no_grad():
-                norm = torch.linalg.vector_norm(torch.cat([p.grad.reshape(-1) for p in params]))
-                if norm > learner.clip:
-                    for p in params:
-                        p.grad.mul_(learner.clip / norm)
-        opt.step()
-        sched.step()
+        clip_and_step(params, learner, opt, sched)
     flat = torch.cat([p.detach().reshape(-1) for p in params]).numpy()
     return flat, losses
 

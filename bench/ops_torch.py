@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -31,16 +30,12 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests"))
 
-from learners_torch import factor  # noqa: E402
+import learners_torch  # noqa: E402
+from learners_torch import clip_and_step, initial_params, optimizer, round_rows  # noqa: E402
 
-from alpha_core.build import build_program  # noqa: E402
-from alpha_core.codegen.kernels import init_arguments  # noqa: E402
 from alpha_core.data import synthetic  # noqa: E402
 from alpha_core.ir.conv import window_of  # noqa: E402
 from alpha_core.ir.graph import concrete  # noqa: E402
-from alpha_core.link.batch_reference import example_rows  # noqa: E402
-from alpha_core.semantics.rng import numpy_init  # noqa: E402
-from alpha_core.workspace import Workspace  # noqa: E402
 
 
 def _cases(steps: int) -> dict[str, str]:
@@ -82,17 +77,7 @@ def _cases(steps: int) -> dict[str, str]:
 
 
 def alpha_run(text: str, folder: Path) -> tuple[Any, np.ndarray, list[float]]:
-    path = folder / "s.alpha"
-    path.write_text(text)
-    program, diags = Workspace().analyze_file(str(path)).program()
-    assert program is not None, [(d.name, d.message) for d in diags]
-    exe = build_program(program, folder / "build").executables[0].path
-    out = folder / "out.params"
-    proc = subprocess.run([exe, "--params-out", str(out)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-    losses = [float(e["loss"]) for e in events if e.get("event") == "step"]
-    return program, np.fromfile(out, dtype="<f4"), losses
+    return learners_torch.alpha_run(text, folder, "s.alpha")
 
 
 def _data(program: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -201,46 +186,14 @@ def torch_run(program: Any) -> tuple[np.ndarray, list[float]]:
     import torch.nn.functional as F
 
     torch.set_num_threads(1)
-    d = program.data
     X_np, Y_np = _data(program)
     X = torch.from_numpy(X_np)
-    params = []
-    for spec in program.params:
-        kind, args, seed = init_arguments(spec.init)
-        values = numpy_init(kind, args, seed, spec.count).reshape(spec.shape)
-        params.append(torch.tensor(values, dtype=torch.float32, requires_grad=True))
+    params = initial_params(program)
     learner = program.learner
-    hyper = dict(learner.hyper)
-    wd = hyper.get("weight_decay", 0.0)
-    if learner.kind == "sgd":
-        opt: Any = torch.optim.SGD(params, lr=hyper["lr"], weight_decay=wd)
-    else:
-        kind = torch.optim.AdamW if learner.kind == "adamw" else torch.optim.Adam
-        opt = kind(
-            params,
-            lr=hyper["lr"],
-            betas=(hyper["beta1"], hyper["beta2"]),
-            eps=hyper["eps"],
-            weight_decay=wd,
-        )
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: factor(learner.schedule, t))
+    opt, sched = optimizer(params, learner)
     losses = []
     for t in range(program.steps):
-        rows = np.concatenate(
-            [
-                example_rows(
-                    rows=d.rows,
-                    holdout=d.holdout,
-                    batch=program.batch,
-                    leaves=program.leaves,
-                    shuffle=int(program.shuffle_seed is not None),
-                    shuffle_seed=program.shuffle_seed or 0,
-                    t=t,
-                    leaf=leaf,
-                )
-                for leaf in range(program.leaves)
-            ]
-        )
+        rows = round_rows(program, t)
         x = X[rows]
         opt.zero_grad()
         z = forward(program, params, x, program.batch, t)
@@ -261,14 +214,7 @@ def torch_run(program: Any) -> tuple[np.ndarray, list[float]]:
         loss = total / program.batch
         loss.backward()
         losses.append(float(loss.detach()))
-        if learner.clip is not None:
-            with torch.no_grad():
-                norm = torch.linalg.vector_norm(torch.cat([p.grad.reshape(-1) for p in params]))
-                if norm > learner.clip:
-                    for p in params:
-                        p.grad.mul_(learner.clip / norm)
-        opt.step()
-        sched.step()
+        clip_and_step(params, learner, opt, sched)
     flat = torch.cat([p.detach().reshape(-1) for p in params]).numpy()
     return flat, losses
 
