@@ -44,12 +44,16 @@ class Terminal:
         self.tmux("send-keys", "-t", "t", *keys)
 
     def until(self, seen: Callable[[str], bool], what: str, seconds: float = 180) -> str:
-        """Polls the pane until `seen` holds of it (the app redraws ten times a second)."""
+        """Polls the pane until `seen` holds of it and the pane is the same on two captures in
+        a row: a capture taken while the app is redrawing can show new lines above old ones
+        (a title already at round 300 over an axis still at round 10)."""
         start = time.monotonic()
+        last = None
         while True:
             text = self.pane()
-            if seen(text):
+            if seen(text) and text == last:
                 return text
+            last = text
             assert time.monotonic() - start < seconds, f"timed out waiting for {what}:\n{text}"
             time.sleep(0.1)
 
