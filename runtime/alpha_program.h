@@ -160,6 +160,13 @@ void alpha_init_params(float *params);
  * and returns the sum of the examples' losses in index order. */
 float alpha_leaf_grad(const float *params, const float *x, const int32_t *y_class,
                       const float *y_reg, float *grad);
+/* The same leaf, its every element (the returned loss excepted) stored as chain[0] + (chain[1]
+ * + (... + (chain[n-1] + g))), g the value alpha_leaf_grad would store: the tree's additions
+ * made as the gradient is stored (schedule.c). grad is none of the chain's vectors. Defined by
+ * the compiler's CPU kernels; NULL for kernels without it (a GPU role's, the tests' fixtures). */
+float alpha_leaf_grad_chain(const float *params, const float *x, const int32_t *y_class,
+                            const float *y_reg, float *grad, const float *const *chain,
+                            uint32_t n) __attribute__((weak));
 /* The learner on elements [start, start + count): params and grad_sum are the whole flat
  * arrays; state is the learner state of exactly those elements (state_slots arrays of count
  * floats, then state_scalars floats). grad_sum is the canonical-tree sum of the round's leaf

@@ -35,8 +35,8 @@ static int within(struct range inner, uint64_t start, uint64_t count)
     return inner.start >= start && inner.count <= count && inner.start - start <= count - inner.count;
 }
 
-/* The slot of piece [lo, hi), with its storage in a real run (not yet marked held). */
-static struct piece *slot(struct schedule *s, uint32_t lo, uint32_t hi)
+/* The entry of piece [lo, hi), made on first use (not yet marked held). */
+static struct piece *entry(struct schedule *s, uint32_t lo, uint32_t hi)
 {
     struct piece *q = find(s, lo, hi);
     if (!q) {
@@ -45,22 +45,17 @@ static struct piece *slot(struct schedule *s, uint32_t lo, uint32_t hi)
         q = &s->pieces[s->n_pieces++];
         *q = (struct piece){lo, hi, 0, 0, 0, NULL};
     }
+    return q;
+}
+
+/* The slot of piece [lo, hi), with its storage in a real run (not yet marked held). */
+static struct piece *slot(struct schedule *s, uint32_t lo, uint32_t hi)
+{
+    struct piece *q = entry(s, lo, hi);
     if (!s->dry && !q->data)
         q->data = checked_calloc(s->p->n_params + 1, sizeof(float), "a piece");
     q->start = 0, q->count = s->p->n_params;
     return q;
-}
-
-/* Leaf l of the current round into out: its gradient, then its loss. The kernel writes every
- * one of the n_params floats (alpha_program.h), so out is not cleared first. */
-uint32_t alpha_leaf_round, alpha_leaf_index;
-
-static void compute_leaf(struct schedule *s, uint32_t l, float *out)
-{
-    const struct alpha_program *p = s->p;
-    batch_gather(p, s->d, p->rows - p->holdout, s->round, l, s->x, s->y_class, s->y_reg);
-    alpha_leaf_round = s->round, alpha_leaf_index = l; /* dropout's mask: (t, l) of this leaf */
-    out[p->n_params] = alpha_leaf_grad(s->params, s->x, s->y_class, s->y_reg, out);
 }
 
 /* Eight floats as a vector of eight independent float32 additions: the same bits as one at a
@@ -75,7 +70,7 @@ static inline floats8 load8(const float *p)
 }
 
 /* out[i] = ((base[i] + rights[n-1][i]) + ...) + rights[0][i]: a chain of additions in one
- * pass, the first operand added first (n = 1: one addition). out may be base itself, which a
+ * pass, the last operand added first (n = 1: one addition). out may be base itself, which a
  * compiler's overlap check would otherwise send to one float at a time. */
 static void add_chain(float *out, const float *base, const float *const *rights, uint32_t n,
                       uint64_t len)
@@ -97,121 +92,176 @@ static void add_chain(float *out, const float *base, const float *const *rights,
     }
 }
 
-/* out[i] = left[i] + (a[i] + b[i]): a right subtree's own addition in the same pass as its
- * parent's, its sum never stored. */
-static void add_right_pair(float *out, const float *left, const float *a, const float *b,
-                           uint64_t len)
+/* Leaf l of the current round into out, plus a chain of vectors: every element (the loss
+ * float too) is chain[0] + (chain[1] + (... + (chain[n-1] + g))), g the leaf's own value. The
+ * generated kernels add the chain as they store the gradient (alpha_leaf_grad_chain), so the
+ * leaf's sum with what the tree adds to it costs one pass over memory; kernels without that
+ * entry (a GPU role's) compute the leaf and add the chain in a pass after it. out is never
+ * one of the chain's vectors. */
+uint32_t alpha_leaf_round, alpha_leaf_index;
+
+static void compute_leaf(struct schedule *s, uint32_t l, float *out, const float *const *chain,
+                         uint32_t n)
 {
-    uint64_t i = 0;
-    floats8 v;
-#pragma clang loop unroll(disable)
-    for (; i + 8 <= len; i += 8) {
-        v = load8(left + i) + (load8(a + i) + load8(b + i));
-        __builtin_memcpy(out + i, &v, sizeof v);
+    const struct alpha_program *p = s->p;
+    batch_gather(p, s->d, p->rows - p->holdout, s->round, l, s->x, s->y_class, s->y_reg);
+    alpha_leaf_round = s->round, alpha_leaf_index = l; /* dropout's mask: (t, l) of this leaf */
+    float loss;
+    if (&alpha_leaf_grad_chain) {
+        loss = alpha_leaf_grad_chain(s->params, s->x, s->y_class, s->y_reg, out, chain, n);
+    } else {
+        loss = alpha_leaf_grad(s->params, s->x, s->y_class, s->y_reg, out);
+        if (n)
+            add_chain(out, out, chain, n, p->n_params);
     }
-#pragma clang loop vectorize(disable) unroll(disable)
-    for (; i < len; i++)
-        out[i] = left[i] + (a[i] + b[i]);
+    for (uint32_t j = n; j-- > 0;)
+        loss = loss + chain[j][p->n_params];
+    out[p->n_params] = loss;
 }
 
 /* The tree walk's bookkeeping is compiled for size (the executable has a size budget); the
  * time is spent in the kernels and in the additions above. */
 #define WALK __attribute__((minsize))
 
-/* Addition [lo, mid) + [mid, hi) is performed at `depth` (it uses scratch[depth]). */
-WALK static void record(struct schedule *s, uint32_t lo, uint32_t mid, uint32_t hi, uint32_t depth)
+/* Addition [lo, mid) + [mid, hi), in the order the walk completes them (children first). */
+WALK static void record(struct schedule *s, uint32_t lo, uint32_t mid, uint32_t hi)
 {
     if (s->n_adds < s->cap_adds)
         s->adds[s->n_adds] = (struct addition){lo, mid, hi};
     s->n_adds++;
-    if (depth + 1 > s->depth && s->dry)
-        s->depth = depth + 1;
 }
 
-WALK static const float *evaluate(struct schedule *s, uint32_t lo, uint32_t hi, float *out,
-                                  uint32_t depth, const char **error);
-
-enum { SPINE = 8 }; /* the longest chain added in one pass */
-
-/* Node [lo, hi) (not held, not a leaf) down its left edge: while a node's right child is a
- * piece held whole (received from a child role, say), the node is its left child plus that
- * piece. A chain of two or more such links is added in one pass once its bottom node is in
- * out, the bottom link first, as the recursion would: a combining role with k children reads
- * and writes its result once, not k times. Returns 0 when the chain is shorter (nothing done);
- * else 1, with *result as evaluate's. */
-WALK static int spine(struct schedule *s, uint32_t lo, uint32_t hi, float *out, uint32_t depth,
-                 const char **error, const float **result)
+/* Vectors of n_params + 1 floats for the walk's intermediate sums: taken from the spares and
+ * given back, never freed. The dry round counts the most alive at once, and that many are made
+ * before round 0 (schedule_check.c), so a real round allocates none. */
+WALK static float *take(struct schedule *s)
 {
-    const float *rights[SPINE];
-    uint32_t mids[SPINE], his[SPINE], n = 0, h = hi;
-    while (n < SPINE && h - lo > 1 && (h == hi || !held(s, lo, h))) {
-        uint32_t m = lo + tree_split(h - lo);
-        struct piece *r = held(s, m, h);
-        if (!r || r->count != s->p->n_params)
-            break;
-        rights[n] = r->data, mids[n] = m, his[n] = h, n++;
-        h = m;
-    }
-    if (n < 2)
-        return 0;
-    const float *base = evaluate(s, lo, h, out, depth, error);
-    if (base && !s->dry)
-        add_chain(out, base, rights, n, s->p->n_params + 1); /* the loss float too */
-    for (uint32_t j = n; base && j-- > 0;)
-        record(s, lo, mids[j], his[j], depth);
-    *result = base ? out : NULL;
-    return 1;
+    if (++s->live > s->most)
+        s->most = s->live;
+    if (s->dry)
+        return NULL;
+    if (s->n_spare)
+        return s->spare[--s->n_spare];
+    return checked_calloc(s->p->n_params + 1, sizeof(float), "the combine tree");
 }
 
-/* Node [lo, hi) by the canonical tree: a held piece as it is, a leaf of the running COMBINE's
- * own COMPUTE computed into out, otherwise left + right into out, the right subtree in
- * scratch[depth]. When the right subtree is itself an addition (not held), its two operands go
- * to scratch[depth] and scratch[depth + 1] and both additions are made in one pass: the same
- * additions in the same order, one pass over memory fewer; held pieces down the left edge are
- * added in one pass too (spine). NULL (dry run only) when a leaf is missing. */
-WALK static const float *evaluate(struct schedule *s, uint32_t lo, uint32_t hi, float *out,
-                                  uint32_t depth, const char **error)
+/* A vector becomes a spare. */
+WALK static void spare(struct schedule *s, float *v)
+{
+    if (!s->dry) {
+        s->spare = checked_grow(s->spare, s->n_spare, &s->cap_spare, sizeof *s->spare, 8,
+                                "the combine tree");
+        s->spare[s->n_spare++] = v;
+    }
+}
+
+WALK static void give(struct schedule *s, float *v)
+{
+    s->live--;
+    spare(s, v);
+}
+
+/* A vector the walk has: a spare it took (owned) or a held piece's (not). */
+struct value {
+    float *data;
+    int owned;
+};
+
+enum { CHAIN = 8 }; /* the longest chain added in one pass */
+
+WALK static int evaluate(struct schedule *s, uint32_t lo, uint32_t hi, struct value *chain,
+                         uint32_t n, struct value *result, const char **error);
+
+/* The chain's vectors as the kernels and add_chain read them, and given back after. */
+WALK static void pointers(const struct value *chain, uint32_t n, const float **out)
+{
+    for (uint32_t j = 0; j < n; j++)
+        out[j] = chain[j].data;
+}
+
+WALK static void release(struct schedule *s, struct value *chain, uint32_t n)
+{
+    for (uint32_t j = 0; j < n; j++)
+        if (chain[j].owned)
+            give(s, chain[j].data);
+}
+
+/* v plus the chain, into a spare: one pass. */
+WALK static struct value add_pass(struct schedule *s, const float *v, struct value *chain,
+                                  uint32_t n)
+{
+    struct value out = {take(s), 1};
+    const float *rights[CHAIN];
+    pointers(chain, n, rights);
+    if (!s->dry)
+        add_chain(out.data, v, rights, n, s->p->n_params + 1); /* the loss float too */
+    release(s, chain, n);
+    return out;
+}
+
+/* Node [lo, hi) of the canonical tree plus the chain: chain[0] + (chain[1] + (... + (chain[n-1]
+ * + node))), in a spare, or the held piece itself when the node is held and the chain empty.
+ * A node is its left subtree plus its right, the same floats as right plus left: so the left
+ * subtree, computed first, joins the chain of the right one, and a right subtree held whole (a
+ * piece received from a child role) joins the chain of the left one. Each addition of the tree
+ * is then made where its last operand is produced, in the same pass (a leaf's kernel adds the
+ * chain as it stores its gradient): the same additions of the same operands as the recursion,
+ * with a pass over memory per leaf instead of one per node. The chain's vectors are given back.
+ * Returns 0 (dry run only) when a leaf is missing or a piece is held in part. */
+WALK static int evaluate(struct schedule *s, uint32_t lo, uint32_t hi, struct value *chain,
+                         uint32_t n, struct value *result, const char **error)
 {
     struct piece *q = held(s, lo, hi);
     if (q && q->count != s->p->n_params) {
         *error = "combines a piece the role holds only in part";
-        return NULL;
+        return 0;
     }
-    if (q)
-        return s->dry ? out : q->data;
+    if (q) {
+        *result = n ? add_pass(s, q->data, chain, n) : (struct value){q->data, 0};
+        return 1;
+    }
+    if (n == CHAIN) { /* the node on its own, then the chain: the walk's depth stays bounded */
+        struct value node;
+        if (!evaluate(s, lo, hi, NULL, 0, &node, error))
+            return 0;
+        *result = add_pass(s, node.data, chain, n);
+        release(s, &node, 1);
+        return 1;
+    }
+    struct value links[CHAIN];
+    for (uint32_t j = 0; j < n; j++)
+        links[j] = chain[j];
     if (hi - lo == 1) {
         if (lo < s->lazy_lo || lo >= s->lazy_hi) {
             *error = "needs a leaf piece this role neither computes nor receives first";
-            return NULL;
+            return 0;
         }
+        *result = (struct value){take(s), 1};
+        const float *rights[CHAIN];
+        pointers(links, n, rights);
         if (!s->dry)
-            compute_leaf(s, lo, out);
-        return out;
+            compute_leaf(s, lo, result->data, rights, n);
+        release(s, links, n);
+        return 1;
     }
-    const float *chained;
-    if (spine(s, lo, hi, out, depth, error, &chained))
-        return chained;
     uint32_t mid = lo + tree_split(hi - lo);
-    const float *left = evaluate(s, lo, mid, out, depth, error), *a = NULL, *b = NULL;
-    if (!left)
-        return NULL;
-    if (hi - mid > 1 && !held(s, mid, hi)) {
-        uint32_t split = mid + tree_split(hi - mid);
-        a = evaluate(s, mid, split, s->dry ? out : s->scratch[depth], depth + 1, error);
-        b = a ? evaluate(s, split, hi, s->dry ? out : s->scratch[depth + 1], depth + 2, error)
-              : NULL;
-        if (!b)
-            return NULL;
-        record(s, mid, split, hi, depth + 1);
-    } else if (!(a = evaluate(s, mid, hi, s->dry ? out : s->scratch[depth], depth + 1, error))) {
-        return NULL;
+    struct piece *right = held(s, mid, hi);
+    if (right && right->count != s->p->n_params) {
+        *error = "combines a piece the role holds only in part";
+        return 0;
     }
-    if (!s->dry && b)
-        add_right_pair(out, left, a, b, s->p->n_params + 1); /* the loss float too */
-    else if (!s->dry)
-        add_chain(out, left, &a, 1, s->p->n_params + 1);
-    record(s, lo, mid, hi, depth);
-    return out;
+    if (right) {
+        links[n] = (struct value){right->data, 0};
+        if (!evaluate(s, lo, mid, links, n + 1, result, error))
+            return 0;
+    } else {
+        if (!evaluate(s, lo, mid, NULL, 0, &links[n], error))
+            return 0;
+        if (!evaluate(s, mid, hi, links, n + 1, result, error))
+            return 0;
+    }
+    record(s, lo, mid, hi);
+    return 1;
 }
 
 /* The round's loss from piece [0, leaves), when the role holds it. */
@@ -272,17 +322,23 @@ static const char *run_op(struct schedule *s, uint32_t i)
                 return "computes a leaf piece the role already holds";
             q = slot(s, l, l + 1);
             if (!s->dry)
-                compute_leaf(s, l, q->data);
+                compute_leaf(s, l, q->data, NULL, 0);
             q->held = 1;
         }
         return NULL;
     case ALPHA_OP_COMBINE:
         if (!held(s, op->a, op->b)) {
-            q = slot(s, op->a, op->b);
-            float dummy = 0;
-            if (!evaluate(s, op->a, op->b, s->dry ? &dummy : q->data, 0, &error))
+            struct value sum;
+            q = find(s, op->a, op->b);
+            if (q && q->data) /* its vector of an earlier round: a spare for this walk */
+                spare(s, q->data), q->data = NULL;
+            if (!evaluate(s, op->a, op->b, NULL, 0, &sum, &error))
                 return error;
-            q->held = 1; /* evaluate adds no slots, so q is still valid */
+            q = entry(s, op->a, op->b); /* evaluate adds no entries, so none moves */
+            q->data = sum.data; /* a spare, not a held piece's: the node is not held */
+            q->start = 0, q->count = s->p->n_params;
+            s->live--;          /* the piece's now, not the walk's */
+            q->held = 1;
         }
         s->lazy_lo = s->lazy_hi = 0;
         return NULL;
@@ -332,6 +388,7 @@ static const char *run_op(struct schedule *s, uint32_t i)
 const char *schedule_round(struct schedule *s, uint32_t *failed)
 {
     s->n_adds = 0;
+    s->live = 0;
     s->lazy_lo = s->lazy_hi = 0;
     s->n_touched = 0;
     s->applied = 0;

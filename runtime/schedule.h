@@ -52,8 +52,10 @@ struct schedule {
     uint8_t *fused;               /* per op: 1 for a COMPUTE folded into the next COMBINE */
     struct piece *pieces;
     uint32_t n_pieces, cap_pieces;
-    float **scratch;              /* depth vectors for combines' right subtrees */
-    uint32_t depth;
+    float **spare;                /* vectors for the combine walk's sums (schedule.c) */
+    uint32_t n_spare, cap_spare;
+    uint32_t live, most;          /* the walk's vectors now, and the most at once (dry run) */
+    uint32_t combines;            /* COMBINE ops of a round: each piece keeps its sum */
     struct addition *adds;        /* this round's additions, in order */
     uint32_t n_adds, cap_adds;
     uint32_t lazy_lo, lazy_hi;    /* leaves the running COMBINE computes itself */

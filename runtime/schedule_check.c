@@ -146,12 +146,19 @@ void schedule_check(struct schedule *s, const struct alpha_program *p,
             s->fused[i] = 0;
     }
     s->n_pieces = 0;
-    schedule_round(s, &failed); /* sizes the scratch vectors and the addition list */
+    s->most = 0;
+    schedule_round(s, &failed); /* sizes the combine walk's vectors and the addition list */
     s->cap_adds = s->n_adds;
     s->adds = checked_calloc(s->cap_adds, sizeof *s->adds, "the combine record");
-    s->scratch = checked_calloc(s->depth, sizeof(float *), "the combine tree");
-    for (uint32_t i = 0; i < s->depth; i++)
-        s->scratch[i] = checked_calloc(p->n_params + 1, sizeof(float), "the combine tree");
+    /* At a COMBINE every other COMBINE's piece holds a vector (this round's sum or an earlier
+     * one's) and the walk needs `most`: that many made now, a real round allocates none. */
+    s->combines = 0;
+    for (uint32_t i = 0; i < r->n_ops; i++)
+        s->combines += r->ops[i].kind == ALPHA_OP_COMBINE;
+    s->cap_spare = s->most + (s->combines ? s->combines - 1 : 0);
+    s->spare = checked_calloc(s->cap_spare ? s->cap_spare : 1, sizeof(float *), "the combine tree");
+    for (uint32_t i = 0; i < s->cap_spare; i++)
+        s->spare[s->n_spare++] = checked_calloc(p->n_params + 1, sizeof(float), "the combine tree");
     s->n_pieces = 0;
     s->dry = 0;
 }

@@ -336,3 +336,37 @@ def test_a_plan_of_packed_products_and_partitioned_state_has_the_single_process_
     assert run() == f"{reference} resumed at []"
     again = run("--resume", str(tmp_path / "checkpoints" / "round-00000002"))
     assert again == f"{reference} resumed at ['2']"
+
+
+# Eight leaves of 300 rows: the first weight gradient is a product over k = 300 (two or three blocks
+# of k, so its partial sums go to memory and back before the tree's additions are made), and
+# the leaves' chains are 1 to 3 vectors long (the canonical tree of 8 leaves has depth 3).
+DEEP = """system deep {
+  data train: synthetic(rows: 2400, features: 66, classes: 4, seed: 9, noise: 0.5, holdout: 0)
+  batch 2400 leaves 8
+  param w1: f32[66, 70] = normal(0.0, 0.1, seed: 1)
+  param b1: f32[70] = zeros
+  param w2: f32[70, 4] = normal(0.0, 0.1, seed: 2)
+  fn model(x: f32[B, 66]) -> f32[B, 4] {
+    return relu(x @ w1 + b1) @ w2
+  }
+  loss softmax_cross_entropy(model(x), y)
+  learner sgd(lr: 0.05)
+  steps 2
+}
+"""
+
+
+@pytest.mark.parametrize("cpu", ["x86-64-v3", "x86-64-v4"])
+def test_the_trees_additions_made_as_a_gradient_is_stored_keep_the_bits(
+    cpu: str, tmp_path: Path
+) -> None:
+    """A leaf's weight gradient leaves the GEMM with the combine tree's additions already made
+    (the chain the runtime passes it), over several blocks of k and at the tiles' edges; its
+    bias gradient (a loop) gets them in a pass after. The parameters are the reference's."""
+    assert cpu != "x86-64-v4" or _has("avx512f"), "this test needs a machine with avx512f"
+    program = program_of(DEEP, tmp_path / "deep.alpha")
+    tile = blocking_for(vector_width(TARGETS["x86_64"].triple, cpu, ""), 16)
+    assert 300 > tile.kc and 66 * 70 * 300 >= GEMM_MIN_WORK and 70 % tile.nr and 66 % tile.mr
+    result = build_program(program, tmp_path, deployment=Deployment(cpu=cpu))
+    assert _run(result.executables[0].path, "--threads", "2") == train(program).sha256

@@ -50,8 +50,9 @@ class GemmEmitter:
         self.k = blocking
         self.fused = fused
         self.vec = ir.VectorType(F32, blocking.width)
-        # c, a, b, m, n, k, a's strides, b's strides, then the task's columns (a multiple of NR)
-        self._ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8)
+        # c, a, b, m, n, k, a's strides, b's strides, the task's columns (a multiple of NR),
+        # then the chain added to each output as it is stored (see `call`)
+        self._ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8 + [PTR, I64])
         self._gemm: ir.Function | None = None  # emitted with the first large product
         self._parallel: ir.Function | None = None  # declared with the first task
 
@@ -99,23 +100,34 @@ class GemmEmitter:
         k: int,
         a_strides: tuple[int, int],
         b_strides: tuple[int, int],
+        chain: tuple[ir.Value, ir.Value] | None = None,
     ) -> None:
-        """c[m, n] (row-major) = a · b, a[i, p] at a[i * as0 + p * as1], b likewise."""
+        """c[m, n] (row-major) = a · b, a[i, p] at a[i * as0 + p * as1], b likewise.
+
+        With a chain (an array of `count` pointers to m x n row-major arrays, and count), each
+        output is stored as chain[0] + (chain[1] + (... + (chain[count-1] + sum))): the
+        additions a combine tree makes to it, made while the sum is still in a register. The
+        sum itself is as without a chain."""
+        where, count = chain if chain is not None else (ir.Constant(PTR, None), i64(0))
         args = [c, a, bm, i64(m), i64(n), i64(k), *map(i64, a_strides), *map(i64, b_strides)]
-        b.call(self._declare(), args)
+        b.call(self._declare(), [*args, where, count])
 
     # -- the micro-kernel ----------------------------------------------------------------------
     def _emit_kernel(self) -> ir.Function:
-        """kernel(ap, bp, c, ldc, kc, first, ldb): the MR x NR tile at c (row stride ldc) gets
-        Σ over kc steps of the packed A panel and the B panel at bp (row stride ldb: NR when
-        packed), starting from +0.0 when `first`, else from its own value."""
+        """kernel(ap, bp, c, ldc, kc, first, ldb, chain, count, at): the MR x NR tile at c (row
+        stride ldc) gets Σ over kc steps of the packed A panel and the B panel at bp (row
+        stride ldb: NR when packed), starting from +0.0 when `first`, else from its own value;
+        then the chain's tiles at element `at` of each (row stride ldc) are added to it, the
+        last first, before it is stored (count 0: none)."""
         K = self.k
         nv = K.nr // K.width
-        fnty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, I64, I64, ir.IntType(1), I64])
+        fnty = ir.FunctionType(
+            ir.VoidType(), [PTR, PTR, PTR, I64, I64, ir.IntType(1), I64, PTR, I64, I64]
+        )
         fn = ir.Function(self.module, fnty, "alpha.gemm.kernel")
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
-        ap, bp, c, ldc, kc, first, ldb = fn.args
+        ap, bp, c, ldc, kc, first, ldb, chain, count, at0 = fn.args
         for arg in (ap, bp, c):
             arg.add_attribute("noalias")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -156,6 +168,16 @@ class GemmEmitter:
                         b.store(b.fadd(acc, b.fmul(a_all, brow[v])), slots[r][v])
 
         for_count(b, kc, step, "p")
+
+        def link(t: ir.Value) -> None:  # chain[count - 1 - t], the innermost first
+            base = b.load(gep(b, chain, b.sub(b.sub(count, i64(1)), t), PTR), typ=PTR)
+            for r in range(K.mr):
+                for v in range(nv):
+                    at = b.add(at0, b.add(b.mul(i64(r), ldc), i64(v * K.width)))
+                    add = b.load(gep(b, base, at, self.vec), typ=self.vec, align=4)
+                    b.store(b.fadd(b.load(slots[r][v], typ=self.vec), add), slots[r][v])
+
+        for_count(b, count, link, "link")
         for r in range(K.mr):
             for v in range(nv):
                 at = b.add(b.mul(i64(r), ldc), i64(v * K.width))
@@ -180,6 +202,7 @@ class GemmEmitter:
 
         c, a, bm = field(0, PTR), field(1, PTR), field(2, PTR)
         m, n, k, a0, a1, b0, b1, task_nc = (field(3 + i, I64) for i in range(8))
+        chain, links = field(11, PTR), field(12, I64)
         tiles_n = b.udiv(b.add(n, b.sub(task_nc, i64(1))), task_nc)
         t = b.zext(index, I64)
         ti, tj = b.udiv(t, tiles_n), b.urem(t, tiles_n)
@@ -210,6 +233,9 @@ class GemmEmitter:
             a_src = gep(b, a, b.add(b.mul(i0, a0), b.mul(p0, a1)))
             pack_panels(b, ap, a_src, mc, kc, a0, a1, K.mr)
             first = b.icmp_unsigned("==", q, i64(0))
+            # the chain is added once, to the finished sums: in the last block of p
+            last = b.icmp_unsigned("==", q, b.sub(blocks, i64(1)))
+            count = b.select(last, links, i64(0))
 
             def col_panel(jr: ir.Value) -> None:
                 jj = b.mul(jr, i64(K.nr))
@@ -239,14 +265,22 @@ class GemmEmitter:
                     )
                     with b.if_else(whole) as (then, other):
                         with then:
-                            b.call(self._kernel, [a_panel, b_panel, c_tile, n, kc, first, ldb])
+                            b.call(
+                                self._kernel,
+                                [a_panel, b_panel, c_tile, n, kc, first, ldb, chain, count, at],
+                            )
                         with other:
                             with b.if_then(b.not_(first)):  # the earlier blocks' sums
                                 self._copy_tile(b, c_tile, n, tile, i64(K.nr), rows, cols)
+                            none = ir.Constant(PTR, None)
                             b.call(
-                                self._kernel, [a_panel, b_panel, tile, i64(K.nr), kc, first, ldb]
+                                self._kernel,
+                                [a_panel, b_panel, tile, i64(K.nr), kc, first, ldb]
+                                + [none, i64(0), i64(0)],
                             )
-                            self._copy_tile(b, tile, i64(K.nr), c_tile, n, rows, cols)
+                            self._copy_tile(
+                                b, tile, i64(K.nr), c_tile, n, rows, cols, (chain, count, at)
+                            )
 
                 for_count(b, ceil_div(b, mc, K.mr), row_panel, "ir")
 
@@ -265,13 +299,29 @@ class GemmEmitter:
         dst_ld: ir.Value,
         rows: ir.Value,
         cols: ir.Value,
+        chain: tuple[ir.Value, ir.Value, ir.Value] | None = None,
     ) -> None:
         """rows x cols floats from src to dst (row strides src_ld, dst_ld): a partial tile's
-        valid part, between C and the stack tile the micro-kernel works on."""
+        valid part, between C and the stack tile the micro-kernel works on. With a chain
+        (pointers, count, the tile's element in C) each value is stored plus the chain's
+        elements at the same place (row stride dst_ld), the last first, as the kernel adds."""
 
         def row(r: ir.Value) -> None:
             def col(j: ir.Value) -> None:
                 v = b.load(gep(b, src, b.add(b.mul(r, src_ld), j)), typ=F32, align=4)
+                if chain is not None:
+                    links, count, at0 = chain
+                    slot = entry_alloca(b, F32)
+                    b.store(v, slot)
+                    at = b.add(at0, b.add(b.mul(r, dst_ld), j))
+
+                    def link(t: ir.Value) -> None:
+                        where = gep(b, links, b.sub(b.sub(count, i64(1)), t), PTR)
+                        add = b.load(gep(b, b.load(where, typ=PTR), at), typ=F32, align=4)
+                        b.store(b.fadd(b.load(slot, typ=F32), add), slot)
+
+                    for_count(b, count, link, "tl")
+                    v = b.load(slot, typ=F32)
                 b.store(v, gep(b, dst, b.add(b.mul(r, dst_ld), j)), align=4)
 
             for_count(b, cols, col, "tc")
@@ -281,7 +331,7 @@ class GemmEmitter:
     # -- the entry: split C into tasks and run them ----------------------------------------------
     def _emit_gemm(self) -> ir.Function:
         K = self.k
-        fnty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR] + [I64] * 7)
+        fnty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR] + [I64] * 7 + [PTR, I64])
         fn = ir.Function(self.module, fnty, "alpha.gemm")
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
@@ -293,8 +343,10 @@ class GemmEmitter:
             at = b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, i)], source_etype=self._ctx)
             b.store(value, at)
 
-        for i, arg in enumerate(fn.args):
+        for i, arg in enumerate(fn.args[:10]):
             put(i, arg)
+        put(11, fn.args[10])  # the chain, after the task's columns (10)
+        put(12, fn.args[11])
         m, n = fn.args[3], fn.args[4]
         # Columns per task: at most NC, and few enough panels that every worker gets about as
         # many as the others (a whole number of rounds of tasks), since small m gives one

@@ -77,6 +77,10 @@ class GraphEmitter:
         self.math = emit_math_functions(module)
         self.ptrs: dict[int, ir.Value] = {}
         self.param_offsets: dict[int, int] = {}
+        # placed nodes whose stored values also get a chain added (GemmEmitter.call), when a
+        # large product computes them; `chained` says which did
+        self.chains: dict[int, tuple[ir.Value, ir.Value]] = {}
+        self.chained: set[int] = set()
 
     def shape(self, i: int) -> tuple[int, ...]:
         return concrete(self.graph[i].shape, self.batch)
@@ -129,7 +133,10 @@ class GraphEmitter:
                 # the same floats in the same order: read where they are
                 self.ptrs[i] = self.ptrs[self.folded.get(node.inputs[0], node.inputs[0])]
                 continue
-            if outline:
+            if i in self.chains and node.op == "matmul" and self._large(node):
+                self._product(b, node, self.buffer(i), self.chains[i])
+                self.chained.add(i)
+            elif outline:
                 self._call_node(b, i, node)
             else:
                 self._emit(b, A, i, node)
@@ -304,12 +311,22 @@ class GraphEmitter:
         return self.ptrs[i], (self.shape(i)[1], 1)
 
     def _matmul(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value) -> None:
-        (m, k), (_, n) = self.shape(node.inputs[0]), self.shape(node.inputs[1])
         if self._large(node):
-            (a, sa), (c, sc) = self._operand(node.inputs[0]), self._operand(node.inputs[1])
-            self.gemm.call(b, out, a, c, m, n, k, sa, sc)
+            self._product(b, node, out)
         else:
             self._small_matmul(b, A, node, out)
+
+    def _product(
+        self,
+        b: ir.IRBuilder,
+        node: Node,
+        out: ir.Value,
+        chain: tuple[ir.Value, ir.Value] | None = None,
+    ) -> None:
+        """A large product by the packed GEMM (its operands read through their strides)."""
+        (m, k), (_, n) = self.shape(node.inputs[0]), self.shape(node.inputs[1])
+        (a, sa), (c, sc) = self._operand(node.inputs[0]), self._operand(node.inputs[1])
+        self.gemm.call(b, out, a, c, m, n, k, sa, sc, chain)
 
     def _small_matmul(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value) -> None:
         """out[m, n] = Σ_k a[m, k] * c[k, n], k ascending from +0.0.

@@ -12,7 +12,7 @@ from alpha_core.autodiff.reverse import StepGraph
 from alpha_core.check.program import InitSpec, Program
 from alpha_core.codegen import learner_emit
 from alpha_core.codegen.gemm import GemmEmitter
-from alpha_core.codegen.graph_emit import GraphEmitter
+from alpha_core.codegen.graph_emit import GraphEmitter, live_nodes
 from alpha_core.codegen.loops import (
     F32,
     I32,
@@ -74,6 +74,9 @@ def _copy(b: ir.IRBuilder, src: ir.Value, dst: ir.Value, dst_offset: int, n: int
     for_range(b, n, lambda j: store(b, load(b, src, j), dst, b.add(j, i64(dst_offset))), "cp")
 
 
+CHAIN_MAX = 8  # the longest chain the runtime passes a leaf (runtime/schedule.c, CHAIN)
+
+
 def emit_leaf_grad(
     module: ir.Module,
     program: Program,
@@ -81,10 +84,22 @@ def emit_leaf_grad(
     gemm: GemmEmitter,
     shared: dict[tuple[object, ...], ir.Function],
 ) -> None:
+    """alpha_leaf_grad_chain, and alpha_leaf_grad as its call with no chain.
+
+    Each element of a parameter's gradient is stored as chain[0] + (chain[1] + (... +
+    (chain[n-1] + g))): a gradient computed by a large product has the chain added by the GEMM
+    as it stores its tiles; any other gets its chain added in passes over its elements, the
+    last vector first. The same additions either way, after the same g."""
     fn, b = _function(
-        module, "alpha_leaf_grad", F32, [PTR] * 5, ["params", "x", "y_class", "y_reg", "grad"]
+        module,
+        "alpha_leaf_grad_chain",
+        F32,
+        [PTR] * 6 + [I32],
+        ["params", "x", "y_class", "y_reg", "grad", "chain", "links"],
     )
-    params, x, ycls, yreg, grad = fn.args
+    fn.attributes.add("noinline")  # alpha_leaf_grad calls it: the body is emitted once
+    params, x, ycls, yreg, grad, chain, links32 = fn.args
+    links = b.zext(links32, I64)
     em = GraphEmitter(module, step.graph, program.leaf_size, "step", gemm, shared)
     bound = _bind_params(b, step.graph, program, params)
     bound.update(_bind_inputs(step.graph, x, ycls, yreg))
@@ -95,11 +110,67 @@ def emit_leaf_grad(
         if g not in bound and g not in direct and step.graph[g].op != "const":
             direct[g] = spec.offset
     placed = {g: gep(b, grad, i64(offset)) for g, offset in direct.items()}
+    # A placed gradient that nothing else reads (no node, no second parameter) can be stored
+    # with its chain added: the chain's vectors offset to where the gradient lives in them.
+    live = live_nodes(step.graph, [step.loss_sum, *step.grads])
+    read = {j for i in live for j in step.graph[i].inputs}
+    for g, offset in direct.items():
+        if g not in read and step.grads.count(g) == 1 and step.graph[g].op == "matmul":
+            at = entry_alloca(b, ir.ArrayType(PTR, CHAIN_MAX))
+            at.type = PTR
+
+            def shift(j: ir.Value, at: ir.Value = at, offset: int = offset) -> None:
+                vector = b.load(gep(b, chain, j, PTR), typ=PTR)
+                b.store(gep(b, vector, i64(offset)), gep(b, at, j, PTR))
+
+            for_count(b, links, shift, "chain")
+            em.chains[g] = (at, links)
     em.emit(b, [step.loss_sum, *step.grads], bound, placed)
     for spec, g in zip(program.params, step.grads, strict=True):
         if direct.get(g) != spec.offset:
             _copy(b, em.ptrs[g], grad, spec.offset, spec.count)
+        elif g in em.chained:
+            continue
+        _add_chain(b, grad, spec.offset, spec.count, chain, links, gemm.k.width)
     b.ret(load(b, em.ptrs[step.loss_sum], i64(0)))
+
+    wrapper, w = _function(
+        module, "alpha_leaf_grad", F32, [PTR] * 5, ["params", "x", "y_class", "y_reg", "grad"]
+    )
+    none = ir.Constant(PTR, None)
+    w.ret(w.call(fn, [*wrapper.args, none, ir.Constant(I32, 0)]))
+
+
+def _add_chain(
+    b: ir.IRBuilder,
+    grad: ir.Value,
+    offset: int,
+    n: int,
+    chain: ir.Value,
+    links: ir.Value,
+    width: int,
+) -> None:
+    """grad[e] = chain[0][e] + (chain[1][e] + (... + (chain[links-1][e] + grad[e]))) for the
+    elements e of one parameter, in one pass: `width` elements at a time (independent lanes),
+    then one at a time."""
+    vec = ir.VectorType(F32, width)
+
+    def chained(e: ir.Value, ty: ir.Type) -> None:
+        slot = entry_alloca(b, ty)
+        b.store(b.load(gep(b, grad, e, ty), typ=ty, align=4), slot)
+
+        def link(t: ir.Value) -> None:
+            where = gep(b, chain, b.sub(b.sub(links, i64(1)), t), PTR)
+            add = b.load(gep(b, b.load(where, typ=PTR), e, ty), typ=ty, align=4)
+            b.store(b.fadd(b.load(slot, typ=ty), add), slot)
+
+        for_count(b, links, link, "link")
+        b.store(b.load(slot, typ=ty), gep(b, grad, e, ty), align=4)
+
+    whole = n // width
+    if whole:
+        for_range(b, whole, lambda j: chained(b.add(b.mul(j, i64(width)), i64(offset)), vec))
+    for_range(b, n - whole * width, lambda j: chained(b.add(j, i64(offset + whole * width)), F32))
 
 
 def emit_forward(
