@@ -119,6 +119,20 @@ static void compute_leaf(struct schedule *s, uint32_t l, float *out, const float
     out[p->n_params] = loss;
 }
 
+/* Every leaf of the round at once (alpha_leaves_grad): their inputs side by side, then one
+ * kernel that returns the canonical tree's sum of their gradients and losses. */
+static void compute_leaves(struct schedule *s, float *out)
+{
+    const struct alpha_program *p = s->p;
+    uint64_t rows = p->leaf_size;
+    for (uint32_t l = 0; l < p->leaves; l++)
+        batch_gather(p, s->d, p->rows - p->holdout, s->round, l, s->x + l * rows * p->features,
+                     s->y_class ? s->y_class + l * rows * s->d->targets : NULL,
+                     s->y_reg ? s->y_reg + l * rows * p->outputs : NULL);
+    alpha_leaf_round = s->round, alpha_leaf_index = 0;
+    out[p->n_params] = alpha_leaves_grad(s->params, s->x, s->y_class, s->y_reg, out);
+}
+
 /* The tree walk's bookkeeping is compiled for size (the executable has a size budget); the
  * time is spent in the kernels and in the additions above. */
 #define WALK __attribute__((minsize))
@@ -171,6 +185,17 @@ enum { CHAIN = 8 }; /* the longest chain added in one pass */
 
 WALK static int evaluate(struct schedule *s, uint32_t lo, uint32_t hi, struct value *chain,
                          uint32_t n, struct value *result, const char **error);
+
+/* The additions of node [lo, hi) and below, children first: what the walk records. */
+WALK static void record_tree(struct schedule *s, uint32_t lo, uint32_t hi)
+{
+    if (hi - lo < 2)
+        return;
+    uint32_t mid = lo + tree_split(hi - lo);
+    record_tree(s, lo, mid);
+    record_tree(s, mid, hi);
+    record(s, lo, mid, hi);
+}
 
 /* The chain's vectors as the kernels and add_chain read them, and given back after. */
 WALK static void pointers(const struct value *chain, uint32_t n, const float **out)
@@ -226,6 +251,13 @@ WALK static int evaluate(struct schedule *s, uint32_t lo, uint32_t hi, struct va
             return 0;
         *result = add_pass(s, node.data, chain, n);
         release(s, &node, 1);
+        return 1;
+    }
+    if (s->whole && lo == 0 && hi == s->p->leaves && !n && s->lazy_lo == 0 && s->lazy_hi == hi) {
+        *result = (struct value){take(s), 1}; /* every leaf computed here: one kernel for all */
+        if (!s->dry)
+            compute_leaves(s, result->data);
+        record_tree(s, lo, hi);
         return 1;
     }
     struct value links[CHAIN];
@@ -416,13 +448,12 @@ float schedule_train(struct schedule *s, const struct dataset *d, struct net *ne
     const struct alpha_program *p = s->p;
     const struct alpha_role *r = s->r;
     s->d = d, s->net = net, s->quiet = quiet;
-    s->x = checked_calloc((size_t)p->leaf_size * p->features, sizeof(float), "a leaf's inputs");
+    size_t rows = (size_t)p->leaf_size * (s->whole ? p->leaves : 1); /* one leaf, or all */
+    s->x = checked_calloc(rows * p->features, sizeof(float), "a leaf's inputs");
     if (d->y_class)
-        s->y_class = checked_calloc((size_t)p->leaf_size * d->targets, sizeof(int32_t),
-                                    "a leaf's labels");
+        s->y_class = checked_calloc(rows * d->targets, sizeof(int32_t), "a leaf's labels");
     if (d->y_reg)
-        s->y_reg = checked_calloc((size_t)p->leaf_size * p->outputs, sizeof(float),
-                                  "a leaf's targets");
+        s->y_reg = checked_calloc(rows * p->outputs, sizeof(float), "a leaf's targets");
     uint32_t failed;
     uint64_t frames = net->frames, bytes = net->bytes;
     for (uint32_t t = s->first_round; t < p->steps; t++) {

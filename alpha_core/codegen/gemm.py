@@ -22,6 +22,7 @@ from llvmlite import ir
 from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, for_count, gep, i64, splat
 from alpha_core.codegen.packing import ceil_div, min_i64, pack_panels
 from alpha_core.codegen.tiles import Blocking
+from alpha_core.link.tree_reference import tree_split
 
 # A product below this many multiply-adds runs the plain loop in place (no packing, no tasks):
 # for the small layers of small models the packing would cost more than it saves.
@@ -33,11 +34,44 @@ def packed(m: int, n: int, k: int) -> bool:
     return m * n * k >= GEMM_MIN_WORK
 
 
+CHAIN_MAX = 8  # the longest chain added as a product is stored (runtime/schedule.c, CHAIN)
 SCRATCH_SYMBOL = "alpha_scratch_floats"  # floats of scratch each worker needs (runtime/pool.c)
 PARALLEL_SYMBOL = "alpha_parallel"  # runs tasks 0..n-1, each once, on the role's threads
 WORKERS_SYMBOL = "alpha_workers"  # how many threads take tasks
 HOOK_SYMBOL = "alpha_threads_hook"  # the runtime's thread starter, or null (runtime/pool.h)
 SPAWN_SYMBOL = "alpha_pool_spawn"
+
+
+def tree_walk(leaves: int) -> tuple[list[tuple[int, int | None, tuple[int, ...]]], int]:
+    """The canonical tree over `leaves` leaves as the runtime's combine walk makes it: steps
+    (leaf, the buffer its value goes to (None: the root, C), the chain added to it) and how many
+    buffers the walk needs. A node's left subtree is computed first and joins the chain of its
+    right one; the chain's values, and so every addition, are the tree's."""
+    steps: list[tuple[int, int | None, tuple[int, ...]]] = []
+    free: list[int] = []
+    made = 0
+
+    def take() -> int:
+        nonlocal made
+        if free:
+            return free.pop()
+        made += 1
+        return made - 1
+
+    def walk(lo: int, hi: int, chain: tuple[int, ...]) -> int:
+        if hi - lo == 1:
+            into = take()
+            steps.append((lo, into, chain))
+            free.extend(chain)
+            return into
+        mid = lo + tree_split(hi - lo)
+        return walk(mid, hi, (*chain, walk(lo, mid, ())))
+
+    walk(0, leaves, ())
+    leaf, _, chain = steps[-1]
+    steps[-1] = (leaf, None, chain)  # the root goes to C
+    used = {j for _, into, links in steps for j in (*links, *([] if into is None else [into]))}
+    return steps, max(used, default=-1) + 1
 
 
 class GemmEmitter:
@@ -53,7 +87,10 @@ class GemmEmitter:
         # c, a, b, m, n, k, a's strides, b's strides, the task's columns (a multiple of NR),
         # then the chain added to each output as it is stored (see `call`)
         self._ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8 + [PTR, I64])
+        self._tree_ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8 + [PTR, I64, I64, I64])
         self._gemm: ir.Function | None = None  # emitted with the first large product
+        self._trees: dict[int, ir.Function] = {}  # call_tree's entries, by leaf count
+        self.tree_buffers = 0  # block buffers a tree task needs beside the panels
         self._parallel: ir.Function | None = None  # declared with the first task
 
     def finish(self) -> None:
@@ -61,7 +98,7 @@ class GemmEmitter:
         workers: none and null when the module has no large product, so that an executable
         without one links no thread code at all."""
         scratch = ir.GlobalVariable(self.module, I64, SCRATCH_SYMBOL)
-        floats = self.k.scratch_floats if self._gemm is not None else 0
+        floats = self.scratch_floats if self._gemm is not None else 0
         scratch.initializer = ir.Constant(I64, floats)
         scratch.global_constant = True
         hook = ir.GlobalVariable(self.module, PTR, HOOK_SYMBOL)
@@ -71,6 +108,11 @@ class GemmEmitter:
         else:
             spawn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [I32]), SPAWN_SYMBOL)
             hook.initializer = spawn
+
+    @property
+    def scratch_floats(self) -> int:
+        """Floats of scratch each worker needs: the packed panels, then a tree task's blocks."""
+        return self.k.scratch_floats + self.tree_buffers * self.k.mc * self.k.nc
 
     def parallel(self) -> ir.Function:
         """alpha_parallel(task, ctx, count), declared (and the threads' hook set) on first use."""
@@ -85,9 +127,38 @@ class GemmEmitter:
         if self._gemm is None:
             self.parallel()
             self._kernel = self._emit_kernel()
+            self._block = self._emit_block()
             self._task = self._emit_task()
             self._gemm = self._emit_gemm()
         return self._gemm
+
+    def call_tree(
+        self,
+        b: ir.IRBuilder,
+        c: ir.Value,
+        a: ir.Value,
+        bm: ir.Value,
+        m: int,
+        n: int,
+        k: int,
+        a_strides: tuple[int, int],
+        b_strides: tuple[int, int],
+        leaves: int,
+        steps: tuple[int, int],
+    ) -> None:
+        """c[m, n] = the canonical tree's sum over `leaves` leaves of leaf l's product
+        (a + l * steps[0]) · (b + l * steps[1]), each an m x k by k x n product as `call`
+        computes it: every leaf's sum from +0.0 in ascending p, the leaves added in the tree's
+        grouping, per block of C in the task's scratch (the leaves' values never reach C)."""
+        self._declare()
+        entry = self._trees.get(leaves)
+        if entry is None:
+            name = f"alpha.gemm.tree{leaves}"
+            entry = self._emit_gemm(name, self._emit_tree_task(leaves))
+            self._trees[leaves] = entry
+            self.tree_buffers = max(self.tree_buffers, tree_walk(leaves)[1])
+        args = [c, a, bm, i64(m), i64(n), i64(k), *map(i64, a_strides), *map(i64, b_strides)]
+        b.call(entry, [*args, *map(i64, steps)])
 
     def call(
         self,
@@ -114,20 +185,20 @@ class GemmEmitter:
 
     # -- the micro-kernel ----------------------------------------------------------------------
     def _emit_kernel(self) -> ir.Function:
-        """kernel(ap, bp, c, ldc, kc, first, ldb, chain, count, at): the MR x NR tile at c (row
-        stride ldc) gets Σ over kc steps of the packed A panel and the B panel at bp (row
+        """kernel(ap, bp, c, ldc, kc, first, ldb, chain, count, at, ldk): the MR x NR tile at c
+        (row stride ldc) gets Σ over kc steps of the packed A panel and the B panel at bp (row
         stride ldb: NR when packed), starting from +0.0 when `first`, else from its own value;
-        then the chain's tiles at element `at` of each (row stride ldc) are added to it, the
+        then the chain's tiles at element `at` of each (row stride ldk) are added to it, the
         last first, before it is stored (count 0: none)."""
         K = self.k
         nv = K.nr // K.width
         fnty = ir.FunctionType(
-            ir.VoidType(), [PTR, PTR, PTR, I64, I64, ir.IntType(1), I64, PTR, I64, I64]
+            ir.VoidType(), [PTR, PTR, PTR, I64, I64, ir.IntType(1), I64, PTR, I64, I64, I64]
         )
         fn = ir.Function(self.module, fnty, "alpha.gemm.kernel")
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
-        ap, bp, c, ldc, kc, first, ldb, chain, count, at0 = fn.args
+        ap, bp, c, ldc, kc, first, ldb, chain, count, at0, ldk = fn.args
         for arg in (ap, bp, c):
             arg.add_attribute("noalias")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -173,7 +244,7 @@ class GemmEmitter:
             base = b.load(gep(b, chain, b.sub(b.sub(count, i64(1)), t), PTR), typ=PTR)
             for r in range(K.mr):
                 for v in range(nv):
-                    at = b.add(at0, b.add(b.mul(i64(r), ldc), i64(v * K.width)))
+                    at = b.add(at0, b.add(b.mul(i64(r), ldk), i64(v * K.width)))
                     add = b.load(gep(b, base, at, self.vec), typ=self.vec, align=4)
                     b.store(b.fadd(b.load(slots[r][v], typ=self.vec), add), slots[r][v])
 
@@ -185,52 +256,39 @@ class GemmEmitter:
         b.ret_void()
         return fn
 
-    # -- packing ---------------------------------------------------------------------------------
-    # -- one task: an MC x NC block of C ---------------------------------------------------------
-    def _emit_task(self) -> ir.Function:
+    # -- one block of C: the loops over k, then the panels of B and of A -----------------------
+    def _emit_block(self) -> ir.Function:
+        """block(dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, count, ldk, scratch):
+        dst[i, j] (row stride ld) = Σ_p a[i, p] · bm[p, j] for i < mc, j < nc, a and bm at the
+        block's origin (strides a0, a1 and b0, b1), then plus the chain: `count` pointers at
+        the block's origin, row stride ldk. `direct`: B is read in place where it can be."""
         K = self.k
-        fnty = ir.FunctionType(ir.VoidType(), [PTR, I32, PTR])
-        fn = ir.Function(self.module, fnty, "alpha.gemm.task")
+        fnty = ir.FunctionType(
+            ir.VoidType(),
+            [PTR, I64, PTR, PTR, I64, I64, I64, I64, I64, I64, I64, ir.IntType(1)]
+            + [PTR, I64, I64, PTR],
+        )
+        fn = ir.Function(self.module, fnty, "alpha.gemm.block")
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
-        ctx, index, scratch = fn.args
+        dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, links, ldk, scratch = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-
-        def field(i: int, ty: ir.Type) -> ir.Value:
-            at = b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, i)], source_etype=self._ctx)
-            return b.load(at, typ=ty)
-
-        c, a, bm = field(0, PTR), field(1, PTR), field(2, PTR)
-        m, n, k, a0, a1, b0, b1, task_nc = (field(3 + i, I64) for i in range(8))
-        chain, links = field(11, PTR), field(12, I64)
-        tiles_n = b.udiv(b.add(n, b.sub(task_nc, i64(1))), task_nc)
-        t = b.zext(index, I64)
-        ti, tj = b.udiv(t, tiles_n), b.urem(t, tiles_n)
-        i0, j0 = b.mul(ti, i64(K.mc)), b.mul(tj, task_nc)
-        mc = min_i64(b, i64(K.mc), b.sub(m, i0))
-        nc = min_i64(b, task_nc, b.sub(n, j0))
         # scratch is 64-byte aligned by the runtime
         bp = scratch
         ap = gep(b, scratch, i64(K.kc * K.nc))
-        here = b.block  # the edge tile: a stack array in the entry block
-        b.position_at_start(fn.entry_basic_block)
-        tile = b.alloca(F32, size=i64(K.mr * K.nr))
+        tile = b.alloca(F32, size=i64(K.mr * K.nr))  # the edge tile
         tile.align = 64
-        b.position_at_end(here)
         blocks = ceil_div(b, k, K.kc)
-        # With one row of tasks (m <= MC) each element of a row-major B serves only the few row
-        # panels of this task: the micro-kernel reads it where it is rather than from a copy.
-        direct = b.and_(b.icmp_signed("==", b1, i64(1)), b.icmp_signed("<=", m, i64(K.mc)))
         panel_at = entry_alloca(b, PTR)
         panel_ld = entry_alloca(b, I64)
 
         def k_block(q: ir.Value) -> None:
             p0 = b.mul(q, i64(K.kc))
             kc = min_i64(b, i64(K.kc), b.sub(k, p0))
-            b_src = gep(b, bm, b.add(b.mul(p0, b0), b.mul(j0, b1)))
+            b_src = gep(b, bm, b.mul(p0, b0))
             with b.if_then(b.not_(direct)):
                 pack_panels(b, bp, b_src, nc, kc, b1, b0, K.nr)
-            a_src = gep(b, a, b.add(b.mul(i0, a0), b.mul(p0, a1)))
+            a_src = gep(b, a, b.mul(p0, a1))
             pack_panels(b, ap, a_src, mc, kc, a0, a1, K.mr)
             first = b.icmp_unsigned("==", q, i64(0))
             # the chain is added once, to the finished sums: in the last block of p
@@ -258,8 +316,8 @@ class GemmEmitter:
                     ii = b.mul(ir_, i64(K.mr))
                     rows = min_i64(b, i64(K.mr), b.sub(mc, ii))
                     a_panel = gep(b, ap, b.mul(ii, kc))
-                    at = b.add(b.mul(b.add(i0, ii), n), b.add(j0, jj))
-                    c_tile = gep(b, c, at)
+                    c_tile = gep(b, dst, b.add(b.mul(ii, ld), jj))
+                    at = b.add(b.mul(ii, ldk), jj)  # the tile's place in the chain's arrays
                     whole = b.and_(
                         b.icmp_signed("==", rows, i64(K.mr)), b.icmp_signed("==", cols, i64(K.nr))
                     )
@@ -267,19 +325,20 @@ class GemmEmitter:
                         with then:
                             b.call(
                                 self._kernel,
-                                [a_panel, b_panel, c_tile, n, kc, first, ldb, chain, count, at],
+                                [a_panel, b_panel, c_tile, ld, kc, first, ldb]
+                                + [chain, count, at, ldk],
                             )
                         with other:
                             with b.if_then(b.not_(first)):  # the earlier blocks' sums
-                                self._copy_tile(b, c_tile, n, tile, i64(K.nr), rows, cols)
+                                self._copy_tile(b, c_tile, ld, tile, i64(K.nr), rows, cols)
                             none = ir.Constant(PTR, None)
                             b.call(
                                 self._kernel,
                                 [a_panel, b_panel, tile, i64(K.nr), kc, first, ldb]
-                                + [none, i64(0), i64(0)],
+                                + [none, i64(0), i64(0), i64(0)],
                             )
                             self._copy_tile(
-                                b, tile, i64(K.nr), c_tile, n, rows, cols, (chain, count, at)
+                                b, tile, i64(K.nr), c_tile, ld, rows, cols, (chain, count, at, ldk)
                             )
 
                 for_count(b, ceil_div(b, mc, K.mr), row_panel, "ir")
@@ -287,6 +346,97 @@ class GemmEmitter:
             for_count(b, ceil_div(b, nc, K.nr), col_panel, "jr")
 
         for_count(b, blocks, k_block, "kb")
+        b.ret_void()
+        return fn
+
+    # -- one task: an MC x NC block of C ---------------------------------------------------------
+    def _task_frame(
+        self, name: str, fields: int
+    ) -> tuple[ir.Function, ir.IRBuilder, list[ir.Value], ir.Value, dict[str, ir.Value]]:
+        """A task function(ctx, index, scratch) and its block of C: the ctx's fields, and i0,
+        j0, mc, nc and whether B may be read in place."""
+        K = self.k
+        fnty = ir.FunctionType(ir.VoidType(), [PTR, I32, PTR])
+        fn = ir.Function(self.module, fnty, name)
+        fn.linkage = "internal"
+        fn.attributes.add("nounwind")
+        ctx, index, scratch = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        ctx_ty = self._tree_ctx if fields > 13 else self._ctx
+        tys = [PTR, PTR, PTR] + [I64] * 8 + [PTR, I64] + [I64] * (fields - 13)
+        values = [
+            b.load(
+                b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, i)], source_etype=ctx_ty), typ=t
+            )
+            for i, t in enumerate(tys)
+        ]
+        m, n, task_nc, b1 = values[3], values[4], values[10], values[9]
+        tiles_n = b.udiv(b.add(n, b.sub(task_nc, i64(1))), task_nc)
+        t = b.zext(index, I64)
+        ti, tj = b.udiv(t, tiles_n), b.urem(t, tiles_n)
+        i0, j0 = b.mul(ti, i64(K.mc)), b.mul(tj, task_nc)
+        block = {
+            "i0": i0,
+            "j0": j0,
+            "mc": min_i64(b, i64(K.mc), b.sub(m, i0)),
+            "nc": min_i64(b, task_nc, b.sub(n, j0)),
+            # With one row of tasks (m <= MC) each element of a row-major B serves only the few
+            # row panels of this task: the micro-kernel reads it where it is, not from a copy.
+            "direct": b.and_(b.icmp_signed("==", b1, i64(1)), b.icmp_signed("<=", m, i64(K.mc))),
+        }
+        return fn, b, values, scratch, block
+
+    def _emit_task(self) -> ir.Function:
+        K = self.k
+        fn, b, f, scratch, blk = self._task_frame("alpha.gemm.task", 13)
+        c, a, bm, m, n, k, a0, a1, b0, b1, _, chain, links = f
+        i0, j0 = blk["i0"], blk["j0"]
+        origin = b.add(b.mul(i0, n), j0)
+        shifted = entry_alloca(b, ir.ArrayType(PTR, CHAIN_MAX))
+        shifted.type = PTR
+
+        def shift(t: ir.Value) -> None:
+            vector = b.load(gep(b, chain, t, PTR), typ=PTR)
+            b.store(gep(b, vector, origin), gep(b, shifted, t, PTR))
+
+        for_count(b, links, shift, "shift")
+        b.call(
+            self._block,
+            [gep(b, c, origin), n, gep(b, a, b.mul(i0, a0)), gep(b, bm, b.mul(j0, b1))]
+            + [blk["mc"], blk["nc"], k, a0, a1, b0, b1, blk["direct"], shifted, links, n, scratch],
+        )
+        del K, m
+        b.ret_void()
+        return fn
+
+    def _emit_tree_task(self, leaves: int) -> ir.Function:
+        """The task of a product summed over `leaves` leaves by the canonical tree: each leaf's
+        block (its own rows of p) into a block buffer of the task's scratch, with the chain of
+        the tree's pending values added as it is stored (tree_walk), the root's into C."""
+        K = self.k
+        fn, b, f, scratch, blk = self._task_frame(f"alpha.gemm.tree{leaves}.task", 15)
+        c, a, bm, m, n, k, a0, a1, b0, b1, _, _, _, a_step, b_step = f
+        i0, j0 = blk["i0"], blk["j0"]
+        steps, buffers = tree_walk(leaves)
+        block = K.mc * K.nc
+        buf = [gep(b, scratch, i64(K.scratch_floats + i * block)) for i in range(buffers)]
+        a_block = gep(b, a, b.mul(i0, a0))
+        b_block = gep(b, bm, b.mul(j0, b1))
+        for leaf, into, links in steps:
+            chain = entry_alloca(b, ir.ArrayType(PTR, max(1, len(links))))
+            chain.type = PTR
+            for t, j in enumerate(links):
+                b.store(buf[j], gep(b, chain, i64(t), PTR))
+            dst, ld = (
+                (gep(b, c, b.add(b.mul(i0, n), j0)), n) if into is None else (buf[into], i64(K.nc))
+            )
+            b.call(
+                self._block,
+                [dst, ld, gep(b, a_block, b.mul(i64(leaf), a_step))]
+                + [gep(b, b_block, b.mul(i64(leaf), b_step)), blk["mc"], blk["nc"], k]
+                + [a0, a1, b0, b1, blk["direct"], chain, i64(len(links)), i64(K.nc), scratch],
+            )
+        del m
         b.ret_void()
         return fn
 
@@ -299,21 +449,21 @@ class GemmEmitter:
         dst_ld: ir.Value,
         rows: ir.Value,
         cols: ir.Value,
-        chain: tuple[ir.Value, ir.Value, ir.Value] | None = None,
+        chain: tuple[ir.Value, ir.Value, ir.Value, ir.Value] | None = None,
     ) -> None:
         """rows x cols floats from src to dst (row strides src_ld, dst_ld): a partial tile's
         valid part, between C and the stack tile the micro-kernel works on. With a chain
-        (pointers, count, the tile's element in C) each value is stored plus the chain's
-        elements at the same place (row stride dst_ld), the last first, as the kernel adds."""
+        (pointers, count, the tile's element in them, their row stride) each value is stored
+        plus the chain's elements at the same place, the last first, as the kernel adds."""
 
         def row(r: ir.Value) -> None:
             def col(j: ir.Value) -> None:
                 v = b.load(gep(b, src, b.add(b.mul(r, src_ld), j)), typ=F32, align=4)
                 if chain is not None:
-                    links, count, at0 = chain
+                    links, count, at0, ldk = chain
                     slot = entry_alloca(b, F32)
                     b.store(v, slot)
-                    at = b.add(at0, b.add(b.mul(r, dst_ld), j))
+                    at = b.add(at0, b.add(b.mul(r, ldk), j))
 
                     def link(t: ir.Value) -> None:
                         where = gep(b, links, b.sub(b.sub(count, i64(1)), t), PTR)
@@ -329,24 +479,35 @@ class GemmEmitter:
         for_count(b, rows, row, "tr")
 
     # -- the entry: split C into tasks and run them ----------------------------------------------
-    def _emit_gemm(self) -> ir.Function:
+    def _emit_gemm(self, name: str = "alpha.gemm", task: ir.Function | None = None) -> ir.Function:
+        """alpha.gemm(c, a, b, m, n, k, strides..., chain, count), or with a tree task
+        alpha.gemm.treeN(c, a, b, m, n, k, strides..., a_step, b_step)."""
         K = self.k
-        fnty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR] + [I64] * 7 + [PTR, I64])
-        fn = ir.Function(self.module, fnty, "alpha.gemm")
+        tree = task is not None
+        extra = [I64, I64] if tree else [PTR, I64]
+        fnty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR] + [I64] * 7 + extra)
+        fn = ir.Function(self.module, fnty, name)
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        ctx = b.alloca(self._ctx)
+        ctx_ty = self._tree_ctx if tree else self._ctx
+        ctx = b.alloca(ctx_ty)
         ctx.type = PTR  # opaque, as every pointer here: fields are reached by typed geps
 
         def put(i: int, value: ir.Value) -> None:
-            at = b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, i)], source_etype=self._ctx)
+            at = b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, i)], source_etype=ctx_ty)
             b.store(value, at)
 
         for i, arg in enumerate(fn.args[:10]):
             put(i, arg)
-        put(11, fn.args[10])  # the chain, after the task's columns (10)
-        put(12, fn.args[11])
+        if tree:  # no chain; the leaves' steps through A and B
+            put(11, ir.Constant(PTR, None))
+            put(12, i64(0))
+            put(13, fn.args[10])
+            put(14, fn.args[11])
+        else:
+            put(11, fn.args[10])  # the chain, after the task's columns (10)
+            put(12, fn.args[11])
         m, n = fn.args[3], fn.args[4]
         # Columns per task: at most NC, and few enough panels that every worker gets about as
         # many as the others (a whole number of rounds of tasks), since small m gives one
@@ -363,6 +524,6 @@ class GemmEmitter:
         task_nc = b.mul(per_task, i64(K.nr))
         put(10, task_nc)
         tasks = b.mul(tiles_m, b.udiv(b.add(n, b.sub(task_nc, i64(1))), task_nc))
-        b.call(self.parallel(), [self._task, ctx, b.trunc(tasks, I32)])
+        b.call(self.parallel(), [task or self._task, ctx, b.trunc(tasks, I32)])
         b.ret_void()
         return fn

@@ -13,6 +13,7 @@ from alpha_core.check.program import InitSpec, Program
 from alpha_core.codegen import learner_emit
 from alpha_core.codegen.gemm import GemmEmitter
 from alpha_core.codegen.graph_emit import GraphEmitter, live_nodes
+from alpha_core.codegen.leaves_kernel import batching, emit_leaves_grad
 from alpha_core.codegen.loops import (
     F32,
     I32,
@@ -368,6 +369,9 @@ def build_kernels(
     emit_init(module, program)
     shared: dict[tuple[object, ...], ir.Function] = {}  # node functions of both kernels
     emit_leaf_grad(module, program, step, gemm, shared)
+    split = batching(program, step)
+    if split is not None:
+        emit_leaves_grad(module, program, step, split, gemm, shared)
     emit_apply(module, program, gemm)
     if program.learner.clip is not None:
         learner_emit.emit_clipping(module, program)

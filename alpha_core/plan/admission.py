@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from alpha_core.autodiff.reverse import StepGraph, training_step
 from alpha_core.check.program import Program
-from alpha_core.codegen.gemm import packed
+from alpha_core.codegen.gemm import packed, tree_walk
 from alpha_core.codegen.graph_emit import live_nodes
+from alpha_core.codegen.leaves_kernel import batching
 from alpha_core.codegen.tiles import blocking_for
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.ir.graph import concrete, size
@@ -90,7 +91,9 @@ def pieces_held(schedule: RoleSchedule) -> int:
 
 
 def kernel_buffers(program: Program, step: StepGraph) -> int:
-    """The static buffers of the leaf-gradient (`step`) and forward kernels."""
+    """The static buffers of the leaf-gradient (`step`) and forward kernels, and of the kernel
+    for all the leaves at once where the step has one (its rows for every leaf, and each sum's
+    value per leaf)."""
     total = 0
     for graph, roots in (
         (step.graph, [step.loss_sum, *step.grads]),
@@ -100,12 +103,29 @@ def kernel_buffers(program: Program, step: StepGraph) -> int:
             node = graph[i]
             if node.op not in ("param", "input_x", "label_class", "label_reg"):
                 total += max(1, size(concrete(node.shape, program.leaf_size))) * FLOAT
+    split = batching(program, step)
+    if split is not None:
+        rows = program.leaves * program.leaf_size
+        for i in split.rows:
+            if step.graph[i].op not in ("input_x", "label_class", "label_reg"):
+                total += max(1, size(concrete(step.graph[i].shape, rows))) * FLOAT
+        for g in split.sums:
+            if step.graph[g].op != "matmul":
+                total += program.leaves * max(1, size(step.graph[g].shape)) * FLOAT
     return total
 
 
 def task_scratch(program: Program, step: StepGraph) -> int:
     """Bytes of packed panels one thread needs: the largest tile's, when the leaf kernel
-    (`step`) has a product large enough for the packed GEMM (codegen/gemm.py), else none."""
+    (`step`) has a product large enough for the packed GEMM (codegen/gemm.py), else none; and
+    the blocks of C a tree of products holds (the kernel for all leaves), where there is one."""
+    split = batching(program, step)
+    if split is not None:
+        blocks = tree_walk(program.leaves)[1]
+        return max(
+            (t.scratch_floats + blocks * t.mc * t.nc) * FLOAT
+            for t in (blocking_for(w, r) for w, r in TILES)
+        )
     for node in step.graph.nodes:
         if node.op == "matmul":
             (m, k), (_, n) = (concrete(step.graph[i].shape, program.leaf_size) for i in node.inputs)
@@ -131,7 +151,13 @@ def demand(program: Program, schedule: RoleSchedule, threads: int = 1) -> list[t
         ),
         ("activations (kernel buffers)", kernel_buffers(program, step)),
         ("data", d.rows * (d.features + label_width) * FLOAT),
-        ("leaf inputs", program.leaf_size * (d.features + label_width) * FLOAT),
+        (
+            "leaf inputs",
+            program.leaf_size
+            * (program.leaves if batching(program, step) is not None else 1)
+            * (d.features + label_width)
+            * FLOAT,
+        ),
     ]
     if schedule.links:
         items.append(

@@ -1,0 +1,252 @@
+"""One kernel for all the leaves of a round: alpha_leaves_grad.
+
+A leaf's step is two kinds of work. Most nodes compute each example's rows from that example's
+rows alone (the layers, the loss of each example, the gradients of the activations): computed
+for the whole round at once, over leaves x leaf_size rows, every row has the bits it has when
+its leaf is computed alone, and each weight matrix is read once per product, not once per leaf.
+The rest sum over a leaf's examples (the weight and bias gradients, the loss sum): those are
+computed per leaf and added by the canonical tree of the leaves, a weight gradient block by
+block in the GEMM's scratch (GemmEmitter.call_tree), so that neither a leaf's gradient nor a
+node of the tree is ever stored whole. The sums and the additions are those of the leaf kernel
+and the combine walk, so the bits are too (tests/test_leaves_kernel.py).
+
+Only a step of this shape is compiled so (`batching` says whether, and why not): a node that
+mixes examples must be a parameter's gradient or the loss, read by no other node; dropout (its
+mask is a function of the leaf) and operations outside a known row-wise set keep the leaf
+kernel alone. The runtime calls it for a COMBINE of all the round's leaves with nothing held
+(a single process); any other role computes its leaves one at a time (schedule.c).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from alpha_core.autodiff.reverse import StepGraph
+from alpha_core.check.program import Program
+from alpha_core.codegen.gemm import GemmEmitter, packed
+from alpha_core.codegen.graph_emit import GraphEmitter, live_nodes
+from alpha_core.codegen.loops import F32, PTR, for_range, gep, i64, load, store
+from alpha_core.ir.graph import Graph, size
+from alpha_core.link.tree_reference import tree_split
+from alpha_core.semantics.llvm_arith import LlvmArith
+
+# Operations whose every output row is a function of the same rows of its inputs (an example's
+# rows stay the example's): computed over all the leaves' rows at once, each row is the same.
+ROW_WISE = frozenset(
+    {
+        "input_x",
+        "label_class",
+        "label_reg",
+        "matmul",
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "neg",
+        "relu",
+        "tanh",
+        "sigmoid",
+        "exp",
+        "log",
+        "relu_grad",
+        "tanh_grad",
+        "sigmoid_grad",
+        "xent",
+        "xent_grad",
+        "mse",
+        "mse_grad",
+        "reshape",
+    }
+)
+REDUCING = frozenset({"sum", "mean", "reduce_to"})  # over a leaf's rows, by the sub-emitter
+MAX_LEAVES = 64  # a walk's chain stays under CHAIN_MAX (the tree's depth) for fewer
+
+
+@dataclass(frozen=True)
+class Batching:
+    """How the step splits: nodes with rows per example (`rows`), the sums over a leaf's
+    examples (`sums`: node -> the gradient's offset, None for the loss), and the transposes
+    only those sums' products read (`folded`: node -> its input)."""
+
+    rows: frozenset[int]
+    sums: dict[int, int | None]
+    folded: dict[int, int]
+
+
+def _rows(graph: Graph, i: int) -> bool:
+    shape = graph[i].shape
+    return bool(shape) and shape[0] < 0 and all(d >= 0 for d in shape[1:])
+
+
+def batching(program: Program, step: StepGraph) -> Batching | None:
+    """The split of the step when alpha_leaves_grad can compute it, else None."""
+    graph = step.graph
+    if program.leaves < 2 or program.leaves > MAX_LEAVES:
+        return None
+    roots = [step.loss_sum, *step.grads]
+    live = live_nodes(graph, roots)
+    users: dict[int, list[int]] = {}
+    for i in live:
+        for j in graph[i].inputs:
+            users.setdefault(j, []).append(i)
+    # every parameter's gradient and the loss: a sum over examples, read by nothing else
+    sums: dict[int, int | None] = {step.loss_sum: None}
+    for spec, g in zip(program.params, step.grads, strict=True):
+        if g in sums or users.get(g):
+            return None
+        sums[g] = spec.offset
+    if users.get(step.loss_sum):
+        return None
+    rows: set[int] = set()
+    folded: dict[int, int] = {}
+    for i in live:
+        node = graph[i]
+        batched = [j for j in node.inputs if _rows(graph, j)]
+        if i in sums:
+            if node.op in REDUCING and len(node.inputs) == 1 and batched:
+                continue
+            if node.op == "matmul" and _is_weight_gradient(graph, node.inputs, users, sums):
+                folded[node.inputs[0]] = graph[node.inputs[0]].inputs[0]
+                continue
+            return None
+        if i in folded or (node.op == "transpose" and i in _transposes_of(graph, sums)):
+            continue
+        if _rows(graph, i):
+            if node.op not in ROW_WISE:
+                return None
+            if node.op == "matmul" and (not batched or batched != [node.inputs[0]]):
+                return None
+            rows.add(i)
+        elif batched:  # a node without rows that reads rows: a sum nothing may read
+            return None
+    for t in _transposes_of(graph, sums):
+        folded[t] = graph[t].inputs[0]
+    # Worth it where a weight gradient is a large product per leaf: there the weights read once
+    # a round instead of once a leaf, and a gradient stored once, are most of the step. A small
+    # model's leaves are faster one at a time (digits: 35 µs a step against 57 batched).
+    if not any(
+        packed(graph[h].shape[1], graph[g].shape[1], -graph[h].shape[0] * program.leaf_size)
+        for t, h in folded.items()
+        for g in (u for u in sums if graph[u].op == "matmul" and graph[u].inputs[0] == t)
+    ):
+        return None
+    return Batching(frozenset(rows), sums, folded)
+
+
+def _transposes_of(graph: Graph, sums: dict[int, int | None]) -> set[int]:
+    return {graph[g].inputs[0] for g in sums if graph[g].op == "matmul"}
+
+
+def _is_weight_gradient(
+    graph: Graph, inputs: tuple[int, ...], users: dict[int, list[int]], sums: dict[int, int | None]
+) -> bool:
+    """hᵀ · d for rows h and d (two matrices): the transpose read only by such products."""
+    t, d = inputs
+    if graph[t].op != "transpose" or not _rows(graph, d) or len(graph[d].shape) != 2:
+        return False
+    (h,) = graph[t].inputs
+    if not _rows(graph, h) or len(graph[h].shape) != 2 or graph[h].shape[0] != graph[d].shape[0]:
+        return False
+    return all(u in sums and graph[u].op == "matmul" and graph[u].inputs[0] == t for u in users[t])
+
+
+def emit_leaves_grad(
+    module: ir.Module,
+    program: Program,
+    step: StepGraph,
+    split: Batching,
+    gemm: GemmEmitter,
+    shared: dict[tuple[object, ...], ir.Function],
+) -> None:
+    """alpha_leaves_grad(params, x, y_class, y_reg, grad): the canonical tree's sum over all
+    `leaves` leaves of their gradients into grad, x and the labels every leaf's rows in leaf
+    order; returns the tree's sum of the leaves' loss sums."""
+    from alpha_core.codegen.kernels import _bind_inputs, _bind_params, _function
+
+    graph = step.graph
+    leaves, rows = program.leaves, program.leaf_size
+    fn, b = _function(
+        module, "alpha_leaves_grad", F32, [PTR] * 5, ["params", "x", "y_class", "y_reg", "grad"]
+    )
+    params, x, ycls, yreg, grad = fn.args
+    em = GraphEmitter(module, graph, leaves * rows, "leaves", gemm, shared)
+    bound = _bind_params(b, graph, program, params)
+    bound.update(_bind_inputs(graph, x, ycls, yreg))
+    feeds = sorted(
+        {split.folded.get(j, j) for g in split.sums for j in graph[g].inputs} - set(bound)
+    )
+    em.emit(b, feeds, bound)
+    em.ptrs.update(bound)
+    loss = None
+    for g, offset in split.sums.items():
+        node = graph[g]
+        if node.op == "matmul":  # hᵀ · d, per leaf, by the tree, block by block
+            assert offset is not None
+            h, d = split.folded[node.inputs[0]], node.inputs[1]
+            height, width = graph[h].shape[1], graph[d].shape[1]
+            per = -graph[h].shape[0] * rows  # rows of a leaf
+            gemm.call_tree(
+                b,
+                gep(b, grad, i64(offset)),
+                em.ptrs[h],
+                em.ptrs[d],
+                height,
+                width,
+                per,
+                (1, height),
+                (width, 1),
+                leaves,
+                (per * height, per * width),
+            )
+            continue
+        out = _leaf_sums(module, b, program, graph, em, g, shared)
+        if offset is None:
+            loss = out
+        else:
+            _copy(b, out, grad, offset, max(1, size(graph[g].shape)))
+    assert loss is not None
+    b.ret(load(b, loss, i64(0)))
+
+
+def _leaf_sums(
+    module: ir.Module,
+    b: ir.IRBuilder,
+    program: Program,
+    graph: Graph,
+    em: GraphEmitter,
+    g: int,
+    shared: dict[tuple[object, ...], ir.Function],
+) -> ir.Value:
+    """Node g (a sum over a leaf's rows) for each leaf, by the leaf kernel's own code on that
+    leaf's rows, then added by the canonical tree; returns the buffer holding the root."""
+    (src,) = graph[g].inputs
+    shape = graph[src].shape
+    per_row = size(shape[1:]) * -shape[0]  # floats of one example
+    n = max(1, size(graph[g].shape))
+    values = []
+    for leaf in range(program.leaves):
+        buf = ir.GlobalVariable(module, ir.ArrayType(F32, n), f"leaves.sum{g}.{leaf}")
+        buf.linkage = "internal"
+        buf.initializer = ir.Constant(ir.ArrayType(F32, n), None)
+        buf.align = 64
+        buf.type = PTR
+        one = GraphEmitter(module, graph, program.leaf_size, f"leaves.{leaf}", em.gemm, shared)
+        one.ptrs = {src: gep(b, em.ptrs[src], i64(leaf * program.leaf_size * per_row)), g: buf}
+        one._emit(b, LlvmArith(b), g, graph[g])  # the node alone, on this leaf's rows
+        values.append(buf)
+
+    def tree(lo: int, hi: int) -> ir.Value:  # left + right, into the left's buffer
+        if hi - lo == 1:
+            return values[lo]
+        mid = lo + tree_split(hi - lo)
+        left, right = tree(lo, mid), tree(mid, hi)
+        for_range(b, n, lambda j: store(b, b.fadd(load(b, left, j), load(b, right, j)), left, j))
+        return left
+
+    return tree(0, program.leaves)
+
+
+def _copy(b: ir.IRBuilder, src: ir.Value, dst: ir.Value, offset: int, n: int) -> None:
+    for_range(b, n, lambda j: store(b, load(b, src, j), dst, b.add(j, i64(offset))))
