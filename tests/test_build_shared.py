@@ -4,7 +4,9 @@ come out as if each were built alone; a role that cannot be written is refused b
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -117,6 +119,26 @@ def test_concurrent_builds_of_a_new_program_agree(tmp_path: Path) -> None:
     assert len(results) == 2 and results[0] == results[1]
     cache = program_object(plan.system).parent
     assert not [p.name for p in cache.iterdir() if p.name.startswith(".")]  # no staged leftovers
+
+
+def test_a_killed_builds_staged_files_are_swept(tmp_path: Path) -> None:
+    """SIGKILL skips a build's cleanup and leaves its staged file in the shared cache: the next
+    write there removes staged files over an hour old, and leaves a running build's alone."""
+    plan = checked_plan(source(uuid.uuid4().int % 1_000_000), tmp_path)  # a new program part
+    cache = cache_root() / "shared" / "x86_64-linux-musl"
+    cache.mkdir(parents=True, exist_ok=True)
+    tag = uuid.uuid4().hex
+    stale, fresh = cache / f".killed-{tag}.o.x", cache / f".running-{tag}.o.x"
+    stale.write_bytes(b"")
+    fresh.write_bytes(b"")
+    old = time.time() - 2 * 3600
+    os.utime(stale, (old, old))
+    try:
+        build_plan(plan, None, tmp_path / "b", deployment())
+        assert not stale.exists() and fresh.exists()
+    finally:
+        stale.unlink(missing_ok=True)
+        fresh.unlink(missing_ok=True)
 
 
 def test_a_role_that_cannot_be_written_is_refused_by_name(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -174,11 +175,28 @@ def _object_key(target: str, source: Path, headers: Sequence[Path]) -> str:
     return digest.hexdigest()
 
 
+STALE_SECONDS = 3600  # a staged file this old is a killed build's: no build takes an hour
+
+
+def _sweep_stale(cache: Path) -> None:
+    """Removes staged files that a build killed mid-write (SIGKILL skips `finally`) left."""
+    now = time.time()
+    try:
+        for entry in os.scandir(cache):
+            if entry.name.startswith(".") and entry.is_file(follow_symlinks=False):
+                if now - entry.stat(follow_symlinks=False).st_mtime > STALE_SECONDS:
+                    Path(entry.path).unlink(missing_ok=True)
+    except OSError:
+        pass  # a sweep is tidiness, never a reason to fail a build
+
+
 def cache_write(final: Path, make: Callable[[Path], None]) -> None:
     """`final` in the object cache, written by `make(path)` at a temporary name beside it and
     renamed into place, so concurrent builds never see half a file; LinkError `cache-unusable`
-    when the cache cannot be written (and whatever `make` raises)."""
+    when the cache cannot be written (and whatever `make` raises). Staged files older than an
+    hour (a killed build's) are removed first."""
     cache = final.parent
+    _sweep_stale(cache)
     try:
         handle, staged = tempfile.mkstemp(prefix=f".{final.name}.", dir=cache)
         os.close(handle)
