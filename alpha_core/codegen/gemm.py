@@ -11,6 +11,11 @@ exact), so each output still adds its products one at a time in ascending p. Lan
 ever hold different outputs, never parts of one sum: the bits do not depend on the vector width,
 the blocking or how many threads run the tasks.
 
+Two additions ride on the store of a finished sum, never inside it: a chain of arrays whose
+elements are added to each output (the combine tree's pending values, `call`), and a tree of
+products (`call_tree`): one product per leaf, each over its own rows of p, added by the
+canonical tree block by block in the task's scratch, so that only the root reaches C.
+
 The code is one function per module, called with the shapes and strides of each product, so a
 model's build time grows with its distinct code rather than with its matrix products.
 """
@@ -34,6 +39,9 @@ def packed(m: int, n: int, k: int) -> bool:
     return m * n * k >= GEMM_MIN_WORK
 
 
+# Rows of a tree task's block of C: each leaf's block and the tree's pending values stay in the
+# core's L2 beside the panels (a multiple of every MR).
+TREE_MC = 96
 CHAIN_MAX = 8  # the longest chain added as a product is stored (runtime/schedule.c, CHAIN)
 SCRATCH_SYMBOL = "alpha_scratch_floats"  # floats of scratch each worker needs (runtime/pool.c)
 PARALLEL_SYMBOL = "alpha_parallel"  # runs tasks 0..n-1, each once, on the role's threads
@@ -112,7 +120,7 @@ class GemmEmitter:
     @property
     def scratch_floats(self) -> int:
         """Floats of scratch each worker needs: the packed panels, then a tree task's blocks."""
-        return self.k.scratch_floats + self.tree_buffers * self.k.mc * self.k.nc
+        return self.k.scratch_floats + self.tree_buffers * TREE_MC * self.k.nc
 
     def parallel(self) -> ir.Function:
         """alpha_parallel(task, ctx, count), declared (and the threads' hook set) on first use."""
@@ -154,7 +162,7 @@ class GemmEmitter:
         entry = self._trees.get(leaves)
         if entry is None:
             name = f"alpha.gemm.tree{leaves}"
-            entry = self._emit_gemm(name, self._emit_tree_task(leaves))
+            entry = self._emit_gemm(name, self._emit_tree_task(leaves), TREE_MC)
             self._trees[leaves] = entry
             self.tree_buffers = max(self.tree_buffers, tree_walk(leaves)[1])
         args = [c, a, bm, i64(m), i64(n), i64(k), *map(i64, a_strides), *map(i64, b_strides)]
@@ -351,11 +359,10 @@ class GemmEmitter:
 
     # -- one task: an MC x NC block of C ---------------------------------------------------------
     def _task_frame(
-        self, name: str, fields: int
+        self, name: str, fields: int, mc: int
     ) -> tuple[ir.Function, ir.IRBuilder, list[ir.Value], ir.Value, dict[str, ir.Value]]:
         """A task function(ctx, index, scratch) and its block of C: the ctx's fields, and i0,
         j0, mc, nc and whether B may be read in place."""
-        K = self.k
         fnty = ir.FunctionType(ir.VoidType(), [PTR, I32, PTR])
         fn = ir.Function(self.module, fnty, name)
         fn.linkage = "internal"
@@ -374,22 +381,22 @@ class GemmEmitter:
         tiles_n = b.udiv(b.add(n, b.sub(task_nc, i64(1))), task_nc)
         t = b.zext(index, I64)
         ti, tj = b.udiv(t, tiles_n), b.urem(t, tiles_n)
-        i0, j0 = b.mul(ti, i64(K.mc)), b.mul(tj, task_nc)
+        i0, j0 = b.mul(ti, i64(mc)), b.mul(tj, task_nc)
         block = {
             "i0": i0,
             "j0": j0,
-            "mc": min_i64(b, i64(K.mc), b.sub(m, i0)),
+            "mc": min_i64(b, i64(mc), b.sub(m, i0)),
             "nc": min_i64(b, task_nc, b.sub(n, j0)),
             # With one row of tasks (m <= MC) each element of a row-major B serves only the few
             # row panels of this task: the micro-kernel reads it where it is, not from a copy.
-            "direct": b.and_(b.icmp_signed("==", b1, i64(1)), b.icmp_signed("<=", m, i64(K.mc))),
+            "direct": b.and_(b.icmp_signed("==", b1, i64(1)), b.icmp_signed("<=", m, i64(mc))),
         }
         return fn, b, values, scratch, block
 
     def _emit_task(self) -> ir.Function:
         K = self.k
-        fn, b, f, scratch, blk = self._task_frame("alpha.gemm.task", 13)
-        c, a, bm, m, n, k, a0, a1, b0, b1, _, chain, links = f
+        fn, b, f, scratch, blk = self._task_frame("alpha.gemm.task", 13, K.mc)
+        c, a, bm, _, n, k, a0, a1, b0, b1, _, chain, links = f
         i0, j0 = blk["i0"], blk["j0"]
         origin = b.add(b.mul(i0, n), j0)
         shifted = entry_alloca(b, ir.ArrayType(PTR, CHAIN_MAX))
@@ -405,7 +412,6 @@ class GemmEmitter:
             [gep(b, c, origin), n, gep(b, a, b.mul(i0, a0)), gep(b, bm, b.mul(j0, b1))]
             + [blk["mc"], blk["nc"], k, a0, a1, b0, b1, blk["direct"], shifted, links, n, scratch],
         )
-        del K, m
         b.ret_void()
         return fn
 
@@ -414,11 +420,11 @@ class GemmEmitter:
         block (its own rows of p) into a block buffer of the task's scratch, with the chain of
         the tree's pending values added as it is stored (tree_walk), the root's into C."""
         K = self.k
-        fn, b, f, scratch, blk = self._task_frame(f"alpha.gemm.tree{leaves}.task", 15)
-        c, a, bm, m, n, k, a0, a1, b0, b1, _, _, _, a_step, b_step = f
+        fn, b, f, scratch, blk = self._task_frame(f"alpha.gemm.tree{leaves}.task", 15, TREE_MC)
+        c, a, bm, _, n, k, a0, a1, b0, b1, _, _, _, a_step, b_step = f
         i0, j0 = blk["i0"], blk["j0"]
         steps, buffers = tree_walk(leaves)
-        block = K.mc * K.nc
+        block = TREE_MC * K.nc
         buf = [gep(b, scratch, i64(K.scratch_floats + i * block)) for i in range(buffers)]
         a_block = gep(b, a, b.mul(i0, a0))
         b_block = gep(b, bm, b.mul(j0, b1))
@@ -436,7 +442,6 @@ class GemmEmitter:
                 + [gep(b, b_block, b.mul(i64(leaf), b_step)), blk["mc"], blk["nc"], k]
                 + [a0, a1, b0, b1, blk["direct"], chain, i64(len(links)), i64(K.nc), scratch],
             )
-        del m
         b.ret_void()
         return fn
 
@@ -479,7 +484,9 @@ class GemmEmitter:
         for_count(b, rows, row, "tr")
 
     # -- the entry: split C into tasks and run them ----------------------------------------------
-    def _emit_gemm(self, name: str = "alpha.gemm", task: ir.Function | None = None) -> ir.Function:
+    def _emit_gemm(
+        self, name: str = "alpha.gemm", task: ir.Function | None = None, mc: int = 0
+    ) -> ir.Function:
         """alpha.gemm(c, a, b, m, n, k, strides..., chain, count), or with a tree task
         alpha.gemm.treeN(c, a, b, m, n, k, strides..., a_step, b_step)."""
         K = self.k
@@ -512,7 +519,7 @@ class GemmEmitter:
         # Columns per task: at most NC, and few enough panels that every worker gets about as
         # many as the others (a whole number of rounds of tasks), since small m gives one
         # row of tasks. Only when an output is computed depends on this, never its bits.
-        tiles_m = ceil_div(b, m, K.mc)
+        tiles_m = ceil_div(b, m, mc or K.mc)
         panels = ceil_div(b, n, K.nr)
         workers = b.zext(b.call(self._workers, []), I64)
         most = i64(K.nc // K.nr)

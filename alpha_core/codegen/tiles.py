@@ -29,7 +29,7 @@ def blocking_for(width: int, registers: int) -> Blocking:
     """The tile for `registers` vector registers of `width` lanes: as many accumulators as leave
     room for a row of B, a broadcast element of A and a product."""
     if width >= 16:
-        return Blocking(16, 8, 48, 128, 96, 240)
+        return Blocking(16, 8, 48, 128, 256, 240)
     if width == 8:
         return Blocking(8, 4, 24, 256, 96, 240)
     if registers >= 32:  # AArch64 NEON: 32 registers of 4 lanes

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from alpha_core.autodiff.reverse import StepGraph, training_step
 from alpha_core.check.program import Program
-from alpha_core.codegen.gemm import packed, tree_walk
+from alpha_core.codegen.gemm import TREE_MC, packed, tree_walk
 from alpha_core.codegen.graph_emit import live_nodes
 from alpha_core.codegen.leaves_kernel import batching
 from alpha_core.codegen.tiles import blocking_for
@@ -123,7 +123,7 @@ def task_scratch(program: Program, step: StepGraph) -> int:
     if split is not None:
         blocks = tree_walk(program.leaves)[1]
         return max(
-            (t.scratch_floats + blocks * t.mc * t.nc) * FLOAT
+            (t.scratch_floats + blocks * TREE_MC * t.nc) * FLOAT
             for t in (blocking_for(w, r) for w, r in TILES)
         )
     for node in step.graph.nodes:
