@@ -428,6 +428,8 @@ class GemmEmitter:
         buf = [gep(b, scratch, i64(K.scratch_floats + i * block)) for i in range(buffers)]
         a_block = gep(b, a, b.mul(i0, a0))
         b_block = gep(b, bm, b.mul(j0, b1))
+        # a leaf's rows of a row-major B are few (its examples): read in place by every task
+        direct = b.icmp_signed("==", b1, i64(1))
         for leaf, into, links in steps:
             chain = entry_alloca(b, ir.ArrayType(PTR, max(1, len(links))))
             chain.type = PTR
@@ -440,7 +442,7 @@ class GemmEmitter:
                 self._block,
                 [dst, ld, gep(b, a_block, b.mul(i64(leaf), a_step))]
                 + [gep(b, b_block, b.mul(i64(leaf), b_step)), blk["mc"], blk["nc"], k]
-                + [a0, a1, b0, b1, blk["direct"], chain, i64(len(links)), i64(K.nc), scratch],
+                + [a0, a1, b0, b1, direct, chain, i64(len(links)), i64(K.nc), scratch],
             )
         b.ret_void()
         return fn
