@@ -167,12 +167,14 @@ float alpha_leaf_grad(const float *params, const float *x, const int32_t *y_clas
 float alpha_leaf_grad_chain(const float *params, const float *x, const int32_t *y_class,
                             const float *y_reg, float *grad, const float *const *chain,
                             uint32_t n) __attribute__((weak));
-/* Every leaf of the round: x and the labels hold leaf 0's rows, then leaf 1's, ...; grad gets
- * the canonical tree's sum of the leaves' gradients and the return is the tree's sum of their
- * losses: the bits of alpha_leaf_grad per leaf added by the tree. Defined only for steps the
- * compiler can batch (codegen/leaves_kernel.py); NULL otherwise. */
+/* Leaves l .. l + count - 1 of the round at once: x and the labels hold their rows, leaf after
+ * leaf; grad gets the canonical tree's sum of their gradients and the return is the tree's sum
+ * of their losses: the bits of alpha_leaf_grad per leaf added by the tree. count must be one
+ * alpha_leaves_batch accepts (a size of a node of the canonical tree). Defined only for steps
+ * the compiler can batch (codegen/leaves_kernel.py); both NULL otherwise. */
 float alpha_leaves_grad(const float *params, const float *x, const int32_t *y_class,
-                        const float *y_reg, float *grad) __attribute__((weak));
+                        const float *y_reg, float *grad, uint32_t count) __attribute__((weak));
+int alpha_leaves_batch(uint32_t count) __attribute__((weak));
 /* The learner on elements [start, start + count): params and grad_sum are the whole flat
  * arrays; state is the learner state of exactly those elements (state_slots arrays of count
  * floats, then state_scalars floats). grad_sum is the canonical-tree sum of the round's leaf

@@ -119,18 +119,33 @@ static void compute_leaf(struct schedule *s, uint32_t l, float *out, const float
     out[p->n_params] = loss;
 }
 
-/* Every leaf of the round at once (alpha_leaves_grad): their inputs side by side, then one
- * kernel that returns the canonical tree's sum of their gradients and losses. */
-static void compute_leaves(struct schedule *s, float *out)
+/* Leaves [lo, hi) at once (alpha_leaves_grad): their inputs side by side, then one kernel that
+ * returns the canonical tree's sum of their gradients and losses. */
+static void compute_leaves(struct schedule *s, uint32_t lo, uint32_t hi, float *out)
 {
     const struct alpha_program *p = s->p;
     uint64_t rows = p->leaf_size;
-    for (uint32_t l = 0; l < p->leaves; l++)
-        batch_gather(p, s->d, p->rows - p->holdout, s->round, l, s->x + l * rows * p->features,
-                     s->y_class ? s->y_class + l * rows * s->d->targets : NULL,
-                     s->y_reg ? s->y_reg + l * rows * p->outputs : NULL);
-    alpha_leaf_round = s->round, alpha_leaf_index = 0;
-    out[p->n_params] = alpha_leaves_grad(s->params, s->x, s->y_class, s->y_reg, out);
+    for (uint32_t l = lo; l < hi; l++) {
+        uint64_t at = (uint64_t)(l - lo) * rows;
+        batch_gather(p, s->d, p->rows - p->holdout, s->round, l, s->x + at * p->features,
+                     s->y_class ? s->y_class + at * s->d->targets : NULL,
+                     s->y_reg ? s->y_reg + at * p->outputs : NULL);
+    }
+    alpha_leaf_round = s->round, alpha_leaf_index = lo;
+    out[p->n_params] = alpha_leaves_grad(s->params, s->x, s->y_class, s->y_reg, out, hi - lo);
+}
+
+/* Whether node [lo, hi) is leaves this walk computes, all of them, none held, in a count the
+ * kernels compute at once. */
+static int batched(struct schedule *s, uint32_t lo, uint32_t hi)
+{
+    if (hi - lo < 2 || !&alpha_leaves_batch || lo < s->lazy_lo || hi > s->lazy_hi ||
+        !alpha_leaves_batch(hi - lo))
+        return 0;
+    for (uint32_t i = 0; i < s->n_pieces; i++)
+        if (s->pieces[i].held && s->pieces[i].lo < hi && s->pieces[i].hi > lo)
+            return 0;
+    return 1;
 }
 
 /* The tree walk's bookkeeping is compiled for size (the executable has a size budget); the
@@ -253,11 +268,19 @@ WALK static int evaluate(struct schedule *s, uint32_t lo, uint32_t hi, struct va
         release(s, &node, 1);
         return 1;
     }
-    if (s->whole && lo == 0 && hi == s->p->leaves && !n && s->lazy_lo == 0 && s->lazy_hi == hi) {
-        *result = (struct value){take(s), 1}; /* every leaf computed here: one kernel for all */
+    if (batched(s, lo, hi)) { /* its leaves computed here: one kernel for all of them */
+        struct value node = {take(s), 1};
+        if (hi - lo > s->batch_leaves)
+            s->batch_leaves = hi - lo; /* the dry run sizes the leaves' inputs */
         if (!s->dry)
-            compute_leaves(s, result->data);
+            compute_leaves(s, lo, hi, node.data);
         record_tree(s, lo, hi);
+        if (!n) {
+            *result = node;
+        } else {
+            *result = add_pass(s, node.data, chain, n);
+            release(s, &node, 1);
+        }
         return 1;
     }
     struct value links[CHAIN];
@@ -448,7 +471,7 @@ float schedule_train(struct schedule *s, const struct dataset *d, struct net *ne
     const struct alpha_program *p = s->p;
     const struct alpha_role *r = s->r;
     s->d = d, s->net = net, s->quiet = quiet;
-    size_t rows = (size_t)p->leaf_size * (s->whole ? p->leaves : 1); /* one leaf, or all */
+    size_t rows = (size_t)p->leaf_size * (s->batch_leaves ? s->batch_leaves : 1);
     s->x = checked_calloc(rows * p->features, sizeof(float), "a leaf's inputs");
     if (d->y_class)
         s->y_class = checked_calloc(rows * d->targets, sizeof(int32_t), "a leaf's labels");

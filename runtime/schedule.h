@@ -56,7 +56,7 @@ struct schedule {
     uint32_t n_spare, cap_spare;
     uint32_t live, most;          /* the walk's vectors now, and the most at once (dry run) */
     uint32_t combines;            /* COMBINE ops of a round: each piece keeps its sum */
-    int whole;                    /* a COMBINE computes every leaf itself: alpha_leaves_grad */
+    uint32_t batch_leaves;        /* the most leaves computed at once (alpha_leaves_grad) */
     struct addition *adds;        /* this round's additions, in order */
     uint32_t n_adds, cap_adds;
     uint32_t lazy_lo, lazy_hi;    /* leaves the running COMBINE computes itself */

@@ -146,11 +146,6 @@ void schedule_check(struct schedule *s, const struct alpha_program *p,
             s->fused[i] = 0;
     }
     s->n_pieces = 0;
-    /* A COMBINE of every leaf that computes them all itself runs the kernel for all the
-     * leaves at once, where the kernels have it (leaves_kernel.py). */
-    for (uint32_t i = 0; i + 1 < r->n_ops && &alpha_leaves_grad; i++)
-        s->whole |= s->fused[i] && r->ops[i].a == 0 && r->ops[i].b == p->leaves &&
-                    r->ops[i + 1].a == 0 && r->ops[i + 1].b == p->leaves;
     s->most = 0;
     schedule_round(s, &failed); /* sizes the combine walk's vectors and the addition list */
     s->cap_adds = s->n_adds;

@@ -65,7 +65,14 @@ def test_steps_of_large_products_get_the_kernel_for_all_leaves(tmp_path: Path) -
     split = batching(program, training_step(program))
     assert split is not None
     assert len(split.sums) == 7  # six gradients and the loss
-    assert "alpha_leaves_grad" in _kernel_names(program)
+    names = _kernel_names(program)
+    assert {"alpha_leaves_grad", "alpha_leaves_batch"} <= names
+    # one kernel per size of a node of the canonical tree of 5 leaves: 5 = 4 + 1, 4 = 2 + 2
+    assert {n for n in names if n.startswith("alpha.leaves.")} == {
+        "alpha.leaves.5",
+        "alpha.leaves.4",
+        "alpha.leaves.2",
+    }
 
 
 @pytest.mark.parametrize(
@@ -118,8 +125,8 @@ def test_all_leaves_at_once_have_the_reference_bits_on_aarch64(tmp_path: Path) -
 
 
 def test_roles_computing_leaf_by_leaf_agree_with_the_single_process(tmp_path: Path) -> None:
-    """A pair (each worker's leaves one at a time, the pieces crossing) writes the bits of the
-    one process that computes all five leaves in one kernel."""
+    """A pair (one worker computes leaves 0-3 in one kernel, the other leaf 4 alone, the pieces
+    crossing) writes the bits of the one process that computes all five in one kernel."""
     src = tmp_path / "deep.alpha"
     src.write_text(CLASSES + "\nplan duo for deep {\n  roles worker[2]\n  topology pair\n}\n")
     analysis = Workspace().analyze_file(str(src))

@@ -27,7 +27,7 @@ from alpha_core.autodiff.reverse import StepGraph
 from alpha_core.check.program import Program
 from alpha_core.codegen.gemm import GemmEmitter, packed
 from alpha_core.codegen.graph_emit import GraphEmitter, live_nodes
-from alpha_core.codegen.loops import F32, PTR, for_range, gep, i64, load, store
+from alpha_core.codegen.loops import F32, I32, PTR, for_range, gep, i64, load, store
 from alpha_core.ir.graph import Graph, size
 from alpha_core.link.tree_reference import tree_split
 from alpha_core.semantics.llvm_arith import LlvmArith
@@ -152,6 +152,22 @@ def _is_weight_gradient(
     return all(u in sums and graph[u].op == "matmul" and graph[u].inputs[0] == t for u in users[t])
 
 
+def subtree_sizes(leaves: int) -> list[int]:
+    """The leaf counts of the canonical tree's nodes of two or more leaves, largest first:
+    the COMBINEs a role can make of leaves it computes all itself."""
+    sizes: set[int] = set()
+
+    def walk(count: int) -> None:
+        if count >= 2 and count not in sizes:
+            sizes.add(count)
+            mid = tree_split(count)
+            walk(mid)
+            walk(count - mid)
+
+    walk(leaves)
+    return sorted(sizes, reverse=True)
+
+
 def emit_leaves_grad(
     module: ir.Module,
     program: Program,
@@ -160,24 +176,75 @@ def emit_leaves_grad(
     gemm: GemmEmitter,
     shared: dict[tuple[object, ...], ir.Function],
 ) -> None:
-    """alpha_leaves_grad(params, x, y_class, y_reg, grad): the canonical tree's sum over all
-    `leaves` leaves of their gradients into grad, x and the labels every leaf's rows in leaf
-    order; returns the tree's sum of the leaves' loss sums."""
+    """alpha_leaves_grad(params, x, y_class, y_reg, grad, count): the canonical tree's sum over
+    `count` consecutive leaves of their gradients into grad (x and the labels those leaves'
+    rows in leaf order); returns the tree's sum of their loss sums. `count` is a size of a node
+    of the canonical tree (alpha_leaves_batch says which): the tree over a node's leaves has
+    the same shape wherever the node is. One function per size, sharing one set of buffers
+    (the largest size's)."""
+    from alpha_core.codegen.kernels import _function
+
+    counts = subtree_sizes(program.leaves)
+    largest: dict[int, ir.Value] = {}
+    variants = {
+        count: _emit_variant(module, program, step, split, gemm, shared, count, largest)
+        for count in counts
+    }
+    fn, b = _function(
+        module,
+        "alpha_leaves_grad",
+        F32,
+        [PTR] * 5 + [I32],
+        ["params", "x", "y_class", "y_reg", "grad", "count"],
+    )
+    *args, count = fn.args
+    unknown = fn.append_basic_block("unknown")
+    switch = b.switch(count, unknown)
+    for n, variant in variants.items():
+        case = fn.append_basic_block(f"leaves{n}")
+        switch.add_case(ir.Constant(I32, n), case)
+        b.position_at_end(case)
+        b.ret(b.call(variant, args))
+    b.position_at_end(unknown)
+    b.unreachable()  # the runtime asks alpha_leaves_batch first
+    ask, a = _function(module, "alpha_leaves_batch", I32, [I32], ["count"])
+    (n_arg,) = ask.args
+    yes = ir.Constant(ir.IntType(1), 0)
+    for n in counts:
+        yes = a.or_(yes, a.icmp_unsigned("==", n_arg, ir.Constant(I32, n)))
+    a.ret(a.zext(yes, I32))
+
+
+def _emit_variant(
+    module: ir.Module,
+    program: Program,
+    step: StepGraph,
+    split: Batching,
+    gemm: GemmEmitter,
+    shared: dict[tuple[object, ...], ir.Function],
+    leaves: int,
+    largest: dict[int, ir.Value],
+) -> ir.Function:
+    """The kernel for `leaves` leaves: an internal function of alpha_leaves_grad's first five
+    arguments. The first (largest) variant makes the buffers; the others use them."""
     from alpha_core.codegen.kernels import _bind_inputs, _bind_params, _function
 
     graph = step.graph
-    leaves, rows = program.leaves, program.leaf_size
-    fn, b = _function(
-        module, "alpha_leaves_grad", F32, [PTR] * 5, ["params", "x", "y_class", "y_reg", "grad"]
-    )
+    rows = program.leaf_size
+    names = ["params", "x", "y_class", "y_reg", "grad"]
+    fn, b = _function(module, f"alpha.leaves.{leaves}", F32, [PTR] * 5, names)
+    fn.linkage = "internal"
     params, x, ycls, yreg, grad = fn.args
     em = GraphEmitter(module, graph, leaves * rows, "leaves", gemm, shared)
+    em.ptrs.update(largest)  # the static buffers, sized for the most leaves
     bound = _bind_params(b, graph, program, params)
     bound.update(_bind_inputs(graph, x, ycls, yreg))
     feeds = sorted(
         {split.folded.get(j, j) for g in split.sums for j in graph[g].inputs} - set(bound)
     )
     em.emit(b, feeds, bound)
+    if not largest:
+        largest.update({i: v for i, v in em.ptrs.items() if isinstance(v, ir.GlobalVariable)})
     em.ptrs.update(bound)
     loss = None
     for g, offset in split.sums.items():
@@ -201,13 +268,14 @@ def emit_leaves_grad(
                 (per * height, per * width),
             )
             continue
-        out = _leaf_sums(module, b, program, graph, em, g, shared)
+        out = _leaf_sums(module, b, program, graph, em, g, leaves)
         if offset is None:
             loss = out
         else:
             _copy(b, out, grad, offset, max(1, size(graph[g].shape)))
     assert loss is not None
     b.ret(load(b, loss, i64(0)))
+    return fn
 
 
 def _leaf_sums(
@@ -217,7 +285,7 @@ def _leaf_sums(
     graph: Graph,
     em: GraphEmitter,
     g: int,
-    shared: dict[tuple[object, ...], ir.Function],
+    leaves: int,
 ) -> ir.Value:
     """Node g (a sum over a leaf's rows) for each leaf, by the leaf kernel's own code on that
     leaf's rows, then added by the canonical tree; returns the buffer holding the root."""
@@ -226,13 +294,13 @@ def _leaf_sums(
     per_row = size(shape[1:]) * -shape[0]  # floats of one example
     n = max(1, size(graph[g].shape))
     values = []
-    for leaf in range(program.leaves):
-        buf = ir.GlobalVariable(module, ir.ArrayType(F32, n), f"leaves.sum{g}.{leaf}")
+    for leaf in range(leaves):
+        buf = ir.GlobalVariable(module, ir.ArrayType(F32, n), f"leaves{leaves}.sum{g}.{leaf}")
         buf.linkage = "internal"
         buf.initializer = ir.Constant(ir.ArrayType(F32, n), None)
         buf.align = 64
         buf.type = PTR
-        one = GraphEmitter(module, graph, program.leaf_size, f"leaves.{leaf}", em.gemm, shared)
+        one = GraphEmitter(module, graph, program.leaf_size, f"leaves.{leaf}", em.gemm)
         one.ptrs = {src: gep(b, em.ptrs[src], i64(leaf * program.leaf_size * per_row)), g: buf}
         one._emit(b, LlvmArith(b), g, graph[g])  # the node alone, on this leaf's rows
         values.append(buf)
@@ -245,7 +313,7 @@ def _leaf_sums(
         for_range(b, n, lambda j: store(b, b.fadd(load(b, left, j), load(b, right, j)), left, j))
         return left
 
-    return tree(0, program.leaves)
+    return tree(0, leaves)
 
 
 def _copy(b: ir.IRBuilder, src: ir.Value, dst: ir.Value, offset: int, n: int) -> None:

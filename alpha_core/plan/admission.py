@@ -13,7 +13,7 @@ from alpha_core.autodiff.reverse import StepGraph, training_step
 from alpha_core.check.program import Program
 from alpha_core.codegen.gemm import TREE_MC, packed, tree_walk
 from alpha_core.codegen.graph_emit import live_nodes
-from alpha_core.codegen.leaves_kernel import batching
+from alpha_core.codegen.leaves_kernel import batching, subtree_sizes
 from alpha_core.codegen.tiles import blocking_for
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.ir.graph import concrete, size
@@ -109,9 +109,10 @@ def kernel_buffers(program: Program, step: StepGraph) -> int:
         for i in split.rows:
             if step.graph[i].op not in ("input_x", "label_class", "label_reg"):
                 total += max(1, size(concrete(step.graph[i].shape, rows))) * FLOAT
+        per_leaf = sum(subtree_sizes(program.leaves))  # each size's kernel: a sum per leaf
         for g in split.sums:
             if step.graph[g].op != "matmul":
-                total += program.leaves * max(1, size(step.graph[g].shape)) * FLOAT
+                total += per_leaf * max(1, size(step.graph[g].shape)) * FLOAT
     return total
 
 
