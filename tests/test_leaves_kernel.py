@@ -143,3 +143,45 @@ def test_roles_computing_leaf_by_leaf_agree_with_the_single_process(tmp_path: Pa
     )
     assert all(o.exit_code == 0 for o in outcomes), [(o.role, o.stderr[-300:]) for o in outcomes]
     assert hashlib.sha256(out.read_bytes()).hexdigest() == expected
+
+
+# 8 leaves of 8 rows: over 8 leaves the output layer's products (64 x 10 x 512) are packed, over
+# 4 or 2 leaves they are small, so the smaller sizes' kernels make a buffer (the transpose of w2)
+# that the largest read in place.
+SIZES = """system sizes {
+  data train: synthetic(rows: 128, features: 240, classes: 10, seed: 2, holdout: 0)
+  batch 64 leaves 8
+  param w1: f32[240, 512] = normal(0.0, 0.05, seed: 1)
+  param w2: f32[512, 10] = normal(0.0, 0.05, seed: 2)
+  fn model(x: f32[B, 240]) -> f32[B, 10] {
+    return relu(x @ w1) @ w2
+  }
+  loss softmax_cross_entropy(model(x), y)
+  learner sgd(lr: 0.05)
+  steps 3
+}
+
+plan duo for sizes {
+  roles worker[2]
+  topology pair
+}
+"""
+
+
+def test_each_size_of_a_node_has_the_bits_where_its_products_differ(tmp_path: Path) -> None:
+    src = tmp_path / "sizes.alpha"
+    src.write_text(SIZES)
+    plan, _, diags = Workspace().analyze_file(str(src)).plan("duo")
+    assert plan is not None, diags
+    reference = train(plan.system).sha256
+    single = build_program(plan.system, tmp_path / "one").executables[0].path
+    assert _sha(single, "--threads", "2") == reference
+    deployment = Deployment(free_port_base(2), "127.0.0.1", None, 10_000, 10_000)
+    result = build_plan(plan, None, tmp_path / "build", deployment)
+    out = tmp_path / "out.params"
+    outcomes = run_roles(
+        [(e.role, [e.path, "--quiet", "--params-out", str(out)]) for e in result.executables],
+        keep_events=True,
+    )
+    assert all(o.exit_code == 0 for o in outcomes), [(o.role, o.stderr[-300:]) for o in outcomes]
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == reference

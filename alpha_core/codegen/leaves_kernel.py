@@ -226,7 +226,8 @@ def _emit_variant(
     largest: dict[int, ir.Value],
 ) -> ir.Function:
     """The kernel for `leaves` leaves: an internal function of alpha_leaves_grad's first five
-    arguments. The first (largest) variant makes the buffers; the others use them."""
+    arguments. The first (largest) size makes the buffers; a smaller one uses them, and makes
+    only those the larger ones did not need (a transpose a small product cannot read in place)."""
     from alpha_core.codegen.kernels import _bind_inputs, _bind_params, _function
 
     graph = step.graph
@@ -243,8 +244,9 @@ def _emit_variant(
         {split.folded.get(j, j) for g in split.sums for j in graph[g].inputs} - set(bound)
     )
     em.emit(b, feeds, bound)
-    if not largest:
-        largest.update({i: v for i, v in em.ptrs.items() if isinstance(v, ir.GlobalVariable)})
+    for i, v in em.ptrs.items():  # sizes run largest first: a buffer made here serves the rest
+        if isinstance(v, ir.GlobalVariable):
+            largest.setdefault(i, v)
     em.ptrs.update(bound)
     loss = None
     for g, offset in split.sums.items():
