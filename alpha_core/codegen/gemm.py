@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from alpha_core.codegen.combine_walk import tree_walk
 from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, for_count, gep, i64, splat
-from alpha_core.codegen.packing import ceil_div, min_i64, pack_panels
+from alpha_core.codegen.packing import ceil_div, copy_tile, min_i64, pack_panels
 from alpha_core.codegen.tiles import Blocking
-from alpha_core.link.tree_reference import tree_split
 
 # A product below this many multiply-adds runs the plain loop in place (no packing, no tasks):
 # for the small layers of small models the packing would cost more than it saves.
@@ -48,38 +48,6 @@ PARALLEL_SYMBOL = "alpha_parallel"  # runs tasks 0..n-1, each once, on the role'
 WORKERS_SYMBOL = "alpha_workers"  # how many threads take tasks
 HOOK_SYMBOL = "alpha_threads_hook"  # the runtime's thread starter, or null (runtime/pool.h)
 SPAWN_SYMBOL = "alpha_pool_spawn"
-
-
-def tree_walk(leaves: int) -> tuple[list[tuple[int, int | None, tuple[int, ...]]], int]:
-    """The canonical tree over `leaves` leaves as the runtime's combine walk makes it: steps
-    (leaf, the buffer its value goes to (None: the root, C), the chain added to it) and how many
-    buffers the walk needs. A node's left subtree is computed first and joins the chain of its
-    right one; the chain's values, and so every addition, are the tree's."""
-    steps: list[tuple[int, int | None, tuple[int, ...]]] = []
-    free: list[int] = []
-    made = 0
-
-    def take() -> int:
-        nonlocal made
-        if free:
-            return free.pop()
-        made += 1
-        return made - 1
-
-    def walk(lo: int, hi: int, chain: tuple[int, ...]) -> int:
-        if hi - lo == 1:
-            into = take()
-            steps.append((lo, into, chain))
-            free.extend(chain)
-            return into
-        mid = lo + tree_split(hi - lo)
-        return walk(mid, hi, (*chain, walk(lo, mid, ())))
-
-    walk(0, leaves, ())
-    leaf, _, chain = steps[-1]
-    steps[-1] = (leaf, None, chain)  # the root goes to C
-    used = {j for _, into, links in steps for j in (*links, *([] if into is None else [into]))}
-    return steps, max(used, default=-1) + 1
 
 
 class GemmEmitter:
@@ -338,14 +306,14 @@ class GemmEmitter:
                             )
                         with other:
                             with b.if_then(b.not_(first)):  # the earlier blocks' sums
-                                self._copy_tile(b, c_tile, ld, tile, i64(K.nr), rows, cols)
+                                copy_tile(b, c_tile, ld, tile, i64(K.nr), rows, cols)
                             none = ir.Constant(PTR, None)
                             b.call(
                                 self._kernel,
                                 [a_panel, b_panel, tile, i64(K.nr), kc, first, ldb]
                                 + [none, i64(0), i64(0), i64(0)],
                             )
-                            self._copy_tile(
+                            copy_tile(
                                 b, tile, i64(K.nr), c_tile, ld, rows, cols, (chain, count, at, ldk)
                             )
 
@@ -446,44 +414,6 @@ class GemmEmitter:
             )
         b.ret_void()
         return fn
-
-    @staticmethod
-    def _copy_tile(
-        b: ir.IRBuilder,
-        src: ir.Value,
-        src_ld: ir.Value,
-        dst: ir.Value,
-        dst_ld: ir.Value,
-        rows: ir.Value,
-        cols: ir.Value,
-        chain: tuple[ir.Value, ir.Value, ir.Value, ir.Value] | None = None,
-    ) -> None:
-        """rows x cols floats from src to dst (row strides src_ld, dst_ld): a partial tile's
-        valid part, between C and the stack tile the micro-kernel works on. With a chain
-        (pointers, count, the tile's element in them, their row stride) each value is stored
-        plus the chain's elements at the same place, the last first, as the kernel adds."""
-
-        def row(r: ir.Value) -> None:
-            def col(j: ir.Value) -> None:
-                v = b.load(gep(b, src, b.add(b.mul(r, src_ld), j)), typ=F32, align=4)
-                if chain is not None:
-                    links, count, at0, ldk = chain
-                    slot = entry_alloca(b, F32)
-                    b.store(v, slot)
-                    at = b.add(at0, b.add(b.mul(r, ldk), j))
-
-                    def link(t: ir.Value) -> None:
-                        where = gep(b, links, b.sub(b.sub(count, i64(1)), t), PTR)
-                        add = b.load(gep(b, b.load(where, typ=PTR), at), typ=F32, align=4)
-                        b.store(b.fadd(b.load(slot, typ=F32), add), slot)
-
-                    for_count(b, count, link, "tl")
-                    v = b.load(slot, typ=F32)
-                b.store(v, gep(b, dst, b.add(b.mul(r, dst_ld), j)), align=4)
-
-            for_count(b, cols, col, "tc")
-
-        for_count(b, rows, row, "tr")
 
     # -- the entry: split C into tasks and run them ----------------------------------------------
     def _emit_gemm(

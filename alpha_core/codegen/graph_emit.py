@@ -37,6 +37,7 @@ from alpha_core.semantics.llvm_arith import LlvmArith
 from alpha_core.semantics.mathfuncs import emit_math_functions
 
 ROWS = 4  # rows of a matmul computed together
+Chain = tuple[ir.Value, ir.Value] | None  # pointers to the arrays added as a product is stored
 OUTLINE_FROM = 160  # live nodes from which a kernel calls one function per kind of node
 
 
@@ -79,7 +80,7 @@ class GraphEmitter:
         self.param_offsets: dict[int, int] = {}
         # placed nodes whose stored values also get a chain added (GemmEmitter.call), when a
         # large product computes them; `chained` says which did
-        self.chains: dict[int, tuple[ir.Value, ir.Value]] = {}
+        self.chains: dict[int, Chain] = {}
         self.chained: set[int] = set()
 
     def shape(self, i: int) -> tuple[int, ...]:
@@ -316,14 +317,8 @@ class GraphEmitter:
         else:
             self._small_matmul(b, A, node, out)
 
-    def _product(
-        self,
-        b: ir.IRBuilder,
-        node: Node,
-        out: ir.Value,
-        chain: tuple[ir.Value, ir.Value] | None = None,
-    ) -> None:
-        """A large product by the packed GEMM (its operands read through their strides)."""
+    def _product(self, b: ir.IRBuilder, node: Node, out: ir.Value, chain: Chain = None) -> None:
+        """A large product by the packed GEMM, its operands read through their strides."""
         (m, k), (_, n) = self.shape(node.inputs[0]), self.shape(node.inputs[1])
         (a, sa), (c, sc) = self._operand(node.inputs[0]), self._operand(node.inputs[1])
         self.gemm.call(b, out, a, c, m, n, k, sa, sc, chain)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from alpha_core.codegen.loops import F32, I32, for_count, gep, i64
+from alpha_core.codegen.loops import F32, I32, PTR, entry_alloca, for_count, gep, i64
 
 
 def min_i64(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
@@ -138,3 +138,41 @@ def pack_across(
         for_count(b, b.sub(kc, start), rest, "pr")
 
     for_count(b, i64(lanes // 4), group, "pg")
+
+
+def copy_tile(
+    b: ir.IRBuilder,
+    src: ir.Value,
+    src_ld: ir.Value,
+    dst: ir.Value,
+    dst_ld: ir.Value,
+    rows: ir.Value,
+    cols: ir.Value,
+    chain: tuple[ir.Value, ir.Value, ir.Value, ir.Value] | None = None,
+) -> None:
+    """rows x cols floats from src to dst (row strides src_ld, dst_ld): a partial tile's
+    valid part, between C and the stack tile the micro-kernel works on. With a chain
+    (pointers, count, the tile's element in them, their row stride) each value is stored
+    plus the chain's elements at the same place, the last first, as the kernel adds."""
+
+    def row(r: ir.Value) -> None:
+        def col(j: ir.Value) -> None:
+            v = b.load(gep(b, src, b.add(b.mul(r, src_ld), j)), typ=F32, align=4)
+            if chain is not None:
+                links, count, at0, ldk = chain
+                slot = entry_alloca(b, F32)
+                b.store(v, slot)
+                at = b.add(at0, b.add(b.mul(r, ldk), j))
+
+                def link(t: ir.Value) -> None:
+                    where = gep(b, links, b.sub(b.sub(count, i64(1)), t), PTR)
+                    add = b.load(gep(b, b.load(where, typ=PTR), at), typ=F32, align=4)
+                    b.store(b.fadd(b.load(slot, typ=F32), add), slot)
+
+                for_count(b, count, link, "tl")
+                v = b.load(slot, typ=F32)
+            b.store(v, gep(b, dst, b.add(b.mul(r, dst_ld), j)), align=4)
+
+        for_count(b, cols, col, "tc")
+
+    for_count(b, rows, row, "tr")

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from alpha_core.autodiff.reverse import StepGraph, training_step
 from alpha_core.check.program import Program
-from alpha_core.codegen.gemm import TREE_MC, packed, tree_walk
+from alpha_core.codegen.combine_walk import tree_walk
+from alpha_core.codegen.gemm import TREE_MC, packed
 from alpha_core.codegen.graph_emit import live_nodes
 from alpha_core.codegen.leaves_kernel import batching, subtree_sizes
 from alpha_core.codegen.tiles import blocking_for
