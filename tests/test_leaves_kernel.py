@@ -81,6 +81,12 @@ def test_steps_of_large_products_get_the_kernel_for_all_leaves(tmp_path: Path) -
         ("one leaf", CLASSES.replace("batch 200 leaves 5", "batch 40 leaves 1")),
         ("small products", CLASSES.replace("96", "9").replace("120", "12").replace("100", "10")),
         (
+            "the rows of every leaf would take over 64 MiB",
+            CLASSES.replace("rows: 400", "rows: 80000").replace(
+                "batch 200 leaves 5", "batch 40000 leaves 5"
+            ),
+        ),
+        (
             "dropout's mask is the leaf's",
             CLASSES.replace("relu(x @ w1 + b1)", "dropout(relu(x @ w1 + b1), rate: 0.2, seed: 3)"),
         ),

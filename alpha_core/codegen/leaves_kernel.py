@@ -12,9 +12,10 @@ and the combine walk, so the bits are too (tests/test_leaves_kernel.py).
 
 Only a step of this shape is compiled so (`batching` says whether, and why not): a node that
 mixes examples must be a parameter's gradient or the loss, read by no other node; dropout (its
-mask is a function of the leaf) and operations outside a known row-wise set keep the leaf
-kernel alone. The runtime calls it for a COMBINE of all the round's leaves with nothing held
-(a single process); any other role computes its leaves one at a time (schedule.c).
+mask is a function of the leaf), operations outside a known row-wise set, and rows of every leaf
+that would take more than MAX_BATCH_BYTES keep the leaf kernel alone. The runtime calls it for
+any node of the tree whose leaves a role computes itself with nothing held inside (the whole
+tree in a single process, a worker's half in `pair`; schedule.c).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from alpha_core.check.program import Program
 from alpha_core.codegen.gemm import GemmEmitter, packed
 from alpha_core.codegen.graph_emit import GraphEmitter, live_nodes
 from alpha_core.codegen.loops import F32, I32, PTR, for_range, gep, i64, load, store
-from alpha_core.ir.graph import Graph, size
+from alpha_core.ir.graph import Graph, concrete, size
 from alpha_core.link.tree_reference import tree_split
 from alpha_core.semantics.llvm_arith import LlvmArith
 
@@ -62,6 +63,7 @@ ROW_WISE = frozenset(
 )
 REDUCING = frozenset({"sum", "mean", "reduce_to"})  # over a leaf's rows, by the sub-emitter
 MAX_LEAVES = 64  # a walk's chain stays under CHAIN_MAX (the tree's depth) for fewer
+MAX_BATCH_BYTES = 64 << 20  # the most the rows of every leaf at once may take
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,16 @@ def batching(program: Program, step: StepGraph) -> Batching | None:
         for t, h in folded.items()
         for g in (u for u in sums if graph[u].op == "matmul" and graph[u].inputs[0] == t)
     ):
+        return None
+    # Leaves bound a step's memory: a batch cut into many leaves because its activations would
+    # not fit at once keeps the leaf kernel.
+    every = program.leaves * program.leaf_size
+    held = sum(
+        size(concrete(graph[i].shape, every)) * 4
+        for i in rows
+        if graph[i].op not in ("input_x", "label_class", "label_reg")
+    )
+    if held > MAX_BATCH_BYTES:
         return None
     return Batching(frozenset(rows), sums, folded)
 
