@@ -13,6 +13,7 @@ from alpha_core.check.program import InitSpec, Program
 from alpha_core.codegen import learner_emit
 from alpha_core.codegen.gemm import GemmEmitter
 from alpha_core.codegen.graph_emit import GraphEmitter, live_nodes
+from alpha_core.codegen.kernel_entry import bind_inputs, bind_params, copy, function
 from alpha_core.codegen.leaves_kernel import batching, emit_leaves_grad
 from alpha_core.codegen.loops import (
     F32,
@@ -28,52 +29,8 @@ from alpha_core.codegen.loops import (
     store,
 )
 from alpha_core.codegen.tiles import blocking_of
-from alpha_core.ir.graph import Graph
 from alpha_core.semantics import learners
 from alpha_core.semantics.llvm_arith import LlvmArith
-
-
-def _function(
-    module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type], names: list[str]
-) -> tuple[ir.Function, ir.IRBuilder]:
-    fn = ir.Function(module, ir.FunctionType(ret, args), name=name)
-    fn.attributes.add("nounwind")
-    for arg, arg_name in zip(fn.args, names, strict=True):
-        arg.name = arg_name
-        if isinstance(arg.type, ir.PointerType):
-            arg.add_attribute("noalias")
-    return fn, ir.IRBuilder(fn.append_basic_block("entry"))
-
-
-def _bind_params(
-    b: ir.IRBuilder, graph: Graph, program: Program, params: ir.Value
-) -> dict[int, ir.Value]:
-    bound: dict[int, ir.Value] = {}
-    for i, node in enumerate(graph.nodes):
-        if node.op == "param":
-            index = node.attr("index")
-            assert isinstance(index, int)
-            bound[i] = gep(b, params, i64(program.params[index].offset))
-    return bound
-
-
-def _bind_inputs(
-    graph: Graph, x: ir.Value, ycls: ir.Value | None, yreg: ir.Value | None
-) -> dict[int, ir.Value]:
-    bound: dict[int, ir.Value] = {}
-    for i, node in enumerate(graph.nodes):
-        if node.op == "input_x":
-            bound[i] = x
-        elif node.op == "label_class" and ycls is not None:
-            bound[i] = ycls
-        elif node.op == "label_reg" and yreg is not None:
-            bound[i] = yreg
-    return bound
-
-
-def _copy(b: ir.IRBuilder, src: ir.Value, dst: ir.Value, dst_offset: int, n: int) -> None:
-    for_range(b, n, lambda j: store(b, load(b, src, j), dst, b.add(j, i64(dst_offset))), "cp")
-
 
 CHAIN_MAX = 8  # the longest chain the runtime passes a leaf (runtime/schedule.c, CHAIN)
 
@@ -91,7 +48,7 @@ def emit_leaf_grad(
     (chain[n-1] + g))): a gradient computed by a large product has the chain added by the GEMM
     as it stores its tiles; any other gets its chain added in passes over its elements, the
     last vector first. The same additions either way, after the same g."""
-    fn, b = _function(
+    fn, b = function(
         module,
         "alpha_leaf_grad_chain",
         F32,
@@ -102,8 +59,8 @@ def emit_leaf_grad(
     params, x, ycls, yreg, grad, chain, links32 = fn.args
     links = b.zext(links32, I64)
     em = GraphEmitter(module, step.graph, program.leaf_size, "step", gemm, shared)
-    bound = _bind_params(b, step.graph, program, params)
-    bound.update(_bind_inputs(step.graph, x, ycls, yreg))
+    bound = bind_params(b, step.graph, program, params)
+    bound.update(bind_inputs(step.graph, x, ycls, yreg))
     # A gradient computed by its own node is computed where the caller wants it, with no copy;
     # one that is also another parameter's gradient, or a parameter or input itself, is copied.
     direct: dict[int, int] = {}
@@ -129,13 +86,13 @@ def emit_leaf_grad(
     em.emit(b, [step.loss_sum, *step.grads], bound, placed)
     for spec, g in zip(program.params, step.grads, strict=True):
         if direct.get(g) != spec.offset:
-            _copy(b, em.ptrs[g], grad, spec.offset, spec.count)
+            copy(b, em.ptrs[g], grad, spec.offset, spec.count)
         elif g in em.chained:
             continue
         _add_chain(b, grad, spec.offset, spec.count, chain, links, gemm.k.width)
     b.ret(load(b, em.ptrs[step.loss_sum], i64(0)))
 
-    wrapper, w = _function(
+    wrapper, w = function(
         module, "alpha_leaf_grad", F32, [PTR] * 5, ["params", "x", "y_class", "y_reg", "grad"]
     )
     none = ir.Constant(PTR, None)
@@ -180,15 +137,15 @@ def emit_forward(
     gemm: GemmEmitter,
     shared: dict[tuple[object, ...], ir.Function],
 ) -> None:
-    fn, b = _function(module, "alpha_forward", ir.VoidType(), [PTR] * 3, ["params", "x", "out"])
+    fn, b = function(module, "alpha_forward", ir.VoidType(), [PTR] * 3, ["params", "x", "out"])
     params, x, out = fn.args
     em = GraphEmitter(module, program.model, program.leaf_size, "fwd", gemm, shared)
-    bound = _bind_params(b, program.model, program, params)
-    bound.update(_bind_inputs(program.model, x, None, None))
+    bound = bind_params(b, program.model, program, params)
+    bound.update(bind_inputs(program.model, x, None, None))
     result = program.output if program.forward_output is None else program.forward_output
     em.emit(b, [result], bound)
     per_example = program.data.outputs * program.data.positions  # a label's outputs, per label
-    _copy(b, em.ptrs[result], out, 0, program.leaf_size * per_example)
+    copy(b, em.ptrs[result], out, 0, program.leaf_size * per_example)
     b.ret_void()
 
 
@@ -205,7 +162,7 @@ def emit_apply(module: ir.Module, program: Program, gemm: GemmEmitter) -> None:
     alone, so any partition of the elements gives the bits of the whole update: a large count
     is split into tasks of APPLY_CHUNK elements run on the role's threads.
     """
-    fn, b = _function(
+    fn, b = function(
         module,
         "alpha_apply",
         ir.VoidType(),
@@ -256,7 +213,7 @@ def _emit_apply_task(module: ir.Module, span: ir.Function, ctx_ty: ir.Type) -> i
 def _emit_apply_span(module: ir.Module, program: Program) -> ir.Function:
     """span(params, state, grad_sum, start, count, lo, hi, lr, factor, b1t, b2t, scale): the
     update of elements start + j for j in [lo, hi), with the round's values (learners.Round)."""
-    fn, b = _function(
+    fn, b = function(
         module,
         "alpha.apply.span",
         ir.VoidType(),
@@ -320,7 +277,7 @@ def emit_apply_element(
 def emit_init(module: ir.Module, program: Program) -> None:
     from alpha_core.semantics import rng
 
-    fn, b = _function(module, "alpha_init_params", ir.VoidType(), [PTR], ["params"])
+    fn, b = function(module, "alpha_init_params", ir.VoidType(), [PTR], ["params"])
     (params,) = fn.args
     # one loop per kind of initialiser (its kind and constants), the seed and the count its
     # arguments: a model of many layers initialised alike compiles the generator once, not once

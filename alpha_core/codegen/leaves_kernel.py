@@ -28,6 +28,7 @@ from alpha_core.autodiff.reverse import StepGraph
 from alpha_core.check.program import Program
 from alpha_core.codegen.gemm import GemmEmitter, packed
 from alpha_core.codegen.graph_emit import GraphEmitter, live_nodes
+from alpha_core.codegen.kernel_entry import bind_inputs, bind_params, copy, function
 from alpha_core.codegen.loops import F32, I32, PTR, for_range, gep, i64, load, store
 from alpha_core.ir.graph import Graph, concrete, size
 from alpha_core.link.tree_reference import tree_split
@@ -103,6 +104,7 @@ def batching(program: Program, step: StepGraph) -> Batching | None:
         return None
     rows: set[int] = set()
     folded: dict[int, int] = {}
+    transposes = _transposes_of(graph, sums)  # read only by the weight gradients, if valid
     for i in live:
         node = graph[i]
         batched = [j for j in node.inputs if _rows(graph, j)]
@@ -113,7 +115,7 @@ def batching(program: Program, step: StepGraph) -> Batching | None:
                 folded[node.inputs[0]] = graph[node.inputs[0]].inputs[0]
                 continue
             return None
-        if i in folded or (node.op == "transpose" and i in _transposes_of(graph, sums)):
+        if i in folded or (node.op == "transpose" and i in transposes):
             continue
         if _rows(graph, i):
             if node.op not in ROW_WISE:
@@ -123,7 +125,7 @@ def batching(program: Program, step: StepGraph) -> Batching | None:
             rows.add(i)
         elif batched:  # a node without rows that reads rows: a sum nothing may read
             return None
-    for t in _transposes_of(graph, sums):
+    for t in transposes:
         folded[t] = graph[t].inputs[0]
     # Worth it where a weight gradient is a large product per leaf: there the weights read once
     # a round instead of once a leaf, and a gradient stored once, are most of the step. A small
@@ -194,15 +196,13 @@ def emit_leaves_grad(
     of the canonical tree (alpha_leaves_batch says which): the tree over a node's leaves has
     the same shape wherever the node is. One function per size, sharing one set of buffers
     (the largest size's)."""
-    from alpha_core.codegen.kernels import _function
-
     counts = subtree_sizes(program.leaves)
     largest: dict[int, ir.Value] = {}
     variants = {
         count: _emit_variant(module, program, step, split, gemm, shared, count, largest)
         for count in counts
     }
-    fn, b = _function(
+    fn, b = function(
         module,
         "alpha_leaves_grad",
         F32,
@@ -219,7 +219,7 @@ def emit_leaves_grad(
         b.ret(b.call(variant, args))
     b.position_at_end(unknown)
     b.unreachable()  # the runtime asks alpha_leaves_batch first
-    ask, a = _function(module, "alpha_leaves_batch", I32, [I32], ["count"])
+    ask, a = function(module, "alpha_leaves_batch", I32, [I32], ["count"])
     (n_arg,) = ask.args
     yes = ir.Constant(ir.IntType(1), 0)
     for n in counts:
@@ -240,18 +240,16 @@ def _emit_variant(
     """The kernel for `leaves` leaves: an internal function of alpha_leaves_grad's first five
     arguments. The first (largest) size makes the buffers; a smaller one uses them, and makes
     only those the larger ones did not need (a transpose a small product cannot read in place)."""
-    from alpha_core.codegen.kernels import _bind_inputs, _bind_params, _function
-
     graph = step.graph
     rows = program.leaf_size
     names = ["params", "x", "y_class", "y_reg", "grad"]
-    fn, b = _function(module, f"alpha.leaves.{leaves}", F32, [PTR] * 5, names)
+    fn, b = function(module, f"alpha.leaves.{leaves}", F32, [PTR] * 5, names)
     fn.linkage = "internal"
     params, x, ycls, yreg, grad = fn.args
     em = GraphEmitter(module, graph, leaves * rows, "leaves", gemm, shared)
     em.ptrs.update(largest)  # the static buffers, sized for the most leaves
-    bound = _bind_params(b, graph, program, params)
-    bound.update(_bind_inputs(graph, x, ycls, yreg))
+    bound = bind_params(b, graph, program, params)
+    bound.update(bind_inputs(graph, x, ycls, yreg))
     feeds = sorted(
         {split.folded.get(j, j) for g in split.sums for j in graph[g].inputs} - set(bound)
     )
@@ -286,7 +284,7 @@ def _emit_variant(
         if offset is None:
             loss = out
         else:
-            _copy(b, out, grad, offset, max(1, size(graph[g].shape)))
+            copy(b, out, grad, offset, max(1, size(graph[g].shape)))
     assert loss is not None
     b.ret(load(b, loss, i64(0)))
     return fn
@@ -328,7 +326,3 @@ def _leaf_sums(
         return left
 
     return tree(0, leaves)
-
-
-def _copy(b: ir.IRBuilder, src: ir.Value, dst: ir.Value, offset: int, n: int) -> None:
-    for_range(b, n, lambda j: store(b, load(b, src, j), dst, b.add(j, i64(offset))))
