@@ -98,8 +98,9 @@ def test_vector_width_follows_the_cpu() -> None:
 def test_packed_products_are_exact_on_every_vector_width(
     cpu: str, wide: tuple[object, str], tmp_path: Path
 ) -> None:
-    """Tiles of 4 x 8 (SSE), 4 x 24 (AVX2) and 8 x 48 (AVX-512) lanes: the bits of the
-    reference, which adds each product's terms one at a time in ascending k."""
+    """Tiles of 4 x 8 (SSE), 12 x 8 (AVX2) and 24 x 16 (AVX-512) lanes, and the short tiles
+    (4 x 8 on AVX2, 8 x 16 on AVX-512) that the 26 rows of the forward products take: the bits
+    of the reference, which adds each product's terms one at a time in ascending k."""
     needs = {"x86-64-v3": "avx2", "x86-64-v4": "avx512f"}.get(cpu)
     assert needs is None or _has(needs), f"this test needs a machine with {needs}"
     program, reference = wide

@@ -102,8 +102,9 @@ class GemmEmitter:
     def _declare(self) -> ir.Function:
         if self._gemm is None:
             self.parallel()
-            self._kernel = self._emit_kernel()
-            self._block = self._emit_block()
+            self._block = self._emit_block(self.k.mr)
+            if self.k.small_mr:
+                self._small_block = self._emit_block(self.k.small_mr)
             self._task = self._emit_task()
             self._gemm = self._emit_gemm()
         return self._gemm
@@ -160,8 +161,8 @@ class GemmEmitter:
         b.call(self._declare(), [*args, where, count])
 
     # -- the micro-kernel ----------------------------------------------------------------------
-    def _emit_kernel(self) -> ir.Function:
-        """kernel(ap, bp, c, ldc, kc, first, ldb, chain, count, at, ldk): the MR x NR tile at c
+    def _emit_kernel(self, mr: int) -> ir.Function:
+        """kernel(ap, bp, c, ldc, kc, first, ldb, chain, count, at, ldk): the mr x NR tile at c
         (row stride ldc) gets Σ over kc steps of the packed A panel and the B panel at bp (row
         stride ldb: NR when packed), starting from +0.0 when `first`, else from its own value;
         then the chain's tiles at element `at` of each (row stride ldk) are added to it, the
@@ -171,7 +172,7 @@ class GemmEmitter:
         fnty = ir.FunctionType(
             ir.VoidType(), [PTR, PTR, PTR, I64, I64, ir.IntType(1), I64, PTR, I64, I64, I64]
         )
-        fn = ir.Function(self.module, fnty, "alpha.gemm.kernel")
+        fn = ir.Function(self.module, fnty, f"alpha.gemm.kernel{mr}")
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
         ap, bp, c, ldc, kc, first, ldb, chain, count, at0, ldk = fn.args
@@ -179,7 +180,7 @@ class GemmEmitter:
             arg.add_attribute("noalias")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         zero = ir.Constant(self.vec, None)
-        slots = [[entry_alloca(b, self.vec) for _ in range(nv)] for _ in range(K.mr)]
+        slots = [[entry_alloca(b, self.vec) for _ in range(nv)] for _ in range(mr)]
         with b.if_else(first) as (fresh, resumed):
             with fresh:
                 for row in slots:
@@ -200,8 +201,8 @@ class GemmEmitter:
                 )
                 for v in range(nv)
             ]
-            for r in range(K.mr):
-                av = b.load(gep(b, ap, b.add(b.mul(p, i64(K.mr)), i64(r))), typ=F32, align=4)
+            for r in range(mr):
+                av = b.load(gep(b, ap, b.add(b.mul(p, i64(mr)), i64(r))), typ=F32, align=4)
                 a_all = splat(b, av, K.width)
                 for v in range(nv):
                     acc = b.load(slots[r][v], typ=self.vec)
@@ -218,14 +219,14 @@ class GemmEmitter:
 
         def link(t: ir.Value) -> None:  # chain[count - 1 - t], the innermost first
             base = b.load(gep(b, chain, b.sub(b.sub(count, i64(1)), t), PTR), typ=PTR)
-            for r in range(K.mr):
+            for r in range(mr):
                 for v in range(nv):
                     at = b.add(at0, b.add(b.mul(i64(r), ldk), i64(v * K.width)))
                     add = b.load(gep(b, base, at, self.vec), typ=self.vec, align=4)
                     b.store(b.fadd(b.load(slots[r][v], typ=self.vec), add), slots[r][v])
 
         for_count(b, count, link, "link")
-        for r in range(K.mr):
+        for r in range(mr):
             for v in range(nv):
                 at = b.add(b.mul(i64(r), ldc), i64(v * K.width))
                 b.store(b.load(slots[r][v], typ=self.vec), gep(b, c, at, self.vec), align=4)
@@ -233,8 +234,9 @@ class GemmEmitter:
         return fn
 
     # -- one block of C: the loops over k, then the panels of B and of A -----------------------
-    def _emit_block(self) -> ir.Function:
-        """block(dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, count, ldk, scratch):
+    def _emit_block(self, mr: int) -> ir.Function:
+        """block(dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, count, ldk, scratch),
+        on panels of mr rows of A:
         dst[i, j] (row stride ld) = Σ_p a[i, p] · bm[p, j] for i < mc, j < nc, a and bm at the
         block's origin (strides a0, a1 and b0, b1), then plus the chain: `count` pointers at
         the block's origin, row stride ldk. `direct`: B is read in place where it can be."""
@@ -244,7 +246,8 @@ class GemmEmitter:
             [PTR, I64, PTR, PTR, I64, I64, I64, I64, I64, I64, I64, ir.IntType(1)]
             + [PTR, I64, I64, PTR],
         )
-        fn = ir.Function(self.module, fnty, "alpha.gemm.block")
+        fn = ir.Function(self.module, fnty, f"alpha.gemm.block{mr}")
+        kernel = self._emit_kernel(mr)
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
         dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, links, ldk, scratch = fn.args
@@ -252,7 +255,7 @@ class GemmEmitter:
         # scratch is 64-byte aligned by the runtime
         bp = scratch
         ap = gep(b, scratch, i64(K.kc * K.nc))
-        tile = b.alloca(F32, size=i64(K.mr * K.nr))  # the edge tile
+        tile = b.alloca(F32, size=i64(mr * K.nr))  # the edge tile
         tile.align = 64
         blocks = ceil_div(b, k, K.kc)
         panel_at = entry_alloca(b, PTR)
@@ -265,7 +268,7 @@ class GemmEmitter:
             with b.if_then(b.not_(direct)):
                 pack_panels(b, bp, b_src, nc, kc, b1, b0, K.nr)
             a_src = gep(b, a, b.mul(p0, a1))
-            pack_panels(b, ap, a_src, mc, kc, a0, a1, K.mr)
+            pack_panels(b, ap, a_src, mc, kc, a0, a1, mr)
             first = b.icmp_unsigned("==", q, i64(0))
             # the chain is added once, to the finished sums: in the last block of p
             last = b.icmp_unsigned("==", q, b.sub(blocks, i64(1)))
@@ -289,18 +292,18 @@ class GemmEmitter:
                 ldb = b.load(panel_ld, typ=I64)
 
                 def row_panel(ir_: ir.Value) -> None:
-                    ii = b.mul(ir_, i64(K.mr))
-                    rows = min_i64(b, i64(K.mr), b.sub(mc, ii))
+                    ii = b.mul(ir_, i64(mr))
+                    rows = min_i64(b, i64(mr), b.sub(mc, ii))
                     a_panel = gep(b, ap, b.mul(ii, kc))
                     c_tile = gep(b, dst, b.add(b.mul(ii, ld), jj))
                     at = b.add(b.mul(ii, ldk), jj)  # the tile's place in the chain's arrays
                     whole = b.and_(
-                        b.icmp_signed("==", rows, i64(K.mr)), b.icmp_signed("==", cols, i64(K.nr))
+                        b.icmp_signed("==", rows, i64(mr)), b.icmp_signed("==", cols, i64(K.nr))
                     )
                     with b.if_else(whole) as (then, other):
                         with then:
                             b.call(
-                                self._kernel,
+                                kernel,
                                 [a_panel, b_panel, c_tile, ld, kc, first, ldb]
                                 + [chain, count, at, ldk],
                             )
@@ -309,7 +312,7 @@ class GemmEmitter:
                                 copy_tile(b, c_tile, ld, tile, i64(K.nr), rows, cols)
                             none = ir.Constant(PTR, None)
                             b.call(
-                                self._kernel,
+                                kernel,
                                 [a_panel, b_panel, tile, i64(K.nr), kc, first, ldb]
                                 + [none, i64(0), i64(0), i64(0)],
                             )
@@ -317,7 +320,7 @@ class GemmEmitter:
                                 b, tile, i64(K.nr), c_tile, ld, rows, cols, (chain, count, at, ldk)
                             )
 
-                for_count(b, ceil_div(b, mc, K.mr), row_panel, "ir")
+                for_count(b, ceil_div(b, mc, mr), row_panel, "ir")
 
             for_count(b, ceil_div(b, nc, K.nr), col_panel, "jr")
 
@@ -361,6 +364,25 @@ class GemmEmitter:
         }
         return fn, b, values, scratch, block
 
+    def _call_block(self, b: ir.IRBuilder, mc: ir.Value, args: list[ir.Value]) -> None:
+        """The block on panels of MR rows, or of the small MR where that pads a fifth fewer
+        rows of A (a block of few rows: a leaf's examples, a small batch); the taller tile is
+        the faster per product, so it keeps the blocks where the padding is alike."""
+        small = self.k.small_mr
+        if not small:
+            b.call(self._block, args)
+            return
+
+        def padded(mr: int) -> ir.Value:
+            return b.mul(ceil_div(b, mc, mr), i64(mr))
+
+        fewer = b.icmp_unsigned("<", b.mul(padded(small), i64(5)), b.mul(padded(self.k.mr), i64(4)))
+        with b.if_else(fewer) as (few, many):
+            with few:
+                b.call(self._small_block, args)
+            with many:
+                b.call(self._block, args)
+
     def _emit_task(self) -> ir.Function:
         K = self.k
         fn, b, f, scratch, blk = self._task_frame("alpha.gemm.task", 13, K.mc)
@@ -375,8 +397,9 @@ class GemmEmitter:
             b.store(gep(b, vector, origin), gep(b, shifted, t, PTR))
 
         for_count(b, links, shift, "shift")
-        b.call(
-            self._block,
+        self._call_block(
+            b,
+            blk["mc"],
             [gep(b, c, origin), n, gep(b, a, b.mul(i0, a0)), gep(b, bm, b.mul(j0, b1))]
             + [blk["mc"], blk["nc"], k, a0, a1, b0, b1, blk["direct"], shifted, links, n, scratch],
         )
@@ -406,8 +429,9 @@ class GemmEmitter:
             dst, ld = (
                 (gep(b, c, b.add(b.mul(i0, n), j0)), n) if into is None else (buf[into], i64(K.nc))
             )
-            b.call(
-                self._block,
+            self._call_block(
+                b,
+                blk["mc"],
                 [dst, ld, gep(b, a_block, b.mul(i64(leaf), a_step))]
                 + [gep(b, b_block, b.mul(i64(leaf), b_step)), blk["mc"], blk["nc"], k]
                 + [a0, a1, b0, b1, direct, chain, i64(len(links)), i64(K.nc), scratch],

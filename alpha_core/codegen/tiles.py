@@ -18,6 +18,7 @@ class Blocking:
     kc: int
     mc: int  # a multiple of mr
     nc: int  # a multiple of nr
+    small_mr: int = 0  # a second, shorter tile for blocks of few rows (0: none)
 
     @property
     def scratch_floats(self) -> int:
@@ -34,11 +35,13 @@ def blocking_for(width: int, registers: int) -> Blocking:
     multiply (AVX-512's embedded `{1to16}` operand) or stays a plain load, where three vectors
     of B per element kept a broadcast register and its shuffle in every step. Measured on one
     Zen 4 core (bench/gemm.py): 1024^3 from 73 to 85-87 GFLOP/s on AVX-512 (8 x 48 before) and
-    from 42 to 69-77 on AVX2 (4 x 24 before); SSE keeps 4 x 8, faster there than 12 x 4."""
+    from 42 to 69-77 on AVX2 (4 x 24 before); SSE keeps 4 x 8, faster there than 12 x 4.
+    A block of few rows (a leaf's examples, a small batch) takes the shorter tile `small_mr`
+    where it pads fewer rows of A: 8 rows on AVX-512, 4 on AVX2."""
     if width >= 16:
-        return Blocking(16, 24, 16, 192, 240, 240)
+        return Blocking(16, 24, 16, 192, 240, 240, small_mr=8)
     if width == 8:
-        return Blocking(8, 12, 8, 256, 192, 240)
+        return Blocking(8, 12, 8, 256, 192, 240, small_mr=4)
     if registers >= 32:  # AArch64 NEON: 32 registers of 4 lanes
         return Blocking(4, 8, 12, 256, 96, 252)
     return Blocking(4, 4, 8, 256, 96, 256)  # SSE: 16 registers of 4 lanes
