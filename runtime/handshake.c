@@ -60,6 +60,7 @@ struct opening {
     uint64_t deadline;
     uint32_t timeout_ms;
     int listener;
+    int local; /* the local socket beside a loopback listener, or -1 */
     struct conn *conns;
     uint32_t n_conns, cap;
     uint64_t arrivals, dropped;
@@ -150,6 +151,18 @@ static void add_conn(struct opening *o, int fd, int32_t link, const char *addres
         snprintf(c->label, sizeof c->label, "a connection from %s", address);
 }
 
+/* A connection we dialled to link k: our HELLO goes first. */
+static void dialled(struct opening *o, uint32_t k, int fd, const char *address)
+{
+    add_conn(o, fd, (int32_t)k, address);
+    struct conn *c = &o->conns[o->n_conns - 1];
+    own_hello(o, o->n->links[k].link->peer, &c->mine);
+    frame_encode_hello(&c->mine, c->bytes);
+    if (send_bytes(o, fd, c->bytes, FRAME_HELLO_BYTES) != 0)
+        refuse(REFUSAL_PEER_LOST, "%s closed the connection during the handshake: %s", c->label,
+               strerror(errno));
+}
+
 static void connect_to_peer(struct opening *o, uint32_t k)
 {
     const struct alpha_link *l = o->n->links[k].link;
@@ -165,17 +178,18 @@ static void connect_to_peer(struct opening *o, uint32_t k)
         unresolved = error != 0;
         if (error)
             why = gai_strerror(error);
+        int fd;
+        /* a peer on this machine first, by its local socket; TCP where it has none */
+        if (socket_connect_local(l->host, l->port, &fd) == 0) {
+            if (found)
+                freeaddrinfo(found);
+            dialled(o, k, fd, address);
+            return;
+        }
         for (struct addrinfo *a = found; a; a = a->ai_next) {
-            int fd;
             if (socket_try_connect(a, o->deadline, &fd) == 0) {
                 freeaddrinfo(found);
-                add_conn(o, fd, (int32_t)k, address);
-                struct conn *c = &o->conns[o->n_conns - 1];
-                own_hello(o, l->peer, &c->mine);
-                frame_encode_hello(&c->mine, c->bytes);
-                if (send_bytes(o, fd, c->bytes, FRAME_HELLO_BYTES) != 0)
-                    refuse(REFUSAL_PEER_LOST, "%s closed the connection during the handshake: "
-                           "%s", c->label, strerror(errno));
+                dialled(o, k, fd, address);
                 return;
             }
             why = strerror(errno);
@@ -355,13 +369,15 @@ static void read_conn(struct opening *o, struct conn *c)
         acceptor_got(o, c);
 }
 
-static void accept_one(struct opening *o)
+static void accept_one(struct opening *o, int listener)
 {
     struct sockaddr_storage from;
     socklen_t size = sizeof from;
-    int fd = accept(o->listener, (struct sockaddr *)&from, &size);
+    int fd = accept(listener, (struct sockaddr *)&from, &size);
     if (fd < 0)
         return;
+    if (listener == o->local)
+        socket_local_buffers(fd);
     if (o->n_conns == o->cap) {
         /* Full of connections that have not proven themselves: the oldest stranger makes room,
          * so that strangers cannot keep the real peer out. */
@@ -413,6 +429,26 @@ static int all_open(const struct net *n)
     return 1;
 }
 
+/* One `links` event: each link's peer and what carries it, `local` (the Unix socket beside a
+ * loopback listener) or `tcp`. */
+static void report_links(const struct net *n)
+{
+    printf("{\"event\":\"links\",\"role\":");
+    json_string(stdout, n->r->name);
+    printf(",\"links\":[");
+    for (uint32_t k = 0; k < n->n_links; k++) {
+        struct sockaddr_storage a;
+        socklen_t size = sizeof a;
+        int local = getsockname(n->links[k].fd, (struct sockaddr *)&a, &size) == 0 &&
+                    a.ss_family == AF_UNIX;
+        printf("%s{\"peer\":", k ? "," : "");
+        json_string(stdout, n->links[k].link->peer_name);
+        printf(",\"transport\":\"%s\"}", local ? "local" : "tcp");
+    }
+    printf("]}\n");
+    fflush(stdout);
+}
+
 void net_open(struct net *n, const struct alpha_program *p, const struct alpha_role *r,
               const uint8_t secret[32])
 {
@@ -420,15 +456,19 @@ void net_open(struct net *n, const struct alpha_program *p, const struct alpha_r
     if (n->n_links == 0)
         return;
     struct opening o = {.n = n, .secret = secret, .timeout_ms = r->connect_timeout_ms,
-                        .listener = -1};
+                        .listener = -1, .local = -1};
     o.deadline = net_now_ms() + r->connect_timeout_ms;
     parse_identity(r->plan_identity, o.identity);
     o.cap = n->n_links + MAX_STRANGERS;
     o.conns = checked_calloc(o.cap, sizeof *o.conns, "the handshake");
-    struct pollfd *fds = checked_calloc(o.cap + 1, sizeof *fds, "the handshake");
+    struct pollfd *fds = checked_calloc(o.cap + 2, sizeof *fds, "the handshake");
     for (uint32_t k = 0; k < n->n_links; k++)
-        if (n->links[k].link->accept && o.listener < 0)
+        if (n->links[k].link->accept && o.listener < 0) {
+            /* the local socket first, so that a peer on this machine finds it whenever it
+             * finds the TCP port */
+            o.local = socket_listen_local(r->listen_host, r->listen_port);
             o.listener = socket_listen(r->listen_host, r->listen_port);
+        }
     for (uint32_t k = 0; k < n->n_links; k++)
         if (!n->links[k].link->accept)
             connect_to_peer(&o, k);
@@ -436,6 +476,9 @@ void net_open(struct net *n, const struct alpha_program *p, const struct alpha_r
         nfds_t m = 0;
         if (o.listener >= 0)
             fds[m++] = (struct pollfd){o.listener, POLLIN, 0};
+        if (o.local >= 0)
+            fds[m++] = (struct pollfd){o.local, POLLIN, 0};
+        nfds_t listeners = m;
         for (uint32_t i = 0; i < o.n_conns; i++)
             if (o.conns[i].fd >= 0)
                 fds[m++] = (struct pollfd){o.conns[i].fd, POLLIN, 0};
@@ -451,17 +494,21 @@ void net_open(struct net *n, const struct alpha_program *p, const struct alpha_r
             if (o.conns[i].fd >= 0)
                 o.conns[kept++] = o.conns[i];
         o.n_conns = kept;
-        if (o.listener >= 0 && m > 0 && fds[0].revents && !all_open(n))
-            accept_one(&o);
+        for (nfds_t j = 0; j < listeners && !all_open(n); j++)
+            if (fds[j].revents)
+                accept_one(&o, fds[j].fd);
     }
     /* Every link is open: nobody else may join. */
     for (uint32_t i = 0; i < o.n_conns; i++)
         close(o.conns[i].fd);
     if (o.listener >= 0)
         close(o.listener);
+    if (o.local >= 0)
+        close(o.local);
     hmac_wipe(o.conns, o.cap * sizeof *o.conns);
     free(o.conns);
     free(fds);
+    report_links(n);
 }
 
 #pragma clang attribute pop

@@ -17,6 +17,16 @@ int socket_listen(const char *host, uint32_t port);
 /* One attempt on one address before deadline: 0 and a connected non-blocking socket in *out,
  * or -1 with errno. */
 int socket_try_connect(const struct addrinfo *a, uint64_t deadline, int *out);
+/* Whether host is a numeric loopback address (127.0.0.0/8, ::1). */
+int socket_is_loopback(const char *host);
+/* Beside a listener on a loopback host:port, a non-blocking Unix stream socket in the abstract
+ * namespace that peers on this machine dial instead of TCP (the same bytes cross it); -1 when
+ * the host is not a loopback address; refuses listen-failed when the name is taken. */
+int socket_listen_local(const char *host, uint32_t port);
+/* One attempt on that local socket: 0 and a connected non-blocking socket in *out, or -1. */
+int socket_connect_local(const char *host, uint32_t port, int *out);
+/* Socket buffers for a local link: large enough that a 4 MB frame needs few wake-ups. */
+void socket_local_buffers(int fd);
 /* Writes all of bytes before deadline: 0, or -1 with errno. */
 int socket_send_all(int fd, const uint8_t *bytes, size_t size, uint64_t deadline);
 

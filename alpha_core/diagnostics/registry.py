@@ -536,8 +536,9 @@ _ENTRIES = [
         START_UP,
         "a role cannot listen on its address",
         "A role that accepts connections listens on the port its deployment inputs give it "
-        "(port base + role index). When that port is taken or the address is not local, it "
-        "stops before any round, naming the address.",
+        "(port base + role index), and, on a loopback address, on a local socket beside it "
+        "(`alpha/HOST:PORT`) that peers on the same machine dial. When that port or that "
+        "name is taken, or the address is not local, it stops before any round, naming it.",
     ),
     Refusal(
         "peer-unreachable",
