@@ -85,7 +85,36 @@ def pack_panels(
         b.branch(done)
         b.position_at_end(done)
 
+    # Lanes adjacent in the source (B's columns): every full panel row by row, so that the
+    # source is read along its rows (a run of `extent` floats per row) rather than down a
+    # panel's column strip one row apart, which no prefetcher follows once a row is a page.
+    whole = b.udiv(extent, i64(lanes))
+    by_rows = b.icmp_signed("==", s_lane, i64(1))
+    rows_first = b.function.append_basic_block("pack.rows")
+    by_panel = b.function.append_basic_block("pack.panels")
+    packed = b.function.append_basic_block("pack.end")
+    b.cbranch(by_rows, rows_first, by_panel)
+    b.position_at_end(rows_first)
+
+    def row(p: ir.Value) -> None:
+        src_p = gep(b, src, b.mul(p, s_k))
+        out_p = gep(b, dst, b.mul(p, i64(lanes)))
+
+        def one(q: ir.Value) -> None:
+            v = b.load(gep(b, src_p, b.mul(q, i64(lanes)), vec), typ=vec, align=4)
+            b.store(v, gep(b, out_p, b.mul(b.mul(q, i64(lanes)), kc), vec), align=4)
+
+        for_count(b, whole, one, "pwq")
+
+    for_count(b, kc, row, "pwp")
+    # the last, partial panel as below
+    with b.if_then(b.icmp_unsigned("<", whole, panels)):
+        panel(whole)
+    b.branch(packed)
+    b.position_at_end(by_panel)
     for_count(b, panels, panel, "pq")
+    b.branch(packed)
+    b.position_at_end(packed)
 
 
 def pack_across(
