@@ -42,6 +42,7 @@ def packed(m: int, n: int, k: int) -> bool:
 # Rows of a tree task's block of C: each leaf's block and the tree's pending values stay in the
 # core's L2 beside the panels (a multiple of every MR).
 TREE_MC = 96
+DIRECT_ROWS = 96  # B is read in place by one row of tasks of at most this many rows
 CHAIN_MAX = 8  # the longest chain added as a product is stored (runtime/schedule.c, CHAIN)
 SCRATCH_SYMBOL = "alpha_scratch_floats"  # floats of scratch each worker needs (runtime/pool.c)
 PARALLEL_SYMBOL = "alpha_parallel"  # runs tasks 0..n-1, each once, on the role's threads
@@ -358,9 +359,14 @@ class GemmEmitter:
             "j0": j0,
             "mc": min_i64(b, i64(mc), b.sub(m, i0)),
             "nc": min_i64(b, task_nc, b.sub(n, j0)),
-            # With one row of tasks (m <= MC) each element of a row-major B serves only the few
-            # row panels of this task: the micro-kernel reads it where it is, not from a copy.
-            "direct": b.and_(b.icmp_signed("==", b1, i64(1)), b.icmp_signed("<=", m, i64(mc))),
+            # With one row of tasks of few rows (m <= DIRECT_ROWS) each element of a row-major
+            # B serves only the few row panels of this task: the micro-kernel reads it where it
+            # is, not from a copy. Many row panels would each read the panel's rows one row of
+            # B apart again (rows a page apart share an L1 set), so they take packed panels.
+            "direct": b.and_(
+                b.icmp_signed("==", b1, i64(1)),
+                b.icmp_signed("<=", m, i64(min(mc, DIRECT_ROWS))),
+            ),
         }
         return fn, b, values, scratch, block
 

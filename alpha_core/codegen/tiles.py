@@ -37,9 +37,10 @@ def blocking_for(width: int, registers: int) -> Blocking:
     Zen 4 core (bench/gemm.py): 1024^3 from 73 to 85-87 GFLOP/s on AVX-512 (8 x 48 before) and
     from 42 to 69-77 on AVX2 (4 x 24 before); SSE keeps 4 x 8, faster there than 12 x 4.
     A block of few rows (a leaf's examples, a small batch) takes the shorter tile `small_mr`
-    where it pads fewer rows of A: 8 rows on AVX-512, 4 on AVX2."""
+    where it pads fewer rows of A: 8 rows on AVX-512, 4 on AVX2. AVX-512's MC of 264 (11 tiles)
+    takes a batch of 256 rows in one block, where 240 left a block of 16 rows beside it."""
     if width >= 16:
-        return Blocking(16, 24, 16, 192, 240, 240, small_mr=8)
+        return Blocking(16, 24, 16, 192, 264, 240, small_mr=8)
     if width == 8:
         return Blocking(8, 12, 8, 256, 192, 240, small_mr=4)
     if registers >= 32:  # AArch64 NEON: 32 registers of 4 lanes
