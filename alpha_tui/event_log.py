@@ -40,6 +40,14 @@ def line(event: dict[str, object]) -> str:
         loss = event.get("final_loss")
         value = show_loss(float(loss)) if isinstance(loss, int | float) else "–"
         return f"done: final loss {value}, sha256 {event.get('params_sha256', '–')}"
+    if kind == "links":
+        links = event.get("links")
+        carried = [
+            f"{link.get('peer')} over {link.get('transport')}"
+            for link in (links if isinstance(links, list) else [])
+            if isinstance(link, dict)
+        ]
+        return "links: " + (", ".join(carried) or "none")
     if kind == "start":
         return (
             f"start: system {event.get('system')}, {event.get('params')} parameters, "

@@ -278,7 +278,13 @@ int main(int argc, char **argv)
 
     capture_start(&s.capture, s.first_round); /* the checkpoint folder, before round 0 */
     struct net net;
-    net_open(&net, p, role, secret);
+    if (alpha_open_links)
+        alpha_open_links(&net, p, role, secret);
+    else if (role->n_links)
+        refuse(REFUSAL_PROGRAM_INVALID, "%s has links, but its executable was linked without the "
+               "code that opens them", role->name);
+    else
+        net_init(&net, p, role);
     hmac_wipe(secret, sizeof secret); /* the links hold their own keys now */
     float loss = schedule_train(&s, &d, &net, o.quiet);
     const float *params = s.params;

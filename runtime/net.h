@@ -50,6 +50,18 @@ void net_init(struct net *n, const struct alpha_program *p, const struct alpha_r
  * keyed by the launch secret (secret.h; unused when the role has no links). */
 void net_open(struct net *n, const struct alpha_program *p, const struct alpha_role *r,
               const uint8_t secret[32]);
+/* net_open, reached through the role part: a role with links defines this as a call to it
+ * (ALPHA_OPEN_LINKS, program_c.py), a role without leaves it undefined (null), so that its
+ * executable links no resolver, sockets or handshake at all (the linker drops what nothing
+ * reaches). */
+void alpha_open_links(struct net *n, const struct alpha_program *p, const struct alpha_role *r,
+                      const uint8_t secret[32]) __attribute__((weak));
+#define ALPHA_OPEN_LINKS                                                                        \
+    void alpha_open_links(struct net *n, const struct alpha_program *p,                         \
+                          const struct alpha_role *r, const uint8_t secret[32])                 \
+    {                                                                                           \
+        net_open(n, p, r, secret);                                                              \
+    }
 
 /* Queues elements [start, start + count) of piece [lo, hi) (count 0: all n_params) and its loss
  * float on a link, and sends what the socket takes now; the piece stays unchanged until

@@ -128,6 +128,8 @@ def role_c(role: RoleSchedule) -> str:
     parts.append("const struct alpha_role ALPHA_ROLE = {\n")
     parts.extend(f"    .{k} = {v},\n" for k, v in fields.items())
     parts.append("};\n")
+    if role.links:  # only a role with links links the code that opens them (runtime/net.h)
+        parts.append('#include "net.h"\nALPHA_OPEN_LINKS\n')
     return "".join(parts)
 
 
