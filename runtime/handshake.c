@@ -173,19 +173,17 @@ static void connect_to_peer(struct opening *o, uint32_t k)
     const char *why = "no attempt";
     int unresolved = 0; /* the last attempt found no address for the name */
     for (;;) {
+        int fd;
+        /* a peer on this machine first, by its local socket; TCP where it has none */
+        if (socket_connect_local(l->host, l->port, &fd) == 0) {
+            dialled(o, k, fd, address);
+            return;
+        }
         struct addrinfo *found = NULL;
         int error = getaddrinfo(l->host, port, &hints, &found);
         unresolved = error != 0;
         if (error)
             why = gai_strerror(error);
-        int fd;
-        /* a peer on this machine first, by its local socket; TCP where it has none */
-        if (socket_connect_local(l->host, l->port, &fd) == 0) {
-            if (found)
-                freeaddrinfo(found);
-            dialled(o, k, fd, address);
-            return;
-        }
         for (struct addrinfo *a = found; a; a = a->ai_next) {
             if (socket_try_connect(a, o->deadline, &fd) == 0) {
                 freeaddrinfo(found);
@@ -429,26 +427,6 @@ static int all_open(const struct net *n)
     return 1;
 }
 
-/* One `links` event: each link's peer and what carries it, `local` (the Unix socket beside a
- * loopback listener) or `tcp`. */
-static void report_links(const struct net *n)
-{
-    printf("{\"event\":\"links\",\"role\":");
-    json_string(stdout, n->r->name);
-    printf(",\"links\":[");
-    for (uint32_t k = 0; k < n->n_links; k++) {
-        struct sockaddr_storage a;
-        socklen_t size = sizeof a;
-        int local = getsockname(n->links[k].fd, (struct sockaddr *)&a, &size) == 0 &&
-                    a.ss_family == AF_UNIX;
-        printf("%s{\"peer\":", k ? "," : "");
-        json_string(stdout, n->links[k].link->peer_name);
-        printf(",\"transport\":\"%s\"}", local ? "local" : "tcp");
-    }
-    printf("]}\n");
-    fflush(stdout);
-}
-
 void net_open(struct net *n, const struct alpha_program *p, const struct alpha_role *r,
               const uint8_t secret[32])
 {
@@ -508,7 +486,7 @@ void net_open(struct net *n, const struct alpha_program *p, const struct alpha_r
     hmac_wipe(o.conns, o.cap * sizeof *o.conns);
     free(o.conns);
     free(fds);
-    report_links(n);
+    net_report_links(n);
 }
 
 #pragma clang attribute pop

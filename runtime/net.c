@@ -326,6 +326,26 @@ __attribute__((minsize)) void net_describe(const struct alpha_role *r)
     fflush(stdout);
 }
 
+/* One `links` event once every link is open: each link's peer and what carries it, `local`
+ * (the Unix socket beside a loopback listener, sockets.h) or `tcp`. */
+__attribute__((minsize)) void net_report_links(const struct net *n)
+{
+    printf("{\"event\":\"links\",\"role\":");
+    json_string(stdout, n->r->name);
+    printf(",\"links\":[");
+    for (uint32_t k = 0; k < n->n_links; k++) {
+        struct sockaddr_storage a;
+        socklen_t size = sizeof a;
+        int local = getsockname(n->links[k].fd, (struct sockaddr *)&a, &size) == 0 &&
+                    a.ss_family == AF_UNIX;
+        printf("%s{\"peer\":", k ? "," : "");
+        json_string(stdout, n->links[k].link->peer_name);
+        printf(",\"transport\":\"%s\"}", local ? "local" : "tcp");
+    }
+    printf("]}\n");
+    fflush(stdout);
+}
+
 void net_init(struct net *n, const struct alpha_program *p, const struct alpha_role *r)
 {
     *n = (struct net){.p = p, .r = r, .n_links = r->n_links};

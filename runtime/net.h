@@ -50,6 +50,8 @@ void net_init(struct net *n, const struct alpha_program *p, const struct alpha_r
  * keyed by the launch secret (secret.h; unused when the role has no links). */
 void net_open(struct net *n, const struct alpha_program *p, const struct alpha_role *r,
               const uint8_t secret[32]);
+/* The `links` event of a role whose links are all open (events: docs/runtime.md). */
+void net_report_links(const struct net *n);
 /* net_open, reached through the role part: a role with links defines this as a call to it
  * (ALPHA_OPEN_LINKS, program_c.py), a role without leaves it undefined (null), so that its
  * executable links no resolver, sockets or handshake at all (the linker drops what nothing

@@ -11,9 +11,11 @@ tests/test_net_roles.py and tests/test_auth_fuzz.py listen on TCP alone, and rol
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -102,8 +104,6 @@ def test_a_taken_local_name_is_refused_by_name_as_a_taken_port_is(tmp_path: Path
 
 
 def test_a_stranger_on_the_local_socket_is_dropped_by_name(tmp_path: Path) -> None:
-    import json
-
     commands, base, reference = _build(tmp_path)
     secret = tmp_path / "secret"
     secret.write_bytes(os.urandom(32))
@@ -115,16 +115,17 @@ def test_a_stranger_on_the_local_socket_is_dropped_by_name(tmp_path: Path) -> No
     )
     try:
         stranger = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        for _ in range(500):  # until it listens (a deadline of 5 s, never a fixed sleep)
+        deadline = time.monotonic() + 10
+        while True:  # until it listens: retried against a deadline
             try:
                 stranger.connect(f"\0alpha/127.0.0.1:{base}")
                 break
-            except (ConnectionRefusedError, FileNotFoundError):
+            except ConnectionRefusedError:
+                if time.monotonic() > deadline:
+                    pytest.fail("the acceptor never opened its local socket")
                 stranger.close()
                 stranger = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                subprocess.run(["sleep", "0.01"], check=True)
-        else:
-            pytest.fail("the acceptor never opened its local socket")
+                time.sleep(0.01)
         stranger.sendall(b"GET / HTTP/1.0\r\n\r\n" + bytes(200))
         assert acceptor.stdout is not None
         dropped = json.loads(acceptor.stdout.readline())
