@@ -36,6 +36,22 @@ def connect(port: int, timeout: float = 10.0) -> socket.socket:
             threading.Event().wait(0.01)
 
 
+def connect_local(port: int, timeout: float = 10.0) -> socket.socket:
+    """Connects to the local socket beside a role's loopback port (`alpha/127.0.0.1:PORT`),
+    polling until it listens."""
+    deadline = time.monotonic() + timeout
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        try:
+            s.connect(f"\0alpha/127.0.0.1:{port}")
+            return s
+        except ConnectionRefusedError:
+            s.close()
+            assert time.monotonic() < deadline, f"no local socket beside port {port}"
+            threading.Event().wait(0.01)
+
+
 def write_secret(path: os.PathLike[str] | str, secret: bytes) -> str:
     """A secret file as a deployment keeps it: 32 bytes, readable by its owner only."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from auth_peer import connect, read_exactly, write_secret
+from auth_peer import connect, connect_local, read_exactly, write_secret
 from conftest import EXAMPLES, run_exe
 
 from alpha_core.build import Deployment, build_plan, build_program
@@ -491,8 +491,9 @@ def attacks(identity: bytes, secret: bytes, rng: random.Random) -> list[tuple[st
 
 def test_a_soak_of_strangers_against_a_ub_trapping_role(single_sha: str, tmp_path: Path) -> None:
     """Thirty-nine strangers, one after another, at a listener whose runtime traps on undefined
-    behaviour: each is dropped by a registered name (no trap, no refusal), then the real peer
-    joins and the run gives the single-process bits."""
+    behaviour, alternately on its TCP port and on the local socket beside it: each is dropped
+    by a registered name (no trap, no refusal), then the real peer joins (over the local
+    socket) and the run gives the single-process bits."""
     from conftest import link_checked
 
     from alpha_core.plan.projection import project
@@ -508,8 +509,8 @@ def test_a_soak_of_strangers_against_a_ub_trapping_role(single_sha: str, tmp_pat
     listener = Started([command(exes, tmp_path, "worker[0]")], secret)
     names = []
     battery = attacks(bytes.fromhex(plan.identity()), secret, random.Random(9))
-    for kind, data in battery:
-        with connect(base) as s:
+    for i, (kind, data) in enumerate(battery):
+        with (connect_local if i % 2 else connect)(base) as s:
             try:
                 s.sendall(data)
                 s.shutdown(socket.SHUT_WR)  # a truncation ends here
@@ -521,7 +522,11 @@ def test_a_soak_of_strangers_against_a_ub_trapping_role(single_sha: str, tmp_pat
     assert len(names) == len(battery) == 39
     assert {"peer-unauthenticated", "frame-corrupt", "frame-unexpected"} <= set(names)
     real = Started([command(exes, tmp_path, "worker[1]")], secret)
-    assert_done_with(listener.wait() + real.wait(), single_sha)
+    outcomes = listener.wait() + real.wait()
+    assert_done_with(outcomes, single_sha)
+    for outcome in outcomes:
+        (links,) = [e["links"] for e in outcome.events if e.get("event") == "links"]
+        assert links == [{"peer": links[0]["peer"], "transport": "local"}], links
 
 
 def test_alpha_build_compiles_in_the_secret_file_path(tmp_path: Path) -> None:
