@@ -20,6 +20,7 @@ from alpha_core.codegen.kernels import build_kernels
 from alpha_core.codegen.leaves_kernel import batching
 from alpha_core.codegen.target import TARGETS
 from alpha_core.launch import free_port_base, run_roles
+from alpha_core.plan.model import Plan
 from alpha_core.workspace import Workspace
 
 # Five leaves of 40 rows (a tree that is not a power of two), three layers with biases: every
@@ -52,6 +53,19 @@ def _sha(path: str, *args: str) -> str:
     code, events, stderr = run_exe(path, "--quiet", *args)
     assert code == 0, stderr
     return str(events[-1]["params_sha256"])
+
+
+def _plan_sha(plan: Plan, tmp_path: Path) -> str:
+    """The SHA-256 of the parameters the plan's roles write, run as processes on loopback."""
+    deployment = Deployment(free_port_base(2), "127.0.0.1", None, 10_000, 10_000)
+    result = build_plan(plan, None, tmp_path / "build", deployment)
+    out = tmp_path / "out.params"
+    outcomes = run_roles(
+        [(e.role, [e.path, "--quiet", "--params-out", str(out)]) for e in result.executables],
+        keep_events=True,
+    )
+    assert all(o.exit_code == 0 for o in outcomes), [(o.role, o.stderr[-300:]) for o in outcomes]
+    return hashlib.sha256(out.read_bytes()).hexdigest()
 
 
 def _kernel_names(program: object) -> set[str]:
@@ -140,15 +154,7 @@ def test_roles_computing_leaf_by_leaf_agree_with_the_single_process(tmp_path: Pa
     assert plan is not None, diags
     single = build_program(plan.system, tmp_path / "one").executables[0].path
     expected = _sha(single)
-    deployment = Deployment(free_port_base(2), "127.0.0.1", None, 10_000, 10_000)
-    result = build_plan(plan, None, tmp_path / "build", deployment)
-    out = tmp_path / "out.params"
-    outcomes = run_roles(
-        [(e.role, [e.path, "--quiet", "--params-out", str(out)]) for e in result.executables],
-        keep_events=True,
-    )
-    assert all(o.exit_code == 0 for o in outcomes), [(o.role, o.stderr[-300:]) for o in outcomes]
-    assert hashlib.sha256(out.read_bytes()).hexdigest() == expected
+    assert _plan_sha(plan, tmp_path) == expected
 
 
 # 8 leaves of 8 rows: over 8 leaves the output layer's products (64 x 10 x 512) are packed, over
@@ -182,12 +188,4 @@ def test_each_size_of_a_node_has_the_bits_where_its_products_differ(tmp_path: Pa
     reference = train(plan.system).sha256
     single = build_program(plan.system, tmp_path / "one").executables[0].path
     assert _sha(single, "--threads", "2") == reference
-    deployment = Deployment(free_port_base(2), "127.0.0.1", None, 10_000, 10_000)
-    result = build_plan(plan, None, tmp_path / "build", deployment)
-    out = tmp_path / "out.params"
-    outcomes = run_roles(
-        [(e.role, [e.path, "--quiet", "--params-out", str(out)]) for e in result.executables],
-        keep_events=True,
-    )
-    assert all(o.exit_code == 0 for o in outcomes), [(o.role, o.stderr[-300:]) for o in outcomes]
-    assert hashlib.sha256(out.read_bytes()).hexdigest() == reference
+    assert _plan_sha(plan, tmp_path) == reference

@@ -88,13 +88,8 @@ def pack_panels(
     # Lanes adjacent in the source (B's columns): every full panel row by row, so that the
     # source is read along its rows (a run of `extent` floats per row) rather than down a
     # panel's column strip one row apart, which no prefetcher follows once a row is a page.
-    whole = b.udiv(extent, i64(lanes))
     by_rows = b.icmp_signed("==", s_lane, i64(1))
-    rows_first = b.function.append_basic_block("pack.rows")
-    by_panel = b.function.append_basic_block("pack.panels")
-    packed = b.function.append_basic_block("pack.end")
-    b.cbranch(by_rows, rows_first, by_panel)
-    b.position_at_end(rows_first)
+    whole = b.select(by_rows, b.udiv(extent, i64(lanes)), i64(0))  # the panels packed by rows
 
     def row(p: ir.Value) -> None:
         src_p = gep(b, src, b.mul(p, s_k))
@@ -106,15 +101,10 @@ def pack_panels(
 
         for_count(b, whole, one, "pwq")
 
-    for_count(b, kc, row, "pwp")
-    # the last, partial panel as below
-    with b.if_then(b.icmp_unsigned("<", whole, panels)):
-        panel(whole)
-    b.branch(packed)
-    b.position_at_end(by_panel)
-    for_count(b, panels, panel, "pq")
-    b.branch(packed)
-    b.position_at_end(packed)
+    with b.if_then(by_rows):
+        for_count(b, kc, row, "pwp")
+    # the rest panel by panel: all of them, or the last, partial one
+    for_count(b, b.sub(panels, whole), lambda t: panel(b.add(whole, t)), "pq")
 
 
 def pack_across(
