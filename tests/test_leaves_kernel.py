@@ -87,6 +87,18 @@ def test_steps_of_large_products_get_the_kernel_for_all_leaves(tmp_path: Path) -
         "alpha.leaves.4",
         "alpha.leaves.2",
     }
+    # leaves of 40 examples: each weight gradient's tree is the blocked GEMM's
+    assert not {n for n in names if n.startswith("alpha.gemm.rtree")}
+
+
+def test_leaves_of_few_examples_keep_their_trees_in_registers(tmp_path: Path) -> None:
+    """Leaves of 8 examples (SIZES below): each weight gradient is a tree of rank-8 products,
+    kept in registers a tile at a time (alpha_core/codegen/tree_tiles.py), for each size of a
+    node the roles compute."""
+    program = program_of(SIZES, tmp_path / "sizes.alpha")
+    names = _kernel_names(program)
+    assert {"alpha.gemm.rtree8k8", "alpha.gemm.rtree4k8", "alpha.gemm.rtree2k8"} <= names
+    assert not {n for n in names if n.startswith("alpha.gemm.tree")}
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,7 @@ from alpha_core.codegen.combine_walk import tree_walk
 from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, for_count, gep, i64, splat
 from alpha_core.codegen.packing import ceil_div, copy_tile, min_i64, pack_panels
 from alpha_core.codegen.tiles import Blocking
+from alpha_core.codegen.tree_tiles import TREE_TILE_MAX_K, emit_tree_tiles_task
 
 # A product below this many multiply-adds runs the plain loop in place (no packing, no tasks):
 # for the small layers of small models the packing would cost more than it saves.
@@ -66,7 +67,7 @@ class GemmEmitter:
         self._ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8 + [PTR, I64])
         self._tree_ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8 + [PTR, I64, I64, I64])
         self._gemm: ir.Function | None = None  # emitted with the first large product
-        self._trees: dict[int, ir.Function] = {}  # call_tree's entries, by leaf count
+        self._trees: dict[tuple[int, int], ir.Function] = {}  # call_tree's, by leaves (and k)
         self.tree_buffers = 0  # block buffers a tree task needs beside the panels
         self._parallel: ir.Function | None = None  # declared with the first task
 
@@ -129,12 +130,20 @@ class GemmEmitter:
         computes it: every leaf's sum from +0.0 in ascending p, the leaves added in the tree's
         grouping, per block of C in the task's scratch (the leaves' values never reach C)."""
         self._declare()
-        entry = self._trees.get(leaves)
+        # leaves of few examples: the whole tree in registers, a tile at a time (tree_tiles)
+        short = k <= TREE_TILE_MAX_K and b_strides[1] == 1
+        key = (leaves, k if short else 0)
+        entry = self._trees.get(key)
         if entry is None:
-            name = f"alpha.gemm.tree{leaves}"
-            entry = self._emit_gemm(name, self._emit_tree_task(leaves), TREE_MC)
-            self._trees[leaves] = entry
-            self.tree_buffers = max(self.tree_buffers, tree_walk(leaves)[1])
+            if short:
+                name = f"alpha.gemm.rtree{leaves}k{k}"
+                task, mc = emit_tree_tiles_task(self, leaves, k, TREE_MC)
+                entry = self._emit_gemm(name, task, mc)
+            else:
+                name = f"alpha.gemm.tree{leaves}"
+                entry = self._emit_gemm(name, self._emit_tree_task(leaves), TREE_MC)
+                self.tree_buffers = max(self.tree_buffers, tree_walk(leaves)[1])
+            self._trees[key] = entry
         args = [c, a, bm, i64(m), i64(n), i64(k), *map(i64, a_strides), *map(i64, b_strides)]
         b.call(entry, [*args, *map(i64, steps)])
 

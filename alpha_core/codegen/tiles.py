@@ -19,6 +19,7 @@ class Blocking:
     mc: int  # a multiple of mr
     nc: int  # a multiple of nr
     small_mr: int = 0  # a second, shorter tile for blocks of few rows (0: none)
+    registers: int = 16  # vector registers the target has
 
     @property
     def scratch_floats(self) -> int:
@@ -40,11 +41,11 @@ def blocking_for(width: int, registers: int) -> Blocking:
     where it pads fewer rows of A: 8 rows on AVX-512, 4 on AVX2. AVX-512's MC of 264 (11 tiles)
     takes a batch of 256 rows in one block, where 240 left a block of 16 rows beside it."""
     if width >= 16:
-        return Blocking(16, 24, 16, 192, 264, 240, small_mr=8)
+        return Blocking(16, 24, 16, 192, 264, 240, small_mr=8, registers=32)
     if width == 8:
         return Blocking(8, 12, 8, 256, 192, 240, small_mr=4)
     if registers >= 32:  # AArch64 NEON: 32 registers of 4 lanes
-        return Blocking(4, 8, 12, 256, 96, 252)
+        return Blocking(4, 8, 12, 256, 96, 252, registers=32)
     return Blocking(4, 4, 8, 256, 96, 256)  # SSE: 16 registers of 4 lanes
 
 
