@@ -182,6 +182,12 @@ int alpha_leaves_batch(uint32_t count) __attribute__((weak));
  * n_state = state_slots * n_params + state_scalars for a role that holds all of it. */
 void alpha_apply(float *params, float *state, const float *grad_sum, uint32_t step,
                  uint64_t start, uint64_t count);
+/* alpha_apply with the round's gradient given as two vectors: each element's gradient is
+ * left[e] + right[e], added as the learner reads it (the combine tree's last addition, which
+ * the schedule leaves to the learner when nothing else reads the sum: schedule.c). Defined by
+ * the compiler's CPU kernels for a learner that does not clip; NULL otherwise. */
+void alpha_apply_pair(float *params, float *state, const float *left, const float *right,
+                      uint32_t step, uint64_t start, uint64_t count) __attribute__((weak));
 /* Forward pass on leaf_size examples: out is leaf_size * outputs floats. */
 void alpha_forward(const float *params, const float *x, float *out);
 /* The kernels also define alpha_scratch_floats and alpha_threads_hook, and call

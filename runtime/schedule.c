@@ -199,7 +199,7 @@ struct value {
 enum { CHAIN = 8 }; /* the longest chain added in one pass */
 
 WALK static int evaluate(struct schedule *s, uint32_t lo, uint32_t hi, struct value *chain,
-                         uint32_t n, struct value *result, const char **error);
+                         uint32_t n, struct value *result, const char **error, int last);
 
 /* The additions of node [lo, hi) and below, children first: what the walk records. */
 WALK static void record_tree(struct schedule *s, uint32_t lo, uint32_t hi)
@@ -247,14 +247,25 @@ WALK static struct value add_pass(struct schedule *s, const float *v, struct val
  * is then made where its last operand is produced, in the same pass (a leaf's kernel adds the
  * chain as it stores its gradient): the same additions of the same operands as the recursion,
  * with a pass over memory per leaf instead of one per node. The chain's vectors are given back.
- * Returns 0 (dry run only) when a leaf is missing or a piece is held in part. */
+ * `last`: the value is the walk's result. Where that is two held pieces added (a piece of its
+ * own and one received) and the COMBINE may defer, the addition is left to the learner
+ * (alpha_apply_pair), which makes it as it reads them: no vector is written for the sum, and
+ * the result is {NULL, 0}. Returns 0 (dry run only) when a leaf is missing or a piece is held
+ * in part. */
 WALK static int evaluate(struct schedule *s, uint32_t lo, uint32_t hi, struct value *chain,
-                         uint32_t n, struct value *result, const char **error)
+                         uint32_t n, struct value *result, const char **error, int last)
 {
     struct piece *q = held(s, lo, hi);
     if (q && q->count != s->p->n_params) {
         *error = "combines a piece the role holds only in part";
         return 0;
+    }
+    if (q && last && s->may_defer && n == 1 && !chain[0].owned) {
+        s->deferred = 1, s->defer_left = q->data, s->defer_right = chain[0].data;
+        if (!s->dry) /* the loss float now, as add_chain would add it */
+            s->defer_loss = q->data[s->p->n_params] + chain[0].data[s->p->n_params];
+        *result = (struct value){NULL, 0};
+        return 1;
     }
     if (q) {
         *result = n ? add_pass(s, q->data, chain, n) : (struct value){q->data, 0};
@@ -262,7 +273,7 @@ WALK static int evaluate(struct schedule *s, uint32_t lo, uint32_t hi, struct va
     }
     if (n == CHAIN) { /* the node on its own, then the chain: the walk's depth stays bounded */
         struct value node;
-        if (!evaluate(s, lo, hi, NULL, 0, &node, error))
+        if (!evaluate(s, lo, hi, NULL, 0, &node, error, 0))
             return 0;
         *result = add_pass(s, node.data, chain, n);
         release(s, &node, 1);
@@ -307,12 +318,12 @@ WALK static int evaluate(struct schedule *s, uint32_t lo, uint32_t hi, struct va
     }
     if (right) {
         links[n] = (struct value){right->data, 0};
-        if (!evaluate(s, lo, mid, links, n + 1, result, error))
+        if (!evaluate(s, lo, mid, links, n + 1, result, error, last))
             return 0;
     } else {
-        if (!evaluate(s, lo, mid, NULL, 0, &links[n], error))
+        if (!evaluate(s, lo, mid, NULL, 0, &links[n], error, 0))
             return 0;
-        if (!evaluate(s, mid, hi, links, n + 1, result, error))
+        if (!evaluate(s, mid, hi, links, n + 1, result, error, last))
             return 0;
     }
     record(s, lo, mid, hi);
@@ -323,6 +334,8 @@ WALK static int evaluate(struct schedule *s, uint32_t lo, uint32_t hi, struct va
 static float round_loss(struct schedule *s)
 {
     struct piece *total = held(s, 0, s->p->leaves);
+    if (total && s->deferred)
+        return s->defer_loss / (float)s->p->batch;
     return total && total->data ? total->data[s->p->n_params] / (float)s->p->batch : 0.0f;
 }
 
@@ -387,12 +400,16 @@ static const char *run_op(struct schedule *s, uint32_t i)
             q = find(s, op->a, op->b);
             if (q && q->data) /* its vector of an earlier round: a spare for this walk */
                 spare(s, q->data), q->data = NULL;
-            if (!evaluate(s, op->a, op->b, NULL, 0, &sum, &error))
+            s->may_defer = s->defers[i];
+            int ok = evaluate(s, op->a, op->b, NULL, 0, &sum, &error, 1);
+            s->may_defer = 0;
+            if (!ok)
                 return error;
             q = entry(s, op->a, op->b); /* evaluate adds no entries, so none moves */
             q->data = sum.data; /* a spare, not a held piece's: the node is not held */
             q->start = 0, q->count = s->p->n_params;
-            s->live--;          /* the piece's now, not the walk's */
+            if (sum.owned)
+                s->live--; /* the piece's now, not the walk's */
             q->held = 1;
         }
         s->lazy_lo = s->lazy_hi = 0;
@@ -400,6 +417,8 @@ static const char *run_op(struct schedule *s, uint32_t i)
     case ALPHA_OP_SEND:
         if (!(q = held(s, op->a, op->b)) || !within(e, q->start, q->count))
             return "sends elements of a piece the role does not hold";
+        if (s->deferred && op->a == 0 && op->b == s->p->leaves)
+            return "sends the round's gradient, which it leaves to the learner";
         if (!s->dry)
             net_send_piece(s->net, op->link, op->a, op->b, e.start, e.count, q->data);
         return NULL;
@@ -417,7 +436,10 @@ static const char *run_op(struct schedule *s, uint32_t i)
                    "piece [0, leaves)";
         if (&alpha_clip_hook && (error = alpha_clip_hook(s, op)))
             return error;
-        if (!s->dry)
+        if (!s->dry && s->deferred)
+            alpha_apply_pair(s->staged, s->state_staged, s->defer_left, s->defer_right, s->round,
+                             e.start, e.count);
+        else if (!s->dry)
             alpha_apply(s->staged, s->state_staged, q->data, s->round, e.start, e.count);
         stage_touch(s, e);
         s->applied = 1;
@@ -447,6 +469,7 @@ const char *schedule_round(struct schedule *s, uint32_t *failed)
     s->lazy_lo = s->lazy_hi = 0;
     s->n_touched = 0;
     s->applied = 0;
+    s->deferred = 0;
     s->n_norms = s->n_out = 0;
     for (uint32_t i = 0; i < s->r->n_ops; i++) {
         const char *error = run_op(s, i);

@@ -128,6 +128,7 @@ void schedule_check(struct schedule *s, const struct alpha_program *p,
     s->state_start = r->state_start;
     s->state_count = r->state_count ? r->state_count : p->n_params;
     s->fused = checked_calloc(r->n_ops, 1, "the schedule");
+    s->defers = checked_calloc(r->n_ops, 1, "the schedule");
     s->touched = checked_calloc(r->n_ops, sizeof *s->touched, "the schedule");
     s->checkpointing = 1; /* the dry round runs the checkpoint ops too */
     uint32_t failed;
@@ -144,6 +145,18 @@ void schedule_check(struct schedule *s, const struct alpha_program *p,
         s->n_pieces = 0;
         if (schedule_round(s, &failed))
             s->fused[i] = 0;
+    }
+    /* Leave the round's last addition to the learner where the schedule stays valid (nothing
+     * but APPLY reads the round's gradient) and the kernels can (they define alpha_apply_pair,
+     * which a learner that clips does not: clipping reads the gradient whole first). */
+    for (uint32_t i = 0; i < r->n_ops && &alpha_apply_pair && !&alpha_clip_hook; i++) {
+        const struct alpha_op *op = &r->ops[i];
+        if (op->kind != ALPHA_OP_COMBINE || op->a != 0 || op->b != p->leaves)
+            continue;
+        s->defers[i] = 1;
+        s->n_pieces = 0;
+        if (schedule_round(s, &failed))
+            s->defers[i] = 0;
     }
     s->n_pieces = 0;
     s->most = 0;

@@ -96,6 +96,36 @@ def test_plans_are_bit_identical_to_one_process(
     check_combines(outcomes, 8)
 
 
+ADAM = "adam(lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8)"
+
+
+@pytest.mark.parametrize(
+    "learner",
+    [
+        "sgd(lr: 0.1)",
+        "momentum(lr: 0.05, mu: 0.9)",
+        "adamw(lr: cosine(0.01, warmup: 5, final: 0.001), weight_decay: 0.1)",
+    ],
+)
+def test_the_learner_adding_the_last_two_pieces_keeps_the_bits(
+    learner: str, tmp_path: Path
+) -> None:
+    """A pair worker's last addition (its own piece plus the one received) is left to the
+    learner (alpha_apply_pair, runtime/schedule.c); a star's hub adds three pieces and keeps
+    the pass. Both give the one process's bits, for every learner."""
+    assert ADAM in SHORT
+    text = SHORT.replace(ADAM, learner)
+    expected = single_sha(text, tmp_path)
+    for plan in ("pair", "star"):
+        (tmp_path / plan).mkdir()
+        outcomes = run_plan(text, plan, tmp_path / plan)
+        assert all(o.exit_code == 0 for o in outcomes), [
+            (o.role, o.stderr[-300:]) for o in outcomes
+        ]
+        shas = {o.done["params_sha256"] for o in outcomes if o.done and "params_sha256" in o.done}
+        assert shas == {expected}, plan
+
+
 @pytest.mark.parametrize("workers", [1, 2, 4, 8])
 def test_owner_counts_of_one_topology(workers: int, tmp_path: Path) -> None:
     text = (

@@ -154,34 +154,43 @@ APPLY_TASKS_FROM = 1 << 18  # a role applying fewer elements does it on its own 
 ROUND_VALUES = 5  # the fields of learners.Round, passed to every span of the update
 
 
-def emit_apply(module: ir.Module, program: Program, gemm: GemmEmitter) -> None:
+def emit_apply(module: ir.Module, program: Program, gemm: GemmEmitter, pair: bool = False) -> None:
     """The learner on elements [start, start + count) of the flat parameters.
 
     `state` is the caller's learner state for exactly those elements: `slots` arrays of `count`
     floats, then the learner's scalars. The update of each element depends on that element
     alone, so any partition of the elements gives the bits of the whole update: a large count
     is split into tasks of APPLY_CHUNK elements run on the role's threads.
+
+    `pair`: alpha_apply_pair, whose gradient is the sum of two vectors, each element's addition
+    made as the learner reads it (the last addition of the combine tree, left + right, which
+    the schedule leaves to the learner when nothing else reads the round's gradient: one pass
+    over memory fewer, and no vector written for it).
     """
+    grads = ["left", "right"] if pair else ["grad_sum"]
     fn, b = function(
         module,
-        "alpha_apply",
+        "alpha_apply_pair" if pair else "alpha_apply",
         ir.VoidType(),
-        [PTR, PTR, PTR, I32, I64, I64],
-        ["params", "state", "grad_sum", "step", "start", "count"],
+        [PTR, PTR, *[PTR] * len(grads), I32, I64, I64],
+        ["params", "state", *grads, "step", "start", "count"],
     )
-    params, state, gsum, step_index, start, count = fn.args
+    params, state = fn.args[:2]
+    gsums = list(fn.args[2 : 2 + len(grads)])
+    step_index, start, count = fn.args[2 + len(grads) :]
     r = learner_emit.emit_round_values(module, b, program, state, step_index, count)
     scalars = [r.lr, r.factor, r.b1t, r.b2t, r.scale]
-    span = _emit_apply_span(module, program)
+    span = _emit_apply_span(module, program, len(grads))
     if program.n_params < APPLY_TASKS_FROM:
-        b.call(span, [params, state, gsum, start, count, i64(0), count, *scalars])
+        b.call(span, [params, state, *gsums, start, count, i64(0), count, *scalars])
         b.ret_void()
         return
-    ctx_ty = ir.LiteralStructType([PTR, PTR, PTR, I64, I64, *[F32] * ROUND_VALUES])
-    task = _emit_apply_task(module, span, ctx_ty)
+    pointers = [PTR] * (2 + len(grads))
+    ctx_ty = ir.LiteralStructType([*pointers, I64, I64, *[F32] * ROUND_VALUES])
+    task = _emit_apply_task(module, span, ctx_ty, len(pointers))
     ctx = entry_alloca(b, ctx_ty)
     ctx.type = PTR
-    for i, value in enumerate((params, state, gsum, start, count, *scalars)):
+    for i, value in enumerate((params, state, *gsums, start, count, *scalars)):
         field = b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, i)], source_etype=ctx_ty)
         b.store(value, field)
     tasks = b.udiv(b.add(count, i64(APPLY_CHUNK - 1)), i64(APPLY_CHUNK))
@@ -189,46 +198,65 @@ def emit_apply(module: ir.Module, program: Program, gemm: GemmEmitter) -> None:
     b.ret_void()
 
 
-def _emit_apply_task(module: ir.Module, span: ir.Function, ctx_ty: ir.Type) -> ir.Function:
+def _emit_apply_task(
+    module: ir.Module, span: ir.Function, ctx_ty: ir.Type, pointers: int
+) -> ir.Function:
     """task(ctx, index, scratch): elements [index * CHUNK, ...) of the update in ctx."""
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, I32, PTR]), "alpha.apply.task")
+    name = f"{span.name}.task".replace(".span", "")
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, I32, PTR]), name)
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
     ctx, index, _ = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    tys = (PTR, PTR, PTR, I64, I64, *[F32] * ROUND_VALUES)
+    tys = (*[PTR] * pointers, I64, I64, *[F32] * ROUND_VALUES)
     fields = [
         b.load(b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, i)], source_etype=ctx_ty), typ=t)
         for i, t in enumerate(tys)
     ]
-    count = fields[4]
+    count = fields[pointers + 1]
     lo = b.mul(b.zext(index, I64), i64(APPLY_CHUNK))
     hi = b.add(lo, i64(APPLY_CHUNK))
     hi = b.select(b.icmp_unsigned("<", hi, count), hi, count)
-    b.call(span, [*fields[:5], lo, hi, *fields[5:]])
+    b.call(span, [*fields[: pointers + 2], lo, hi, *fields[pointers + 2 :]])
     b.ret_void()
     return fn
 
 
-def _emit_apply_span(module: ir.Module, program: Program) -> ir.Function:
+def _emit_apply_span(module: ir.Module, program: Program, grads: int = 1) -> ir.Function:
     """span(params, state, grad_sum, start, count, lo, hi, lr, factor, b1t, b2t, scale): the
-    update of elements start + j for j in [lo, hi), with the round's values (learners.Round)."""
+    update of elements start + j for j in [lo, hi), with the round's values (learners.Round);
+    with two gradient vectors (grads 2), the gradient is their sum."""
+    names = ["grad_sum"] if grads == 1 else ["left", "right"]
     fn, b = function(
         module,
-        "alpha.apply.span",
+        "alpha.apply.span" if grads == 1 else "alpha.apply_pair.span",
         ir.VoidType(),
-        [PTR, PTR, PTR, I64, I64, I64, I64, *[F32] * ROUND_VALUES],
-        ["params", "state", "grad_sum", "start", "count", "lo", "hi"]
+        [PTR, PTR, *[PTR] * grads, I64, I64, I64, I64, *[F32] * ROUND_VALUES],
+        ["params", "state", *names, "start", "count", "lo", "hi"]
         + ["lr", "factor", "b1t", "b2t", "scale"],
     )
     fn.linkage = "internal"
-    params, state, gsum, start, count, lo, hi = fn.args[:7]
-    r = learners.Round(*fn.args[7:])
+    params, state = fn.args[:2]
+    gsums = fn.args[2 : 2 + grads]
+    start, count, lo, hi = fn.args[2 + grads : 6 + grads]
+    r = learners.Round(*fn.args[6 + grads :])
     A = LlvmArith(b)
 
     def element(t: ir.Value) -> None:
         emit_apply_element(
-            b, A, program, params, state, gsum, start, count, b.add(lo, t), r.b1t, r.b2t, r
+            b,
+            A,
+            program,
+            params,
+            state,
+            gsums[0],
+            start,
+            count,
+            b.add(lo, t),
+            r.b1t,
+            r.b2t,
+            r,
+            right=gsums[1] if grads == 2 else None,
         )
 
     for_count(b, b.sub(hi, lo), element, "p")
@@ -249,13 +277,15 @@ def emit_apply_element(
     b1t: ir.Value,
     b2t: ir.Value,
     r: learners.Round[ir.Value] | None = None,
+    right: ir.Value | None = None,
 ) -> None:
     """The learner's update of element start + j (0 <= j < count): host kernels call it in a
     loop, GPU kernels once per thread, so both compute it with the same operations.
 
     `r` is the round's values (learner_emit.emit_round_values). Without it the round is built
     from b1t, b2t and the constant rate, which is right only for a learner with no schedule
-    and no clipping (a GPU role refuses those until it computes the round's values)."""
+    and no clipping (a GPU role refuses those until it computes the round's values).
+    With `right`, the element's gradient is gsum's plus right's (gsum's first)."""
     learner = program.learner
     if r is None:
         lr = A.const(dict(learner.hyper)["lr"])
@@ -266,9 +296,10 @@ def emit_apply_element(
     e = b.add(start, j)
     at = [j if k == 0 else b.add(j, b.mul(count, i64(k))) for k in range(program.state_slots)]
     slots = [load(b, state, x) for x in at]
-    p2, new = learners.update(
-        A, learner, program.batch, load(b, params, e), slots, load(b, gsum, e), r
-    )
+    g = load(b, gsum, e)
+    if right is not None:
+        g = A.add(g, load(b, right, e))
+    p2, new = learners.update(A, learner, program.batch, load(b, params, e), slots, g, r)
     store(b, p2, params, e)
     for value, x in zip(new, at, strict=True):
         store(b, value, state, x)
@@ -330,6 +361,8 @@ def build_kernels(
     if split is not None:
         emit_leaves_grad(module, program, step, split, gemm, shared)
     emit_apply(module, program, gemm)
+    if program.learner.clip is None:  # clipping reads the round's gradient whole before it
+        emit_apply(module, program, gemm, pair=True)
     if program.learner.clip is not None:
         learner_emit.emit_clipping(module, program)
     emit_forward(module, program, gemm, shared)
