@@ -44,6 +44,7 @@ def line(event: dict[str, object]) -> str:
         links = event.get("links")
         carried = [
             f"{link.get('peer')} over {link.get('transport')}"
+            + (" (shared pages)" if link.get("shared_pages") else "")
             for link in (links if isinstance(links, list) else [])
             if isinstance(link, dict)
         ]

@@ -159,6 +159,12 @@ const char *frame_check_mac(const struct frame_key *key, uint64_t seq,
 {
     uint8_t want[FRAME_MAC_BYTES];
     frame_mac(key, seq, header, payload, bytes, tail, tail_bytes, want);
+    return frame_check_tag(seq, want, mac);
+}
+
+const char *frame_check_tag(uint64_t seq, const uint8_t want[FRAME_MAC_BYTES],
+                            const uint8_t mac[FRAME_MAC_BYTES])
+{
     if (!hmac_equal(want, mac, FRAME_MAC_BYTES))
         return fail(REFUSAL_FRAME_FORGED, "its MAC is not that of frame %llu on this link under "
                     "the link's key (forged, replayed, reordered or from another link)", seq, 0);

@@ -163,6 +163,10 @@ const char *frame_check_mac(const struct frame_key *key, uint64_t seq,
                             const uint8_t header[FRAME_HEADER_BYTES], const void *payload,
                             uint64_t bytes, const void *tail, uint64_t tail_bytes,
                             const uint8_t mac[FRAME_MAC_BYTES]);
+/* frame-forged unless mac is `want`, the tag frame_mac_end made of the seq-th frame as it came
+ * (compared in constant time). */
+const char *frame_check_tag(uint64_t seq, const uint8_t want[FRAME_MAC_BYTES],
+                            const uint8_t mac[FRAME_MAC_BYTES]);
 /* A whole authenticated frame in one buffer (header, payload, MAC), received as the seq-th on
  * its link, in the order net.c checks: shape, length, MAC, fields. */
 const char *frame_open(const struct frame_key *key, uint64_t seq, const uint8_t *bytes,

@@ -263,19 +263,12 @@ static void hash(uint64_t y[2], const struct frame_key *k, const uint8_t *p, siz
 }
 
 /* The message as one stream of blocks, whatever the parts' lengths. */
-struct absorber {
-    const struct frame_key *k;
-    uint64_t y[2];
-    uint8_t block[16];
-    size_t used;
-};
-
-static void absorb(struct absorber *a, const uint8_t *p, uint64_t n)
+static void absorb(struct frame_mac_state *a, const uint8_t *p, uint64_t n)
 {
     if (n == 0)
         return;
     if (a->used) {
-        size_t take = 16 - a->used < n ? 16 - a->used : (size_t)n;
+        size_t take = 16 - a->used < n ? 16 - (size_t)a->used : (size_t)n;
         memcpy(a->block + a->used, p, take);
         a->used += take, p += take, n -= take;
         if (a->used < 16)
@@ -284,36 +277,55 @@ static void absorb(struct absorber *a, const uint8_t *p, uint64_t n)
         a->used = 0;
     }
     hash(a->y, a->k, p, (size_t)(n / 16));
-    a->used = (size_t)(n % 16);
-    memcpy(a->block, p + (n - a->used), a->used);
+    a->used = n % 16;
+    memcpy(a->block, p + (n - a->used), (size_t)a->used);
 }
 
 static const char pad_label[] = "alpha-frame-pad";
+
+void frame_mac_begin(struct frame_mac_state *s, const struct frame_key *k,
+                     const uint8_t header[64])
+{
+    *s = (struct frame_mac_state){.k = k};
+    absorb(s, header, 64);
+}
+
+void frame_mac_absorb(struct frame_mac_state *s, const void *part, uint64_t bytes)
+{
+    absorb(s, part, bytes);
+    s->bytes += bytes;
+}
+
+void frame_mac_end(struct frame_mac_state *s, uint64_t seq, uint8_t out[FRAME_MAC_BYTES])
+{
+    if (s->used) {
+        memset(s->block + s->used, 0, 16 - (size_t)s->used);
+        hash(s->y, s->k, s->block, 1);
+    }
+    put64(s->block, 64);
+    put64(s->block + 8, s->bytes);
+    hash(s->y, s->k, s->block, 1);
+    struct hmac h = s->k->pad;
+    uint8_t pad[HMAC_BYTES];
+    put64(s->block, seq);
+    hmac_update(&h, pad_label, sizeof pad_label - 1);
+    hmac_update(&h, s->block, 8);
+    hmac_final(&h, pad);
+    for (int i = 0; i < 16; i++)
+        out[i] = (uint8_t)(pad[i] ^ (uint8_t)(s->y[i / 8] >> (8 * (i % 8))));
+    hmac_wipe(pad, sizeof pad);
+    hmac_wipe(s, sizeof *s);
+}
 
 void frame_mac(const struct frame_key *k, uint64_t seq, const uint8_t header[64],
                const void *payload, uint64_t bytes, const void *tail, uint64_t tail_bytes,
                uint8_t out[FRAME_MAC_BYTES])
 {
-    struct absorber a = {.k = k};
-    absorb(&a, header, 64);
-    absorb(&a, payload, bytes);
-    absorb(&a, tail, tail_bytes);
-    if (a.used) {
-        memset(a.block + a.used, 0, 16 - a.used);
-        hash(a.y, k, a.block, 1);
-    }
-    put64(a.block, 64);
-    put64(a.block + 8, bytes + tail_bytes);
-    hash(a.y, k, a.block, 1);
-    struct hmac h = k->pad;
-    uint8_t pad[HMAC_BYTES];
-    put64(a.block, seq);
-    hmac_update(&h, pad_label, sizeof pad_label - 1);
-    hmac_update(&h, a.block, 8);
-    hmac_final(&h, pad);
-    for (int i = 0; i < 16; i++)
-        out[i] = (uint8_t)(pad[i] ^ (uint8_t)(a.y[i / 8] >> (8 * (i % 8))));
-    hmac_wipe(pad, sizeof pad);
+    struct frame_mac_state s;
+    frame_mac_begin(&s, k, header);
+    frame_mac_absorb(&s, payload, bytes);
+    frame_mac_absorb(&s, tail, tail_bytes);
+    frame_mac_end(&s, seq, out);
 }
 
 static const char hash_label[] = "alpha-3 frame hash key";

@@ -34,6 +34,21 @@ void frame_mac(const struct frame_key *k, uint64_t seq, const uint8_t header[64]
                const void *payload, uint64_t bytes, const void *tail, uint64_t tail_bytes,
                uint8_t out[FRAME_MAC_BYTES]);
 
+/* The same tag made piece by piece, so that a frame's bytes can be hashed as they are copied
+ * (while they are still in the cache): begin with the header, absorb the payload and tail in
+ * any number of parts, end with the frame's sequence number. */
+struct frame_mac_state {
+    const struct frame_key *k;
+    uint64_t y[2];
+    uint8_t block[16];
+    uint64_t used, bytes; /* bytes waiting in block; payload and tail bytes absorbed */
+};
+
+void frame_mac_begin(struct frame_mac_state *s, const struct frame_key *k,
+                     const uint8_t header[64]);
+void frame_mac_absorb(struct frame_mac_state *s, const void *part, uint64_t bytes);
+void frame_mac_end(struct frame_mac_state *s, uint64_t seq, uint8_t out[FRAME_MAC_BYTES]);
+
 /* 1: the portable multiply even where the CPU has a carry-less one; 2: the 128-bit carry-less
  * multiply even where the CPU has the 512-bit one; 0: the fastest the CPU has (the tests
  * compare the paths; a role never calls it). */

@@ -30,6 +30,7 @@
 #include "net.h"
 #include "refusal.h"
 #include "secret.h"
+#include "shared_pages.h"
 #include "sockets.h"
 
 /* Start-up code, or thin wrappers around the hashing in sha256.c: compiled for size (the
@@ -486,6 +487,7 @@ void net_open(struct net *n, const struct alpha_program *p, const struct alpha_r
     hmac_wipe(o.conns, o.cap * sizeof *o.conns);
     free(o.conns);
     free(fds);
+    shared_open(n, o.deadline);
     net_report_links(n);
 }
 

@@ -22,6 +22,7 @@
 #include "events.h"
 #include "frame.h"
 #include "refusal.h"
+#include "shared_pages.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "piece payloads are sent as the host's float32 bytes, which must be little-endian"
@@ -155,10 +156,25 @@ static void read_exact(struct net *n, uint32_t link, uint8_t *into, uint64_t siz
     }
 }
 
+/* Copies n bytes from src to dst and hashes them into the MAC from dst, a chunk at a time, so
+ * that the hash reads what the copy has just brought into the cache. */
+static void copy_hashed(struct frame_mac_state *m, uint8_t *dst, const uint8_t *src, uint64_t n)
+{
+    enum { CHUNK = 128 * 1024 };
+    for (uint64_t at = 0; at < n; at += CHUNK) {
+        uint64_t part = n - at < CHUNK ? n - at : CHUNK;
+        memcpy(dst + at, src + at, (size_t)part);
+        frame_mac_absorb(m, dst + at, part);
+    }
+}
+
 /* Queues a frame: its header, `bytes` of payload, then `tail_bytes` more from tail (a piece's
- * loss float). Both stay unchanged until net_flush. */
+ * loss float). Both stay unchanged until net_flush. A large piece or parameters (`large`) on a
+ * link with shared pages is copied into its slot there now, and only its header and MAC are
+ * queued. */
 static void send_frame(struct net *n, uint32_t link, struct frame_header *h,
-                       const void *payload, uint64_t bytes, const void *tail, uint32_t tail_bytes)
+                       const void *payload, uint64_t bytes, const void *tail, uint32_t tail_bytes,
+                       int large)
 {
     struct net_link *k = &n->links[link];
     if (k->count == k->cap)
@@ -173,7 +189,18 @@ static void send_frame(struct net *n, uint32_t link, struct frame_header *h,
     *s = (struct net_send){.payload = payload, .bytes = bytes, .tail = tail,
                            .tail_bytes = tail_bytes};
     frame_encode_header(h, s->header);
-    frame_mac(&k->send_key, k->send_seq++, s->header, payload, bytes, tail, tail_bytes, s->mac);
+    if (large && shared_carries(n, link, bytes + tail_bytes)) {
+        uint8_t *slot = shared_send_slot(n, link, bytes + tail_bytes);
+        struct frame_mac_state m;
+        frame_mac_begin(&m, &k->send_key, s->header);
+        copy_hashed(&m, slot, payload, bytes);
+        copy_hashed(&m, slot + bytes, tail, tail_bytes);
+        frame_mac_end(&m, k->send_seq++, s->mac);
+        s->payload = s->tail = NULL, s->bytes = s->tail_bytes = 0; /* the socket: header, MAC */
+    } else {
+        frame_mac(&k->send_key, k->send_seq++, s->header, payload, bytes, tail, tail_bytes,
+                  s->mac);
+    }
     k->count++;
     n->frames++, n->bytes += FRAME_HEADER_BYTES + bytes + tail_bytes + FRAME_MAC_BYTES;
     progress(n, k);
@@ -182,7 +209,7 @@ static void send_frame(struct net *n, uint32_t link, struct frame_header *h,
 /* Receives the frame e describes (elements from `start`) into payload and tail. */
 static void recv_frame(struct net *n, uint32_t link, struct frame_expect *e, uint64_t start,
                        void *payload, uint64_t bytes, void *tail, uint32_t tail_bytes,
-                       const char *what)
+                       const char *what, int large)
 {
     struct net_link *k = &n->links[link];
     uint64_t deadline = net_now_ms() + n->r->io_timeout_ms;
@@ -198,7 +225,21 @@ static void recv_frame(struct net *n, uint32_t link, struct frame_expect *e, uin
     const char *refused = frame_decode_shape(header, sizeof header, &h, e->count);
     if (!refused && h.payload_bytes != bytes + tail_bytes)
         refused = frame_check_fields(&h, e, start);
-    if (!refused) {
+    if (!refused && large && shared_carries(n, link, bytes + tail_bytes)) {
+        /* the MAC from the socket; the bytes copied out of the peer's slot, and hashed as they
+         * land in ours (what is checked is what the role then uses) */
+        read_exact(n, link, mac, FRAME_MAC_BYTES, what, deadline);
+        const uint8_t *slot = shared_recv_slot(n, link, bytes + tail_bytes);
+        uint8_t want[FRAME_MAC_BYTES];
+        struct frame_mac_state m;
+        frame_mac_begin(&m, &k->recv_key, header);
+        copy_hashed(&m, payload, slot, bytes);
+        copy_hashed(&m, tail, slot + bytes, tail_bytes);
+        frame_mac_end(&m, k->recv_seq, want);
+        refused = frame_check_tag(k->recv_seq, want, mac);
+        if (!refused)
+            refused = frame_check_fields(&h, e, start);
+    } else if (!refused) {
         uint8_t end[4 + FRAME_MAC_BYTES]; /* the tail and the MAC, in one read */
         read_exact(n, link, payload, bytes, what, deadline);
         read_exact(n, link, end, tail_bytes + FRAME_MAC_BYTES, what, deadline);
@@ -232,7 +273,7 @@ void net_send_piece(struct net *n, uint32_t link, uint32_t lo, uint32_t hi, uint
     piece_span(n, &start, &count);
     struct frame_header h = {.kind = FRAME_PIECE, .tensor = FRAME_TENSOR_GRADIENT, .lo = lo,
                              .hi = hi, .start = start};
-    send_frame(n, link, &h, piece + start, 4 * count, piece + n->p->n_params, 4);
+    send_frame(n, link, &h, piece + start, 4 * count, piece + n->p->n_params, 4, 1);
 }
 
 void net_recv_piece(struct net *n, uint32_t link, uint32_t lo, uint32_t hi, uint64_t start,
@@ -244,14 +285,14 @@ void net_recv_piece(struct net *n, uint32_t link, uint32_t lo, uint32_t hi, uint
              (unsigned)hi, (unsigned long long)start, (unsigned long long)(start + count));
     struct frame_expect e = {.kind = FRAME_PIECE, .tensor = FRAME_TENSOR_GRADIENT, .lo = lo,
                              .hi = hi};
-    recv_frame(n, link, &e, start, piece + start, 4 * count, piece + n->p->n_params, 4, what);
+    recv_frame(n, link, &e, start, piece + start, 4 * count, piece + n->p->n_params, 4, what, 1);
 }
 
 void net_send_params(struct net *n, uint32_t link, uint64_t start, uint64_t count,
                      const float *params)
 {
     struct frame_header h = {.kind = FRAME_PIECE, .tensor = FRAME_TENSOR_PARAMS, .start = start};
-    send_frame(n, link, &h, params + start, 4 * count, NULL, 0);
+    send_frame(n, link, &h, params + start, 4 * count, NULL, 0, 1);
 }
 
 void net_recv_params(struct net *n, uint32_t link, uint64_t start, uint64_t count,
@@ -261,14 +302,14 @@ void net_recv_params(struct net *n, uint32_t link, uint64_t start, uint64_t coun
     snprintf(what, sizeof what, "parameters [%llu, %llu)", (unsigned long long)start,
              (unsigned long long)(start + count));
     struct frame_expect e = {.kind = FRAME_PIECE, .tensor = FRAME_TENSOR_PARAMS};
-    recv_frame(n, link, &e, start, params + start, 4 * count, NULL, 0, what);
+    recv_frame(n, link, &e, start, params + start, 4 * count, NULL, 0, what, 1);
 }
 
 void net_send_norm(struct net *n, uint32_t link, uint64_t start, uint32_t nodes,
                    const float *values)
 {
     struct frame_header h = {.kind = FRAME_PIECE, .tensor = FRAME_TENSOR_NORM, .start = start};
-    send_frame(n, link, &h, values, 4 * (uint64_t)nodes, NULL, 0);
+    send_frame(n, link, &h, values, 4 * (uint64_t)nodes, NULL, 0, 0);
 }
 
 void net_recv_norm(struct net *n, uint32_t link, uint64_t start, uint32_t nodes, float *values)
@@ -277,19 +318,19 @@ void net_recv_norm(struct net *n, uint32_t link, uint64_t start, uint32_t nodes,
     snprintf(what, sizeof what, "the %u gradient-norm nodes from element %llu", (unsigned)nodes,
              (unsigned long long)start);
     struct frame_expect e = {.kind = FRAME_PIECE, .tensor = FRAME_TENSOR_NORM};
-    recv_frame(n, link, &e, start, values, 4 * (uint64_t)nodes, NULL, 0, what);
+    recv_frame(n, link, &e, start, values, 4 * (uint64_t)nodes, NULL, 0, what, 0);
 }
 
 void net_send_ack(struct net *n, uint32_t link, const uint8_t digest[32])
 {
     struct frame_header h = {.kind = FRAME_ACK};
-    send_frame(n, link, &h, digest, 32, NULL, 0);
+    send_frame(n, link, &h, digest, 32, NULL, 0, 0);
 }
 
 void net_recv_ack(struct net *n, uint32_t link, uint8_t digest[32])
 {
     struct frame_expect e = {.kind = FRAME_ACK};
-    recv_frame(n, link, &e, 0, digest, 32, NULL, 0, "a capture acknowledgement");
+    recv_frame(n, link, &e, 0, digest, 32, NULL, 0, "a capture acknowledgement", 0);
 }
 
 void net_flush(struct net *n)
@@ -302,6 +343,7 @@ void net_flush(struct net *n)
                        "within %u ms in round %u",
                        n->links[i].link->peer_name, n->links[i].address,
                        (unsigned)n->r->io_timeout_ms, (unsigned)n->round + 1);
+    shared_round_done(n);
 }
 
 /* Start-up only, never in a round: compiled for size (the executable has a size budget). */
@@ -340,7 +382,8 @@ __attribute__((minsize)) void net_report_links(const struct net *n)
                     a.ss_family == AF_UNIX;
         printf("%s{\"peer\":", k ? "," : "");
         json_string(stdout, n->links[k].link->peer_name);
-        printf(",\"transport\":\"%s\"}", local ? "local" : "tcp");
+        printf(",\"transport\":\"%s\",\"shared_pages\":%s}", local ? "local" : "tcp",
+               n->links[k].pages_in ? "true" : "false");
     }
     printf("]}\n");
     fflush(stdout);

@@ -30,6 +30,13 @@ struct net_link {
     uint32_t cap, head, count;
     struct frame_key send_key, recv_key; /* MAC keys of the link's two directions (handshake.c) */
     uint64_t send_seq, recv_seq;    /* frames sent and received on the link since it opened */
+    /* Shared pages (shared_pages.h), on a local link with large frames; NULL otherwise. */
+    uint8_t *pages_out;             /* ours: a control block, then two rounds of slots */
+    const uint8_t *pages_in;        /* the peer's, mapped read-only */
+    uint64_t *out_at, *out_bytes, *in_at, *in_bytes; /* each large frame's slot, in op order */
+    uint32_t n_out, n_in, next_out, next_in; /* large frames a round, and this round's so far */
+    uint64_t out_round, in_round;   /* bytes of one round's slots */
+    uint64_t rounds;                /* rounds run on the link since it opened */
 };
 
 struct net {
@@ -87,7 +94,8 @@ void net_recv_norm(struct net *n, uint32_t link, uint64_t start, uint32_t nodes,
 /* A capture acknowledgement: the SHA-256 of the sender's sub-manifest. */
 void net_send_ack(struct net *n, uint32_t link, const uint8_t digest[32]);
 void net_recv_ack(struct net *n, uint32_t link, uint8_t digest[32]);
-/* Sends everything queued. */
+/* Sends everything queued: the round is over on every link (its shared slots are free for the
+ * peers to write again). */
 void net_flush(struct net *n);
 
 /* Shared with handshake.c. */

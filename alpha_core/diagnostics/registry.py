@@ -553,7 +553,9 @@ _ENTRIES = [
         FIRST_MESSAGE,
         "a frame did not arrive before the deadline",
         "Every read has a deadline. A peer that stops sending (stuck, or on a network that "
-        "drops the traffic) is named with the round that waited; the round commits nothing.",
+        "drops the traffic) is named with the round that waited; the round commits nothing. "
+        "On one machine, a sender whose shared slot the peer has not freed within the deadline "
+        "(the peer two rounds behind) is refused the same way.",
     ),
     Refusal(
         "peer-lost",
@@ -591,7 +593,10 @@ _ENTRIES = [
         FIRST_MESSAGE,
         "a well-formed frame that the schedule does not expect here",
         "Each receive in a role's projected schedule names the sender, the round, the tree "
-        "node and the element range it expects. Any other frame is refused.",
+        "node and the element range it expects. Any other frame is refused. On a link between "
+        "roles on one machine, shared pages offered after the handshake that are not the size "
+        "both schedules give the link's large frames (or come without their file) are refused "
+        "the same way, naming both sizes.",
     ),
     Refusal(
         "plan-identity-mismatch",
