@@ -44,6 +44,8 @@ def packed(m: int, n: int, k: int) -> bool:
 # core's L2 beside the panels (a multiple of every MR).
 TREE_MC = 96
 DIRECT_ROWS = 96  # B is read in place by one row of tasks of at most this many rows
+# ... a global the runtime lowers to 0 in a role that shares its machine with other roles
+DIRECT_ROWS_SYMBOL = "alpha_direct_rows"
 CHAIN_MAX = 8  # the longest chain added as a product is stored (runtime/schedule.c, CHAIN)
 SCRATCH_SYMBOL = "alpha_scratch_floats"  # floats of scratch each worker needs (runtime/pool.c)
 PARALLEL_SYMBOL = "alpha_parallel"  # runs tasks 0..n-1, each once, on the role's threads
@@ -372,12 +374,28 @@ class GemmEmitter:
             # B serves only the few row panels of this task: the micro-kernel reads it where it
             # is, not from a copy. Many row panels would each read the panel's rows one row of
             # B apart again (rows a page apart share an L1 set), so they take packed panels.
+            # Where other roles share the machine's memory (alpha_direct_rows 0), B read in
+            # place down its columns, a line per row, starves: packing streams its rows.
             "direct": b.and_(
                 b.icmp_signed("==", b1, i64(1)),
-                b.icmp_signed("<=", m, i64(min(mc, DIRECT_ROWS))),
+                b.and_(
+                    b.icmp_signed("<=", m, i64(mc)),
+                    b.icmp_signed("<=", m, b.load(self._direct_rows(), typ=I64)),
+                ),
             ),
         }
         return fn, b, values, scratch, block
+
+    def _direct_rows(self) -> ir.GlobalVariable:
+        """alpha_direct_rows: the most rows of a product whose B is read in place (the runtime
+        sets it to 0 for a role with a local link; only where an output is read from, never
+        its bits, depends on it)."""
+        found = self.module.globals.get(DIRECT_ROWS_SYMBOL)
+        if isinstance(found, ir.GlobalVariable):
+            return found
+        rows = ir.GlobalVariable(self.module, I64, DIRECT_ROWS_SYMBOL)
+        rows.initializer = ir.Constant(I64, DIRECT_ROWS)
+        return rows
 
     def _call_block(self, b: ir.IRBuilder, mc: ir.Value, args: list[ir.Value]) -> None:
         """The block on panels of MR rows, or of the small MR where that pads a fifth fewer
