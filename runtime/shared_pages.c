@@ -115,10 +115,10 @@ static uint64_t recv_pages(const struct net *n, uint32_t k, uint64_t deadline, i
         if (r <= 0)
             refuse(REFUSAL_PEER_LOST, "%s (%s) left before it described its shared pages",
                    link->link->peer_name, link->address);
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && *file < 0 &&
-                c->cmsg_len >= CMSG_LEN(sizeof(int)))
-                memcpy(file, CMSG_DATA(c), sizeof *file);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg); /* one descriptor, in the only message */
+        if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && *file < 0 &&
+            c->cmsg_len >= CMSG_LEN(sizeof(int)))
+            memcpy(file, CMSG_DATA(c), sizeof *file);
         got += (size_t)r;
     }
     uint64_t size = 0;
