@@ -3,12 +3,14 @@
 #include "shared_pages.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -157,9 +159,12 @@ __attribute__((minsize)) void shared_open(struct net *n, uint64_t deadline)
         if (link->n_out + link->n_in == 0)
             continue;
         uint64_t size = CONTROL_BYTES + 2 * link->out_round;
-        int file = memfd_create("alpha-frames", MFD_CLOEXEC);
+        /* sealed at its size, so that the peer may trust it never shrinks under its mapping
+         * (a read past the end of a shrunk file would be a SIGBUS, not a refusal) */
+        int file = memfd_create("alpha-frames", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         void *pages = MAP_FAILED;
-        if (file >= 0 && ftruncate(file, (off_t)size) == 0)
+        if (file >= 0 && ftruncate(file, (off_t)size) == 0 &&
+            fcntl(file, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
             pages = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, file, 0);
         if (pages != MAP_FAILED)
             link->pages_out = pages, own_size[k] = size;
@@ -181,6 +186,13 @@ __attribute__((minsize)) void shared_open(struct net *n, uint64_t deadline)
                    "its schedule and ours need %llu", link->link->peer_name, link->address,
                    (unsigned long long)size, file < 0 ? " without their file" : "",
                    (unsigned long long)want);
+        struct stat st;
+        int seals = size ? fcntl(file, F_GET_SEALS) : 0;
+        if (size && (fstat(file, &st) != 0 || (uint64_t)st.st_size != size || seals < 0 ||
+                     !(seals & F_SEAL_SHRINK)))
+            refuse(REFUSAL_FRAME_UNEXPECTED, "%s (%s) offered shared pages of %llu bytes in a "
+                   "file that is not a memory file of that size sealed against shrinking",
+                   link->link->peer_name, link->address, (unsigned long long)size);
         void *pages = size && link->pages_out
                           ? mmap(NULL, size, PROT_READ, MAP_SHARED, file, 0)
                           : MAP_FAILED;

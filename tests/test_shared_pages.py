@@ -137,17 +137,18 @@ def _listener_role(tmp_path: Path) -> tuple[subprocess.Popen[str], int, str]:
     return proc, base, plan.identity()
 
 
-@pytest.mark.parametrize("offered", ["too small", "too large", "no file"])
+@pytest.mark.parametrize("offered", ["too small", "too large", "no file", "unsealed"])
 def test_pages_of_the_wrong_size_are_refused_by_name(offered: str, tmp_path: Path) -> None:
+    """Pages announced at another size than both schedules give, a size without its file, or
+    the right size in a file that could shrink under the role's mapping (a plain file, not a
+    memory file sealed against shrinking: a read past its end would be a SIGBUS)."""
     proc, port, identity = _listener_role(tmp_path)
     secret = Path(launch_secret_file()).read_bytes()
     try:
         with connect_local(port) as conn:
             dial_handshake(conn, secret, identity, 1, 0, 2)
             with tempfile.TemporaryFile() as pages:
-                size = (
-                    64 + 2 * 153_664 + {"too small": -64, "too large": 4096, "no file": 0}[offered]
-                )
+                size = 64 + 2 * 153_664 + {"too small": -64, "too large": 4096}.get(offered, 0)
                 os.ftruncate(pages.fileno(), size)
                 message = struct.pack("<Q", size)
                 if offered == "no file":
@@ -159,5 +160,8 @@ def test_pages_of_the_wrong_size_are_refused_by_name(offered: str, tmp_path: Pat
         proc.kill()
     assert proc.returncode != 0
     assert "error[frame-unexpected]" in err, err[-400:]
-    assert "offered shared pages of" in err and "need 307392" in err, err[-400:]
-    assert ("without their file" in err) == (offered == "no file"), err[-400:]
+    if offered == "unsealed":
+        assert "sealed against shrinking" in err, err[-400:]
+    else:
+        assert "offered shared pages of" in err and "need 307392" in err, err[-400:]
+        assert ("without their file" in err) == (offered == "no file"), err[-400:]

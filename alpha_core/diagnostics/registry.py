@@ -595,8 +595,8 @@ _ENTRIES = [
         "Each receive in a role's projected schedule names the sender, the round, the tree "
         "node and the element range it expects. Any other frame is refused. On a link between "
         "roles on one machine, shared pages offered after the handshake that are not the size "
-        "both schedules give the link's large frames (or come without their file) are refused "
-        "the same way, naming both sizes.",
+        "both schedules give the link's large frames (or come without their file, or in a file "
+        "not sealed against shrinking) are refused the same way, naming the sizes.",
     ),
     Refusal(
         "plan-identity-mismatch",
