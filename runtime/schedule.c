@@ -1,7 +1,7 @@
 /* The schedule interpreter (schedule.h). One function runs a round both ways: dry, to check the
  * schedule and size its tables (schedule_check.c), and for real. The runtime's only arithmetic
- * on training values is here: the tree's float32 additions and the round loss divided by the
- * batch. */
+ * on training values is here and in tree.c: the tree's float32 additions (tree_add_chain) and
+ * the round loss divided by the batch. */
 #include "schedule.h"
 
 #include <stdlib.h>
@@ -58,40 +58,6 @@ static struct piece *slot(struct schedule *s, uint32_t lo, uint32_t hi)
     return q;
 }
 
-/* Eight floats as a vector of eight independent float32 additions: the same bits as one at a
- * time. Moved with memcpy (no alignment asked, no aliasing rule bent). */
-typedef float floats8 __attribute__((vector_size(32)));
-
-static inline floats8 load8(const float *p)
-{
-    floats8 v;
-    __builtin_memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/* out[i] = ((base[i] + rights[n-1][i]) + ...) + rights[0][i]: a chain of additions in one
- * pass, the last operand added first (n = 1: one addition). out may be base itself, which a
- * compiler's overlap check would otherwise send to one float at a time. */
-static void add_chain(float *out, const float *base, const float *const *rights, uint32_t n,
-                      uint64_t len)
-{
-    uint64_t i = 0;
-#pragma clang loop unroll(disable) /* memory-bound; the executable has a size budget */
-    for (; i + 8 <= len; i += 8) {
-        floats8 v = load8(base + i);
-        for (uint32_t j = n; j-- > 0;)
-            v = v + load8(rights[j] + i);
-        __builtin_memcpy(out + i, &v, sizeof v);
-    }
-#pragma clang loop vectorize(disable) unroll(disable)
-    for (; i < len; i++) {
-        float v = base[i];
-        for (uint32_t j = n; j-- > 0;)
-            v = v + rights[j][i];
-        out[i] = v;
-    }
-}
-
 /* Leaf l of the current round into out, plus a chain of vectors: every element (the loss
  * float too) is chain[0] + (chain[1] + (... + (chain[n-1] + g))), g the leaf's own value. The
  * generated kernels add the chain as they store the gradient (alpha_leaf_grad_chain), so the
@@ -112,7 +78,7 @@ static void compute_leaf(struct schedule *s, uint32_t l, float *out, const float
     } else {
         loss = alpha_leaf_grad(s->params, s->x, s->y_class, s->y_reg, out);
         if (n)
-            add_chain(out, out, chain, n, p->n_params);
+            tree_add_chain(out, out, chain, n, p->n_params);
     }
     for (uint32_t j = n; j-- > 0;)
         loss = loss + chain[j][p->n_params];
@@ -212,7 +178,7 @@ WALK static void record_tree(struct schedule *s, uint32_t lo, uint32_t hi)
     record(s, lo, mid, hi);
 }
 
-/* The chain's vectors as the kernels and add_chain read them, and given back after. */
+/* The chain's vectors as the kernels and tree_add_chain read them, and given back after. */
 WALK static void pointers(const struct value *chain, uint32_t n, const float **out)
 {
     for (uint32_t j = 0; j < n; j++)
@@ -234,7 +200,7 @@ WALK static struct value add_pass(struct schedule *s, const float *v, struct val
     const float *rights[CHAIN];
     pointers(chain, n, rights);
     if (!s->dry)
-        add_chain(out.data, v, rights, n, s->p->n_params + 1); /* the loss float too */
+        tree_add_chain(out.data, v, rights, n, s->p->n_params + 1); /* the loss float too */
     release(s, chain, n);
     return out;
 }
@@ -262,7 +228,7 @@ WALK static int evaluate(struct schedule *s, uint32_t lo, uint32_t hi, struct va
     }
     if (q && last && s->may_defer && n == 1 && !chain[0].owned) {
         s->deferred = 1, s->defer_left = q->data, s->defer_right = chain[0].data;
-        if (!s->dry) /* the loss float now, as add_chain would add it */
+        if (!s->dry) /* the loss float now, as tree_add_chain would add it */
             s->defer_loss = q->data[s->p->n_params] + chain[0].data[s->p->n_params];
         *result = (struct value){NULL, 0};
         return 1;

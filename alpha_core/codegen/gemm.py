@@ -28,7 +28,11 @@ from alpha_core.codegen.combine_walk import tree_walk
 from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, for_count, gep, i64, splat
 from alpha_core.codegen.packing import ceil_div, copy_tile, min_i64, pack_panels
 from alpha_core.codegen.tiles import Blocking
-from alpha_core.codegen.tree_tiles import TREE_TILE_MAX_K, emit_tree_tiles_task
+from alpha_core.codegen.tree_tiles import (
+    TREE_TILE_MAX_K,
+    emit_blocked_tree_task,
+    emit_tree_tiles_task,
+)
 
 # A product below this many multiply-adds runs the plain loop in place (no packing, no tasks):
 # for the small layers of small models the packing would cost more than it saves.
@@ -143,7 +147,9 @@ class GemmEmitter:
                 entry = self._emit_gemm(name, task, mc)
             else:
                 name = f"alpha.gemm.tree{leaves}"
-                entry = self._emit_gemm(name, self._emit_tree_task(leaves), TREE_MC)
+                entry = self._emit_gemm(
+                    name, emit_blocked_tree_task(self, leaves, TREE_MC), TREE_MC
+                )
                 self.tree_buffers = max(self.tree_buffers, tree_walk(leaves)[1])
             self._trees[key] = entry
         args = [c, a, bm, i64(m), i64(n), i64(k), *map(i64, a_strides), *map(i64, b_strides)]
@@ -436,39 +442,6 @@ class GemmEmitter:
             [gep(b, c, origin), n, gep(b, a, b.mul(i0, a0)), gep(b, bm, b.mul(j0, b1))]
             + [blk["mc"], blk["nc"], k, a0, a1, b0, b1, blk["direct"], shifted, links, n, scratch],
         )
-        b.ret_void()
-        return fn
-
-    def _emit_tree_task(self, leaves: int) -> ir.Function:
-        """The task of a product summed over `leaves` leaves by the canonical tree: each leaf's
-        block (its own rows of p) into a block buffer of the task's scratch, with the chain of
-        the tree's pending values added as it is stored (tree_walk), the root's into C."""
-        K = self.k
-        fn, b, f, scratch, blk = self._task_frame(f"alpha.gemm.tree{leaves}.task", 15, TREE_MC)
-        c, a, bm, _, n, k, a0, a1, b0, b1, _, _, _, a_step, b_step = f
-        i0, j0 = blk["i0"], blk["j0"]
-        steps, buffers = tree_walk(leaves)
-        block = TREE_MC * K.nc
-        buf = [gep(b, scratch, i64(K.scratch_floats + i * block)) for i in range(buffers)]
-        a_block = gep(b, a, b.mul(i0, a0))
-        b_block = gep(b, bm, b.mul(j0, b1))
-        # a leaf's rows of a row-major B are few (its examples): read in place by every task
-        direct = b.icmp_signed("==", b1, i64(1))
-        for leaf, into, links in steps:
-            chain = entry_alloca(b, ir.ArrayType(PTR, max(1, len(links))))
-            chain.type = PTR
-            for t, j in enumerate(links):
-                b.store(buf[j], gep(b, chain, i64(t), PTR))
-            dst, ld = (
-                (gep(b, c, b.add(b.mul(i0, n), j0)), n) if into is None else (buf[into], i64(K.nc))
-            )
-            self._call_block(
-                b,
-                blk["mc"],
-                [dst, ld, gep(b, a_block, b.mul(i64(leaf), a_step))]
-                + [gep(b, b_block, b.mul(i64(leaf), b_step)), blk["mc"], blk["nc"], k]
-                + [a0, a1, b0, b1, direct, chain, i64(len(links)), i64(K.nc), scratch],
-            )
         b.ret_void()
         return fn
 

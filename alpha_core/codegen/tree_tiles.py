@@ -9,6 +9,10 @@ steps, unrolled), the tree's pending values held beside it (combine_walk.tree_wa
 walk, so the same additions of the same operands in the same order), and only the root stored,
 once. A and B are read in place (B's rows must be contiguous: one vector of lanes per row).
 
+Leaves of more examples keep the blocked GEMM's way (`emit_blocked_tree_task`, below): each
+leaf's block into a buffer of the task's scratch, the tree's pending buffers added as it is
+stored, the root's into C.
+
 The bits are the blocked GEMM's: a lane is one output, and each output sees the same multiplies
 and additions in the same order; tasks and tiles only decide when. One addition is moved: a sum
 starts from its first product rather than from +0.0 + that product, and the root gets + 0.0
@@ -27,7 +31,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from alpha_core.codegen.combine_walk import tree_walk
-from alpha_core.codegen.loops import F32, I64, PTR, for_count, gep, i64, splat
+from alpha_core.codegen.loops import F32, I64, PTR, entry_alloca, for_count, gep, i64, splat
 
 if TYPE_CHECKING:
     from alpha_core.codegen.gemm import GemmEmitter
@@ -136,3 +140,38 @@ def emit_tree_tiles_task(
     for_count(b, mc, lane_row, "li")
     b.ret_void()
     return fn, task_rows
+
+
+def emit_blocked_tree_task(emitter: GemmEmitter, leaves: int, rows: int) -> ir.Function:
+    """The task of a product summed over `leaves` leaves by the canonical tree: each leaf's
+    block (its own rows of p) into a block buffer of the task's scratch, with the chain of
+    the tree's pending values added as it is stored (tree_walk), the root's into C; tasks of
+    `rows` rows. The blocked GEMM's way, for leaves of more than TREE_TILE_MAX_K examples."""
+    K = emitter.k
+    fn, b, f, scratch, blk = emitter._task_frame(f"alpha.gemm.tree{leaves}.task", 15, rows)
+    c, a, bm, _, n, k, a0, a1, b0, b1, _, _, _, a_step, b_step = f
+    i0, j0 = blk["i0"], blk["j0"]
+    steps, buffers = tree_walk(leaves)
+    block = rows * K.nc
+    buf = [gep(b, scratch, i64(K.scratch_floats + i * block)) for i in range(buffers)]
+    a_block = gep(b, a, b.mul(i0, a0))
+    b_block = gep(b, bm, b.mul(j0, b1))
+    # a leaf's rows of a row-major B are few (its examples): read in place by every task
+    direct = b.icmp_signed("==", b1, i64(1))
+    for leaf, into, links in steps:
+        chain = entry_alloca(b, ir.ArrayType(PTR, max(1, len(links))))
+        chain.type = PTR
+        for t, j in enumerate(links):
+            b.store(buf[j], gep(b, chain, i64(t), PTR))
+        dst, ld = (
+            (gep(b, c, b.add(b.mul(i0, n), j0)), n) if into is None else (buf[into], i64(K.nc))
+        )
+        emitter._call_block(
+            b,
+            blk["mc"],
+            [dst, ld, gep(b, a_block, b.mul(i64(leaf), a_step))]
+            + [gep(b, b_block, b.mul(i64(leaf), b_step)), blk["mc"], blk["nc"], k]
+            + [a0, a1, b0, b1, direct, chain, i64(len(links)), i64(K.nc), scratch],
+        )
+    b.ret_void()
+    return fn
