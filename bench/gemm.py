@@ -37,7 +37,7 @@ from alpha_core.codegen.gemm import GemmEmitter  # noqa: E402
 from alpha_core.codegen.loops import F32, I64, PTR, for_count, gep, splat  # noqa: E402
 from alpha_core.codegen.target import TARGETS, HostTarget, object_code  # noqa: E402
 from alpha_core.codegen.tiles import blocking_of  # noqa: E402
-from alpha_core.link.toolchain import compile_c, run_zig, runtime_dir  # noqa: E402
+from alpha_core.link.toolchain import link_kernels_driver  # noqa: E402
 
 DEFAULT_SHAPES = (
     "1024x1024x1024:nn,1024x1024x1024:tn,1024x1024x1024:nt,"
@@ -235,27 +235,16 @@ def main() -> int:
     host = HostTarget(host.name, host.triple, host.zig, args.cpu, host.features)
     mod, width = module(host, shapes, args.fma)
     with tempfile.TemporaryDirectory(prefix="alpha-bench-gemm-") as temp:
-        work = Path(temp)
-        (work / "kernels.o").write_bytes(object_code(mod, host))
-        (work / "driver.c").write_text(DRIVER)
-        zig = host.zig
-        compile_c(
-            zig,
-            "driver.c",
-            work / "driver.o",
-            cwd=work,
-            include_dirs=[runtime_dir()],
-            extra_flags=["-DFUSED"] if args.fma else [],
-        )
-        for name in ("pool", "refusal", "events", "json"):
-            compile_c(zig, f"{name}.c", work / f"{name}.o", cwd=runtime_dir())
-        objs = [str(work / f"{n}.o") for n in ("pool", "refusal", "events", "json")]
-        run_zig(
-            ["cc", "-target", zig, "-O2", "-static", *objs, "driver.o", "kernels.o", "-o", "gemm"],
-            cwd=work,
+        exe = link_kernels_driver(
+            host.zig,
+            object_code(mod, host),
+            DRIVER,
+            Path(temp),
+            "gemm",
+            ["-DFUSED"] if args.fma else [],
         )
         out = subprocess.run(
-            [str(work / "gemm"), str(args.threads), str(args.seconds)],
+            [str(exe), str(args.threads), str(args.seconds)],
             capture_output=True,
             text=True,
             check=True,

@@ -23,6 +23,7 @@
 #include "frame.h"
 #include "refusal.h"
 #include "shared_pages.h"
+#include "sockets.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "piece payloads are sent as the host's float32 bytes, which must be little-endian"
@@ -376,10 +377,7 @@ __attribute__((minsize)) void net_report_links(const struct net *n)
     json_string(stdout, n->r->name);
     printf(",\"links\":[");
     for (uint32_t k = 0; k < n->n_links; k++) {
-        struct sockaddr_storage a;
-        socklen_t size = sizeof a;
-        int local = getsockname(n->links[k].fd, (struct sockaddr *)&a, &size) == 0 &&
-                    a.ss_family == AF_UNIX;
+        int local = socket_is_local(n->links[k].fd);
         printf("%s{\"peer\":", k ? "," : "");
         json_string(stdout, n->links[k].link->peer_name);
         printf(",\"transport\":\"%s\",\"shared_pages\":%s}", local ? "local" : "tcp",

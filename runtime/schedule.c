@@ -213,8 +213,9 @@ WALK static struct value add_pass(struct schedule *s, const float *v, struct val
  * is then made where its last operand is produced, in the same pass (a leaf's kernel adds the
  * chain as it stores its gradient): the same additions of the same operands as the recursion,
  * with a pass over memory per leaf instead of one per node. The chain's vectors are given back.
- * `last`: the value is the walk's result. Where that is two held pieces added (a piece of its
- * own and one received) and the COMBINE may defer, the addition is left to the learner
+ * `last`: the value is the walk's result, and the COMBINE may leave its last addition to the
+ * learner (defers). Where that is two held pieces added (a piece of its own and one received),
+ * the addition is left to the learner
  * (alpha_apply_pair), which makes it as it reads them: no vector is written for the sum, and
  * the result is {NULL, 0}. Returns 0 (dry run only) when a leaf is missing or a piece is held
  * in part. */
@@ -226,7 +227,7 @@ WALK static int evaluate(struct schedule *s, uint32_t lo, uint32_t hi, struct va
         *error = "combines a piece the role holds only in part";
         return 0;
     }
-    if (q && last && s->may_defer && n == 1 && !chain[0].owned) {
+    if (q && last && n == 1 && !chain[0].owned) {
         s->deferred = 1, s->defer_left = q->data, s->defer_right = chain[0].data;
         if (!s->dry) /* the loss float now, as tree_add_chain would add it */
             s->defer_loss = q->data[s->p->n_params] + chain[0].data[s->p->n_params];
@@ -366,10 +367,7 @@ static const char *run_op(struct schedule *s, uint32_t i)
             q = find(s, op->a, op->b);
             if (q && q->data) /* its vector of an earlier round: a spare for this walk */
                 spare(s, q->data), q->data = NULL;
-            s->may_defer = s->defers[i];
-            int ok = evaluate(s, op->a, op->b, NULL, 0, &sum, &error, 1);
-            s->may_defer = 0;
-            if (!ok)
+            if (!evaluate(s, op->a, op->b, NULL, 0, &sum, &error, s->defers[i]))
                 return error;
             q = entry(s, op->a, op->b); /* evaluate adds no entries, so none moves */
             q->data = sum.data; /* a spare, not a held piece's: the node is not held */

@@ -51,7 +51,6 @@ struct schedule {
     const struct alpha_role *r;
     uint8_t *fused;               /* per op: 1 for a COMPUTE folded into the next COMBINE */
     uint8_t *defers;              /* per op: 1 for a COMBINE that may leave its sum to APPLY */
-    int may_defer;                /* the running COMBINE may (its op's flag) */
     int deferred;                 /* this round's gradient is left to the learner */
     /* the round's gradient left to the learner: left + right, added as APPLY reads it; its loss
      * float is added now (NULLs when the round's gradient is a vector) */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "refusal.h"
+#include "sockets.h"
 
 #define CONTROL_BYTES 64u /* the control block: the rounds this side has finished on the link */
 
@@ -129,13 +130,6 @@ static uint64_t recv_pages(const struct net *n, uint32_t k, uint64_t deadline, i
     return size;
 }
 
-static int is_local(int fd)
-{
-    struct sockaddr_storage a;
-    socklen_t size = sizeof a;
-    return getsockname(fd, (struct sockaddr *)&a, &size) == 0 && a.ss_family == AF_UNIX;
-}
-
 /* The kernels' limit on the rows of a product whose B they read in place (codegen/gemm.py);
  * undefined (null) for kernels without large products. */
 extern int64_t alpha_direct_rows __attribute__((weak));
@@ -146,7 +140,7 @@ __attribute__((minsize)) void shared_open(struct net *n, uint64_t deadline)
                                         "the shared pages");
     for (uint32_t k = 0; k < n->n_links; k++) { /* ours, offered on every local link */
         struct net_link *link = &n->links[k];
-        if (!is_local(link->fd))
+        if (!socket_is_local(link->fd))
             continue;
         /* Another role on this machine: the two stream their own weights through one memory,
          * where B read in place down its columns (a line a row, rows a page apart) starves and
@@ -177,7 +171,7 @@ __attribute__((minsize)) void shared_open(struct net *n, uint64_t deadline)
     }
     for (uint32_t k = 0; k < n->n_links; k++) { /* then the peer's */
         struct net_link *link = &n->links[k];
-        if (!is_local(link->fd) || link->n_out + link->n_in == 0)
+        if (!socket_is_local(link->fd) || link->n_out + link->n_in == 0)
             continue;
         int file;
         uint64_t size = recv_pages(n, k, deadline, &file), want = CONTROL_BYTES + 2 * link->in_round;

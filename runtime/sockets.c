@@ -141,6 +141,13 @@ static int local_name(const char *host, uint32_t port, struct sockaddr_un *a, so
     return 0;
 }
 
+int socket_is_local(int fd)
+{
+    struct sockaddr_storage a;
+    socklen_t size = sizeof a;
+    return getsockname(fd, (struct sockaddr *)&a, &size) == 0 && a.ss_family == AF_UNIX;
+}
+
 void socket_local_buffers(int fd)
 {
     /* A 4 MB piece then crosses in a few writes rather than a wake-up per 200 KB (the kernel

@@ -25,6 +25,8 @@ int socket_is_loopback(const char *host);
 int socket_listen_local(const char *host, uint32_t port);
 /* One attempt on that local socket: 0 and a connected non-blocking socket in *out, or -1. */
 int socket_connect_local(const char *host, uint32_t port, int *out);
+/* Whether fd is a Unix socket: a local link, to a peer on this machine. */
+int socket_is_local(int fd);
 /* Socket buffers for a local link: large enough that a 4 MB frame needs few wake-ups. */
 void socket_local_buffers(int fd);
 /* Writes all of bytes before deadline: 0, or -1 with errno. */

@@ -27,7 +27,7 @@ from alpha_core.codegen.loops import I32, PTR
 from alpha_core.codegen.target import TARGETS, HostTarget, object_code
 from alpha_core.codegen.tiles import blocking_of
 from alpha_core.codegen.tree_tiles import TREE_TILE_MAX_K, tile_rows
-from alpha_core.link.toolchain import compile_c, run_zig, runtime_dir
+from alpha_core.link.toolchain import link_kernels_driver
 from alpha_core.link.tree_reference import tree_combine
 
 # (leaves, m, n, k): m rows of C (A is k x m per leaf, stored transposed as the gradients read
@@ -101,20 +101,7 @@ def _module(host: HostTarget) -> ir.Module:
 
 
 def _build(host: HostTarget, work: Path) -> Path:
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "kernels.o").write_bytes(object_code(_module(host), host))
-    (work / "driver.c").write_text(DRIVER)
-    compile_c(host.zig, "driver.c", work / "driver.o", cwd=work, include_dirs=[runtime_dir()])
-    names = ("pool", "refusal", "events", "json")
-    for name in names:
-        compile_c(host.zig, f"{name}.c", work / f"{name}.o", cwd=runtime_dir())
-    objs = [str(work / f"{n}.o") for n in names]
-    exe = work / "tree"
-    run_zig(
-        ["cc", "-target", host.zig, "-O2", "-static", *objs, "driver.o", "kernels.o", "-o", "tree"],
-        cwd=work,
-    )
-    return exe
+    return link_kernels_driver(host.zig, object_code(_module(host), host), DRIVER, work, "tree")
 
 
 def _inputs(leaves: int, m: int, n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -180,14 +180,15 @@ def emit_apply(module: ir.Module, program: Program, gemm: GemmEmitter, pair: boo
     step_index, start, count = fn.args[2 + len(grads) :]
     r = learner_emit.emit_round_values(module, b, program, state, step_index, count)
     scalars = [r.lr, r.factor, r.b1t, r.b2t, r.scale]
-    span = _emit_apply_span(module, program, len(grads))
+    stem = "alpha.apply_pair" if pair else "alpha.apply"  # its span and task functions
+    span = _emit_apply_span(module, program, grads, f"{stem}.span")
     if program.n_params < APPLY_TASKS_FROM:
         b.call(span, [params, state, *gsums, start, count, i64(0), count, *scalars])
         b.ret_void()
         return
     pointers = [PTR] * (2 + len(grads))
     ctx_ty = ir.LiteralStructType([*pointers, I64, I64, *[F32] * ROUND_VALUES])
-    task = _emit_apply_task(module, span, ctx_ty, len(pointers))
+    task = _emit_apply_task(module, span, ctx_ty, len(pointers), f"{stem}.task")
     ctx = entry_alloca(b, ctx_ty)
     ctx.type = PTR
     for i, value in enumerate((params, state, *gsums, start, count, *scalars)):
@@ -199,10 +200,9 @@ def emit_apply(module: ir.Module, program: Program, gemm: GemmEmitter, pair: boo
 
 
 def _emit_apply_task(
-    module: ir.Module, span: ir.Function, ctx_ty: ir.Type, pointers: int
+    module: ir.Module, span: ir.Function, ctx_ty: ir.Type, pointers: int, name: str
 ) -> ir.Function:
     """task(ctx, index, scratch): elements [index * CHUNK, ...) of the update in ctx."""
-    name = f"{span.name}.task".replace(".span", "")
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, I32, PTR]), name)
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
@@ -222,14 +222,16 @@ def _emit_apply_task(
     return fn
 
 
-def _emit_apply_span(module: ir.Module, program: Program, grads: int = 1) -> ir.Function:
+def _emit_apply_span(
+    module: ir.Module, program: Program, names: list[str], name: str
+) -> ir.Function:
     """span(params, state, grad_sum, start, count, lo, hi, lr, factor, b1t, b2t, scale): the
     update of elements start + j for j in [lo, hi), with the round's values (learners.Round);
-    with two gradient vectors (grads 2), the gradient is their sum."""
-    names = ["grad_sum"] if grads == 1 else ["left", "right"]
+    with two gradient vectors (`names` left and right), the gradient is their sum."""
+    grads = len(names)
     fn, b = function(
         module,
-        "alpha.apply.span" if grads == 1 else "alpha.apply_pair.span",
+        name,
         ir.VoidType(),
         [PTR, PTR, *[PTR] * grads, I64, I64, I64, I64, *[F32] * ROUND_VALUES],
         ["params", "state", *names, "start", "count", "lo", "hi"]

@@ -254,3 +254,37 @@ def gpu_runtime_sources(shadow: bool) -> tuple[list[Path], list[str]]:
         return [folder / "gpu_shadow.c"], []
     # glibc 2.28 keeps dlopen in libdl (2.34 moved it into libc)
     return [folder / "gpu_cuda.c"], ["-ldl"]
+
+
+# What a driver of the kernels alone needs of the runtime: the thread pool and what it reports.
+POOL_SOURCES = ("pool", "refusal", "events", "json")
+
+
+def link_kernels_driver(
+    zig_target: str,
+    kernels: bytes,
+    driver: str,
+    work: Path,
+    name: str,
+    extra_flags: Sequence[str] = (),
+) -> Path:
+    """An executable `work/name` of a C driver (`driver`, its source) and a kernels object,
+    with the runtime's thread pool: how bench/gemm.py and tests/test_tree_tiles.py call the
+    compiler's products without a role around them."""
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "kernels.o").write_bytes(kernels)
+    (work / "driver.c").write_text(driver)
+    compile_c(
+        zig_target,
+        "driver.c",
+        work / "driver.o",
+        cwd=work,
+        include_dirs=[runtime_dir()],
+        extra_flags=extra_flags,
+    )
+    for source in POOL_SOURCES:
+        compile_c(zig_target, f"{source}.c", work / f"{source}.o", cwd=runtime_dir())
+    objects = [str(work / f"{source}.o") for source in POOL_SOURCES]
+    command = ["cc", "-target", zig_target, "-O2", "-static", *objects, "driver.o", "kernels.o"]
+    run_zig([*command, "-o", name], cwd=work)
+    return work / name
