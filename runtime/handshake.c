@@ -188,6 +188,11 @@ static void connect_to_peer(struct opening *o, uint32_t k)
         for (struct addrinfo *a = found; a; a = a->ai_next) {
             if (socket_try_connect(a, o->deadline, &fd) == 0) {
                 freeaddrinfo(found);
+                /* a peer that started between the two attempts has its local socket now: it
+                 * opens it before its port (the TCP connection closes unused, a probe) */
+                int local;
+                if (socket_connect_local(l->host, l->port, &local) == 0)
+                    close(fd), fd = local;
                 dialled(o, k, fd, address);
                 return;
             }
