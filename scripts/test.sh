@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite: lint, types, and every test (real compiler, real processes).
 set -euo pipefail
+# the system programs the tests drive (qemu-user, Neovim, Slurm, tmux, ...): installed as root,
+# or named in one line with the command that installs them
+bash "$(dirname "${BASH_SOURCE[0]}")/system-packages.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/venv.sh" .venv-test "[dev]"
 ruff check alpha_core alpha_cli alpha_lsp alpha_tui tests bench
 ruff format --check alpha_core alpha_cli alpha_lsp alpha_tui tests bench
 mypy
 python -m alpha_core.diagnostics.docs --check
 # the VS Code extension's npm packages (tests/test_editor_vscode.py): npm ci, reused when current
-if command -v npm >/dev/null; then bash vscode-extension/scripts/deps.sh; fi
+bash vscode-extension/scripts/deps.sh
 python -m pytest -q -p no:cacheprovider "$@"
