@@ -1,9 +1,11 @@
 /* Opening the links at start-up. The role listens first (when any link accepts), so that peers
  * connecting to it succeed from then on; then it connects to every peer it dials, retrying
  * every 20 ms, and sends each its HELLO; then one poll loop accepts connections and runs the
- * handshake on each until every link is open. No step waits on another role's progress, only on
- * its being started, so roles may start in any order. Deadline: connect_timeout_ms from the
- * start, for the whole handshake (a peer trickling bytes does not extend it).
+ * handshake on each until every link is open. A host name, its own or a peer's, that does not
+ * resolve is looked up again after 20 ms, then twice as long each time up to 1 s (resolve.h).
+ * No step waits on another role's progress, only on its being started, so roles may start in
+ * any order. Deadline: connect_timeout_ms from the start, for the whole handshake, name lookups
+ * included (a peer trickling bytes, or a silent name server, does not extend it).
  *
  * The handshake is a mutual challenge-response keyed by the launch secret (frame.h):
  *   dialer -> acceptor  HELLO (its fields, nonce Nd)
@@ -29,6 +31,7 @@
 #include "frame.h"
 #include "net.h"
 #include "refusal.h"
+#include "resolve.h"
 #include "secret.h"
 #include "shared_pages.h"
 #include "sockets.h"
@@ -167,12 +170,10 @@ static void dialled(struct opening *o, uint32_t k, int fd, const char *address)
 static void connect_to_peer(struct opening *o, uint32_t k)
 {
     const struct alpha_link *l = o->n->links[k].link;
-    char port[12], address[64];
-    snprintf(port, sizeof port, "%u", (unsigned)l->port);
+    char address[64];
     snprintf(address, sizeof address, "%s:%u", l->host, (unsigned)l->port);
-    struct addrinfo hints = {.ai_flags = AI_NUMERICSERV, .ai_socktype = SOCK_STREAM};
     const char *why = "no attempt";
-    int unresolved = 0; /* the last attempt found no address for the name */
+    uint32_t pause = RESOLVE_PAUSE_FIRST_MS;
     for (;;) {
         int fd;
         /* a peer on this machine first, by its local socket; TCP where it has none */
@@ -181,10 +182,9 @@ static void connect_to_peer(struct opening *o, uint32_t k)
             return;
         }
         struct addrinfo *found = NULL;
-        int error = getaddrinfo(l->host, port, &hints, &found);
-        unresolved = error != 0;
-        if (error)
-            why = gai_strerror(error);
+        const char *unresolved = resolve(l->host, l->port, 0, o->deadline, &found);
+        if (unresolved)
+            why = unresolved;
         for (struct addrinfo *a = found; a; a = a->ai_next) {
             if (socket_try_connect(a, o->deadline, &fd) == 0) {
                 freeaddrinfo(found);
@@ -200,14 +200,19 @@ static void connect_to_peer(struct opening *o, uint32_t k)
         }
         if (found) /* musl's freeaddrinfo dereferences what it is given */
             freeaddrinfo(found);
-        if (net_now_ms() >= o->deadline && unresolved)
+        /* a name that did not resolve waits longer each time before it is looked up again */
+        int late = net_now_ms() >= o->deadline;
+        if (unresolved && !late)
+            late = !resolve_pause(&pause, o->deadline);
+        if (late && unresolved)
             refuse(REFUSAL_PEER_UNRESOLVABLE, "cannot resolve %s, the host of %s, within %u ms: "
                    "%s", l->host, l->peer_name, (unsigned)o->timeout_ms, why);
-        if (net_now_ms() >= o->deadline)
+        if (late)
             refuse(REFUSAL_PEER_UNREACHABLE, "cannot connect to %s at %s within %u ms: %s",
                    l->peer_name, address, (unsigned)o->timeout_ms, why);
-        poll(NULL, 0, net_wait_ms(net_now_ms() + 20 < o->deadline ? net_now_ms() + 20
-                                                                   : o->deadline));
+        if (!unresolved)
+            poll(NULL, 0, net_wait_ms(net_now_ms() + 20 < o->deadline ? net_now_ms() + 20
+                                                                       : o->deadline));
     }
 }
 
@@ -451,7 +456,7 @@ void net_open(struct net *n, const struct alpha_program *p, const struct alpha_r
             /* the local socket first, so that a peer on this machine finds it whenever it
              * finds the TCP port */
             o.local = socket_listen_local(r->listen_host, r->listen_port);
-            o.listener = socket_listen(r->listen_host, r->listen_port);
+            o.listener = socket_listen(r->listen_host, r->listen_port, o.deadline, o.timeout_ms);
         }
     for (uint32_t k = 0; k < n->n_links; k++)
         if (!n->links[k].link->accept)

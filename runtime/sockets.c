@@ -16,6 +16,7 @@
 
 #include "net.h"
 #include "refusal.h"
+#include "resolve.h"
 
 /* Start-up code, or thin wrappers around the hashing in sha256.c: compiled for size (the
  * executable has a size budget; none of it is a loop that time is spent in). */
@@ -63,22 +64,24 @@ int socket_send_all(int fd, const uint8_t *bytes, size_t size, uint64_t deadline
     return 0;
 }
 
-int socket_listen(const char *host, uint32_t port)
+int socket_listen(const char *host, uint32_t port, uint64_t deadline, uint32_t timeout_ms)
 {
-    char service[12];
-    snprintf(service, sizeof service, "%u", (unsigned)port);
-    struct addrinfo hints = {.ai_flags = AI_PASSIVE | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM};
-    struct addrinfo *found = NULL;
     host = host && *host ? host : NULL;
-    int error = getaddrinfo(host, service, &hints, &found);
-    if (error)
-        refuse(REFUSAL_LISTEN_FAILED, "cannot listen on %s:%s: %s", host ? host : "*", service,
-               gai_strerror(error));
+    const char *shown = host ? host : "*";
+    /* A name that does not resolve yet (a record published late) is looked up again until the
+     * deadline, as a peer's is. */
+    struct addrinfo *found = NULL;
+    const char *why;
+    for (uint32_t pause = RESOLVE_PAUSE_FIRST_MS;
+         (why = resolve(host, port, AI_PASSIVE, deadline, &found));)
+        if (!resolve_pause(&pause, deadline))
+            refuse(REFUSAL_LISTEN_FAILED, "cannot listen on %s:%u: the name did not resolve "
+                   "within %u ms: %s", shown, (unsigned)port, (unsigned)timeout_ms, why);
     int one = 1;
     int fd = socket(found->ai_family, SOCK_STREAM, 0);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
         bind(fd, found->ai_addr, found->ai_addrlen) != 0 || listen(fd, 64) != 0)
-        refuse(REFUSAL_LISTEN_FAILED, "cannot listen on %s:%s: %s", host ? host : "*", service,
+        refuse(REFUSAL_LISTEN_FAILED, "cannot listen on %s:%u: %s", shown, (unsigned)port,
                strerror(errno));
     freeaddrinfo(found);
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);

@@ -12,8 +12,9 @@ struct addrinfo;
 /* "host:port" of a socket address. */
 void socket_describe(const struct sockaddr *a, socklen_t size, char out[64]);
 /* A non-blocking listening socket on host (NULL or "": every address) and port, SO_REUSEADDR;
- * refuses listen-failed. */
-int socket_listen(const char *host, uint32_t port);
+ * a name that does not resolve is looked up again until deadline (resolve.h); refuses
+ * listen-failed, naming timeout_ms when the name never resolved. */
+int socket_listen(const char *host, uint32_t port, uint64_t deadline, uint32_t timeout_ms);
 /* One attempt on one address before deadline: 0 and a connected non-blocking socket in *out,
  * or -1 with errno. */
 int socket_try_connect(const struct addrinfo *a, uint64_t deadline, int *out);

@@ -515,9 +515,11 @@ _ENTRIES = [
         "a peer's host name did not resolve before the connect deadline",
         "A hosts file may give a role's address as a host name. Each role resolves the names of "
         "the peers it dials at start-up (the C library's resolver: /etc/hosts, then DNS), "
-        "retrying every 20 ms until the connect deadline, so a name that appears late (a "
-        "Kubernetes pod's DNS record) is still found. A name that never resolves is named with "
-        "the peer and the resolver's reason; no round has run, so nothing is committed.",
+        "looking a name up again, less often each time, until the connect deadline, so a name "
+        "that appears late (a Kubernetes pod's DNS record) is still found; a name server that "
+        "never answers costs the deadline, not the resolver's own timeout. A name that never "
+        "resolves is named with the peer and the resolver's reason; no round has run, so "
+        "nothing is committed.",
     ),
     Refusal(
         "slurm-failed",
@@ -538,7 +540,10 @@ _ENTRIES = [
         "A role that accepts connections listens on the port its deployment inputs give it "
         "(port base + role index), and, on a loopback address, on a local socket beside it "
         "(`alpha/HOST:PORT`) that peers on the same machine dial. When that port or that "
-        "name is taken, or the address is not local, it stops before any round, naming it.",
+        "name is taken, or the address is not local, it stops before any round, naming it. "
+        "A listening address given as a host name that does not resolve yet is looked up "
+        "again until the connect deadline, as a peer's is; then it stops, naming the deadline "
+        "and the resolver's reason.",
     ),
     Refusal(
         "peer-unreachable",
