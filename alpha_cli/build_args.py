@@ -86,6 +86,14 @@ def add_build_arguments(b: argparse.ArgumentParser, name: str) -> None:
         "--checkpoint-dir", default=None, help="where captures are published (deployment input)"
     )
     b.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        metavar="N",
+        help="train N steps instead of the system's `steps` (part of the identity: resume "
+        "with the same N)",
+    )
+    b.add_argument(
         "--checkpoint-every",
         type=int,
         default=0,

@@ -17,11 +17,12 @@ from alpha_cli.deploy_cmd import add_deploy, show_hosts_refused
 from alpha_cli.environment import Refused, StdoutUnwritable, drop_stdout, guard_stdout
 from alpha_cli.help_text import decorate
 from alpha_cli.render import diagnostic_json, err, error_line, op_json, out, show_refusals
-from alpha_cli.run_view import gpu_lines, run_with_progress, training_line
+from alpha_cli.run_view import Interrupted, gpu_lines, run_with_progress, training_line
 from alpha_core.build import BuildResult, BuiltExecutable, Deployment, build_program
 from alpha_core.checkpoint import CheckpointError, read_checkpoint
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.hosts_file import HostsRefused, read_hosts
+from alpha_core.interruption import interrupted_line
 from alpha_core.launch import LaunchError, RoleOutcome, free_port_base
 from alpha_core.link.toolchain import LinkError
 from alpha_core.plan.projection import project
@@ -94,7 +95,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     return OK
 
 
-def _deployment(args: argparse.Namespace, roles: int) -> Deployment:
+def _deployment(args: argparse.Namespace, roles: int, out_dir: Path | None = None) -> Deployment:
+    """The deployment inputs of the command line. `out_dir` is given by `alpha run`: its roles
+    publish into one folder there, `checkpoints/`, unless --checkpoint-dir names another (each
+    role's own `<executable>.checkpoints` would split a plan's capture across folders)."""
     if args.checkpoint_keep is not None and args.checkpoint_keep < 1:
         # 0 means "every capture" to the build; given, a count must be positive
         raise Refused(
@@ -110,7 +114,10 @@ def _deployment(args: argparse.Namespace, roles: int) -> Deployment:
     overlap = ephemeral_overlap(base, min(base + roles - 1, 65535))
     if args.port_base is not None and overlap:
         err.print(f"[yellow]warning[/]: {escape(overlap)}")
-    ckpt = str(Path(args.checkpoint_dir).resolve()) if args.checkpoint_dir else ""
+    if args.checkpoint_dir:
+        ckpt = str(Path(args.checkpoint_dir).resolve())
+    else:
+        ckpt = str(out_dir.resolve() / "checkpoints") if out_dir is not None else ""
     return Deployment(
         base,
         args.host,
@@ -133,7 +140,7 @@ def _deployment(args: argparse.Namespace, roles: int) -> Deployment:
 
 
 def _build(
-    args: argparse.Namespace, out_dir: Path | None
+    args: argparse.Namespace, out_dir: Path | None, runs: bool = False
 ) -> tuple[Analysis, BuildResult | None, list[Diagnostic]]:
     """Builds the choice into out_dir, or (None) into a new run folder (runs.run_folder)."""
     a = _analysis(args.file)
@@ -141,10 +148,14 @@ def _build(
     # (a value outside 0..2^32-1 is left to the deployment check: bad-argument, with its range)
     every = args.checkpoint_every if args.plan and 0 < args.checkpoint_every < 2**32 else None
     choice = Choice(
-        args.system, args.plan, args.pairing, getattr(args, "role", None), checkpoint_every=every
+        args.system,
+        args.plan,
+        args.pairing,
+        getattr(args, "role", None),
+        steps=args.steps,
+        checkpoint_every=every,
     )
-    if out_dir is None:
-        out_dir = run_folder(a, choice)
+    into = out_dir if out_dir is not None else run_folder(a, choice)
     with err.status("building…") as status:
 
         def built(exe: BuiltExecutable, done: int, total: int) -> None:
@@ -152,7 +163,13 @@ def _build(
 
         try:
             result, diags = build_choice(
-                a, choice, out_dir, args.target, args.data, lambda n: _deployment(args, n), built
+                a,
+                choice,
+                into,
+                args.target,
+                args.data,
+                lambda n: _deployment(args, n, into if runs else None),
+                built,
             )
         except ChoiceError as e:
             raise Usage(str(e)) from None
@@ -220,10 +237,10 @@ def _report(outcomes: list[RoleOutcome], as_json: bool, a: Analysis, result: Bui
 
 def cmd_run(args: argparse.Namespace) -> int:
     # the executables and the parameters stay: in -o, or in a new folder under ./alpha-runs
-    a, result, diags = _build(args, Path(args.output) if args.output else None)
+    a, result, diags = _build(args, Path(args.output) if args.output else None, runs=True)
     if result is None:
         return _refused(a, diags, args.json)
-    steps = a.checked.programs[result.system].steps
+    steps = args.steps or a.checked.programs[result.system].steps
     if not args.json:
         err.print(
             f"[green]built[/] {result.system} in {escape(str(Path(result.manifest).parent))}: "
@@ -233,7 +250,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     extra = ["--data", args.data] if args.data and args.plan is None else []
     commands = role_commands(result, extra)
     targets = {e.role: e.target for e in result.executables}
-    outcomes = run_with_progress(commands, steps, quiet=args.json, targets=targets)
+    try:
+        outcomes = run_with_progress(commands, steps, quiet=args.json, targets=targets)
+    except Interrupted as i:
+        assert i.state is not None
+        built_in = Path(result.manifest).parent
+        captures = Path(args.checkpoint_dir) if args.checkpoint_dir else built_in / "checkpoints"
+        line = interrupted_line(i.sig, i.state, steps, ["alpha", *args.argv], captures)
+        if args.json:
+            print(json.dumps({"file": a.path, "ok": False, "interrupted": line}, indent=2))
+        err.print(escape(line), soft_wrap=True)
+        return 128 + i.sig
     return _report(outcomes, args.json, a, result)
 
 
@@ -400,6 +427,7 @@ def _command_refused(args: argparse.Namespace, name: str, message: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for the line that resumes a run
     try:
         guard_stdout()
         try:

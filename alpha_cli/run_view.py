@@ -2,13 +2,67 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import signal
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from alpha_cli.render import err
-from alpha_core.launch import RoleOutcome, run_roles, startable
+from alpha_core.launch import Launch, RoleOutcome, startable
 from alpha_core.run_state import RunState
+
+STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Interrupted(BaseException):
+    """The launcher got SIGINT, SIGTERM or SIGHUP while its roles ran: they were stopped, and
+    `state` is what they had said by then."""
+
+    def __init__(self, sig: int, state: RunState | None = None) -> None:
+        super().__init__(sig)
+        self.sig = sig
+        self.state = state
+
+
+@contextmanager
+def stopping_signals() -> Iterator[None]:
+    """While inside, SIGINT, SIGTERM and SIGHUP raise Interrupted in the main thread (where
+    `Launch.wait` is waiting), so the roles are stopped and the run says where it got to."""
+
+    def interrupt(sig: int, _frame: object) -> None:
+        raise Interrupted(sig)
+
+    before = {sig: signal.signal(sig, interrupt) for sig in STOPPING_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
+def _watched(
+    commands: Sequence[tuple[str, Sequence[str]]],
+    state: RunState,
+    on_event: Callable[[str, dict[str, object]], None] | None,
+) -> list[RoleOutcome]:
+    """Start every role and wait for them; on a stopping signal stop them all (their process
+    group, then SIGKILL after a grace) and raise Interrupted with what they had said."""
+
+    def apply(role: str, event: dict[str, object]) -> None:
+        state.apply(role, event)
+        if on_event is not None:
+            on_event(role, event)
+
+    with stopping_signals():
+        launch = Launch(commands, apply)
+        try:
+            return launch.wait()
+        except Interrupted as i:
+            for sig in STOPPING_SIGNALS:  # a second Ctrl-C while they stop changes nothing
+                signal.signal(sig, signal.SIG_IGN)
+            launch.stop()
+            raise Interrupted(i.sig, state) from None
 
 
 def run_with_progress(
@@ -19,8 +73,9 @@ def run_with_progress(
 ) -> list[RoleOutcome]:
     """One bar per role; `targets` (role -> x86_64, aarch64, gpu h200 (shadow), ...) labels
     each, and a GPU role's bar names its device once it has started."""
+    state = RunState([role for role, _ in commands], steps)
     if quiet:
-        return run_roles(commands)
+        return _watched(commands, state, None)
     startable(commands)  # a launch-failed refusal comes before any bar is drawn
     columns = (
         TextColumn("[bold]{task.description:>12}"),
@@ -39,11 +94,9 @@ def run_with_progress(
             for role, _ in commands
         }
 
-        state = RunState([role for role, _ in commands], steps)
         marks = {"refused": "[red]refused: {}", "done": "[green]done"}
 
         def on_event(role: str, event: dict[str, object]) -> None:
-            state.apply(role, event)
             if event.get("event") == "device":
                 where = f"{event.get('target')} on {event.get('name')}"
                 if event.get("uuid") and not event.get("shadow"):
@@ -54,7 +107,7 @@ def run_with_progress(
             mark = marks.get(r.state, "").format(r.refusal)
             progress.update(tasks[role], completed=r.round, loss=loss, state=mark)
 
-        return run_roles(commands, on_event)
+        return _watched(commands, state, on_event)
 
 
 def training_line(steps: int, resume: str | None) -> str:

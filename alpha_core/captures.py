@@ -18,18 +18,25 @@ _PUBLISHED = re.compile(r"round-(\d+)")
 TOP = "top.pack"  # runtime/checkpoint.h CHECKPOINT_TOP
 
 
-def newest_published(folder: Path) -> int | None:
-    """The round of the newest published capture in `folder`, or None (none, or no folder)."""
+def newest_capture(folder: Path) -> tuple[int, Path] | None:
+    """The round and folder of the newest published capture in `folder`, or None (none, or
+    no folder)."""
     try:
         names = [p.name for p in folder.iterdir()]
     except OSError:
         return None
-    rounds = [
-        int(m.group(1))
+    found = [
+        (int(m.group(1)), folder / name)
         for name in names
         if (m := _PUBLISHED.fullmatch(name)) is not None and (folder / name / TOP).is_file()
     ]
-    return max(rounds) if rounds else None
+    return max(found) if found else None
+
+
+def newest_published(folder: Path) -> int | None:
+    """The round of the newest published capture in `folder`, or None (none, or no folder)."""
+    newest = newest_capture(folder)
+    return newest[0] if newest is not None else None
 
 
 class CaptureFolders:

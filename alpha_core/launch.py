@@ -86,6 +86,8 @@ def startable(commands: Sequence[tuple[str, Sequence[str]]]) -> None:
 
 SECRET_BYTES = 32
 SECRET_FD_VARIABLE = "ALPHA_SECRET_FD"
+LIFELINE_FD_VARIABLE = "ALPHA_LIFELINE_FD"  # runtime/lifeline.c
+STOP_GRACE_S = 2.0  # after `stop`'s signal, SIGKILL for a role still there
 
 
 def new_secret() -> bytes:
@@ -116,7 +118,13 @@ class Launch:
 
     Every launch has a fresh secret (`secret`, default new_secret()) that its roles prove to
     each other in their handshake: each role inherits a pipe holding it, named by
-    ALPHA_SECRET_FD. The launcher keeps no copy once the roles are started."""
+    ALPHA_SECRET_FD. The launcher keeps no copy once the roles are started.
+
+    The roles die with the launcher, whatever ends it: they form one process group of their
+    own (`stop` signals it as a whole, and a terminal's Ctrl-C reaches the launcher alone, which
+    then stops them in order), and each inherits the reading end of a lifeline pipe
+    (ALPHA_LIFELINE_FD) whose writing end only this process holds: when it is gone, even by
+    SIGKILL, the kernel closes it and every role exits (runtime/lifeline.c)."""
 
     def __init__(
         self,
@@ -140,24 +148,38 @@ class Launch:
         key = new_secret() if secret is None else secret
         if len(key) != SECRET_BYTES:
             raise ValueError(f"a launch secret is {SECRET_BYTES} bytes, not {len(key)}")
-        for role, command in commands:
-            fd = _secret_descriptor(key)
-            try:
-                self._procs[role] = subprocess.Popen(
-                    list(command),
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                    pass_fds=(fd,),
-                    env={**os.environ, SECRET_FD_VARIABLE: str(fd)},
-                )
-            except OSError as e:  # e.g. an executable of another instruction set
-                for started in self._procs.values():
-                    started.kill()
-                    started.wait()
-                raise LaunchError(f"cannot start {role}: {command[0]}: {e.strerror}") from None
-            finally:
-                os.close(fd)
+        lifeline, self._lifeline = os.pipe()  # both ends close-on-exec; roles get the first
+        self.group = 0  # the roles' process group: the first role's pid
+        self.stopped_by: int | None = None  # the signal `stop` sent, if it was called
+        try:
+            for role, command in commands:
+                fd = _secret_descriptor(key)
+                try:
+                    self._procs[role] = subprocess.Popen(
+                        list(command),
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                        pass_fds=(fd, lifeline),
+                        process_group=self.group,
+                        env={
+                            **os.environ,
+                            SECRET_FD_VARIABLE: str(fd),
+                            LIFELINE_FD_VARIABLE: str(lifeline),
+                        },
+                    )
+                except OSError as e:  # e.g. an executable of another instruction set
+                    for started in self._procs.values():
+                        started.kill()
+                        started.wait()
+                    self._close_lifeline()
+                    raise LaunchError(f"cannot start {role}: {command[0]}: {e.strerror}") from None
+                finally:
+                    os.close(fd)
+                if not self.group:
+                    self.group = self._procs[role].pid
+        finally:
+            os.close(lifeline)
         del key
         self._outcomes: dict[str, RoleOutcome] = {}
         self._threads = [
@@ -212,13 +234,48 @@ class Launch:
         proc.kill()
         return True
 
+    def stop(self, sig: int = 15) -> None:
+        """Every role still running gets `sig` (SIGTERM by default) as one process group, and
+        SIGKILL after STOP_GRACE_S if it is still there; returns once every role has ended."""
+        import os
+        import signal
+        import time
+
+        self.stopped_by = sig
+        if any(proc.poll() is None for proc in self._procs.values()):
+            # a group with a member left keeps its id, so this reaches only our roles
+            try:
+                os.killpg(self.group, sig)
+            except ProcessLookupError:  # the last one ended just now
+                pass
+        deadline = time.monotonic() + STOP_GRACE_S
+        for proc in self._procs.values():
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGKILL)
+        for t in self._threads:
+            t.join()
+        self._close_lifeline()
+
+    def _close_lifeline(self) -> None:
+        import os
+
+        if getattr(self, "_lifeline", -1) >= 0:
+            os.close(self._lifeline)
+            self._lifeline = -1
+
     def running(self) -> bool:
         return any(t.is_alive() for t in self._threads)
 
     def wait(self) -> list[RoleOutcome]:
         for t in self._threads:
             t.join()
+        self._close_lifeline()
         return [self._outcomes[role] for role in self.roles]
+
+    def __del__(self) -> None:
+        self._close_lifeline()
 
 
 def run_role(

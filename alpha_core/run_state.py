@@ -34,6 +34,7 @@ class RoleState:
     bytes: int = 0
     captured: int | None = None  # the last round this role wrote a capture of
     published: int | None = None  # the last round this role published (the root only)
+    capture: str | None = None  # the folder of that published capture
     resumed: int | None = None  # the round this launch resumed from
     refusal: str | None = None
     message: str | None = None
@@ -99,6 +100,7 @@ class RunState:
             r.captured = _count(event.get("round"))
             if event.get("published") is True:
                 r.published = r.captured
+                r.capture = str(event.get("capture") or "") or None
         elif kind == "refused":
             r.state = "refused"
             r.refusal = str(event.get("name"))
@@ -125,6 +127,19 @@ class RunState:
         """The newest round any role published in this launch."""
         rounds = [r.published for r in self.roles.values() if r.published is not None]
         return max(rounds) if rounds else None
+
+    def newest_capture(self) -> tuple[int, str] | None:
+        """The round and folder of the newest capture published in this launch."""
+        found = [
+            (r.published, r.capture)
+            for r in self.roles.values()
+            if r.published is not None and r.capture is not None
+        ]
+        return max(found) if found else None
+
+    def reached(self) -> int:
+        """The round every role has completed (the slowest role's)."""
+        return min((r.round for r in self.roles.values()), default=0)
 
     def result(self) -> RunResult:
         refusals = [

@@ -11,6 +11,8 @@ threads and drained ten times a second, so a flood of step events costs one redr
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import tempfile
 import threading
 from collections import deque
@@ -30,6 +32,7 @@ from alpha_core.build import BuildResult, BuiltExecutable, Deployment
 from alpha_core.captures import CaptureFolders
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.hosts_file import HostsFile, HostsRefused, read_hosts
+from alpha_core.interruption import interrupted_line, run_argv
 from alpha_core.launch import Launch, LaunchError, free_port_base
 from alpha_core.ports import ephemeral_overlap
 from alpha_core.role_views import RoleView, role_views
@@ -114,6 +117,10 @@ class AlphaTui(Views, App[None]):
         self.state: RunState | None = None
         self.result: RunResult | None = None
         self.launches = 0
+        self.built_choice: Choice | None = None  # what the newest build built, and its interval
+        self.built_every = 0
+        self.interrupted: tuple[int, str] | None = None  # the signal that stopped it, its line
+        self.keep_folder = False
         self.targets: list[str] = []  # the choices offered: "system:NAME", "plan:NAME"
         self.shown_columns: tuple[str, ...] = ()
         self._events: deque[tuple[str, dict[str, object] | tuple[int, bool]]] = deque()
@@ -136,6 +143,9 @@ class AlphaTui(Views, App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, self.signalled, sig)
         self.sub_title = self.path
         self.set_columns(self.size.width)
         self.set_interval(0.1, self.drain)
@@ -267,6 +277,7 @@ class AlphaTui(Views, App[None]):
             self.call_from_thread(self.log_line, f"[yellow]warning[/]: {escape(overlap)}")
         hosts = read_hosts(self.hosts_path) if self.hosts_path and choice.plan else None
         self.hosts = hosts
+        self.built_choice, self.built_every = choice, every
         return Deployment(
             port_base=base,
             checkpoint_dir=str(self.captures.root),
@@ -487,8 +498,24 @@ class AlphaTui(Views, App[None]):
 
     # ---- output -----------------------------------------------------------------------------
 
+    def signalled(self, sig: int) -> None:
+        """SIGINT, SIGTERM or SIGHUP: stop a run's roles, keep its captures, and quit; the
+        entry point then prints the line that says where the run got to and how to resume."""
+        if self.launch is not None and self.launch.running() and self.state is not None:
+            self.launch.stop()
+            steps = next(iter(self.state.roles.values())).steps if self.state.roles else 0
+            choice = self.built_choice or Choice()
+            argv = run_argv(self.path, choice, self.built_every, self.hosts_path, self.gpu_shadow)
+            line = interrupted_line(sig, self.state, steps, argv, self.captures.current)
+            self.interrupted = (sig, line)
+            # a capture it names is kept for that resume, even in alpha-tui's own folder
+            self.keep_folder = "newest capture:" in line
+        else:
+            self.interrupted = (sig, "")
+        self.exit(return_code=128 + sig)
+
     def on_unmount(self) -> None:
         if self.launch is not None:
-            for role in self.launch.roles:
-                self.launch.kill(role)
-        self.folder.cleanup()
+            self.launch.stop(signal.SIGKILL)
+        if not self.keep_folder:
+            self.folder.cleanup()

@@ -16,7 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(unreadable, SourceRefusal):
         print(f"error[{unreadable.name}]: {unreadable.message}", file=sys.stderr)
         return 1
-    AlphaTui(
+    app = AlphaTui(
         o.file,
         o.plan,
         o.pairing,
@@ -26,7 +26,13 @@ def main(argv: list[str] | None = None) -> int:
         o.steps,
         o.hosts,
         o.gpu_shadow,
-    ).run()
+    )
+    app.run()
+    if app.interrupted is not None:
+        sig, line = app.interrupted
+        if line:
+            print(line, file=sys.stderr)
+        return 128 + sig
     return 0
 
 

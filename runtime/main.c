@@ -14,6 +14,7 @@
 #include "events.h"
 #include "files.h"
 #include "hmac.h"
+#include "lifeline.h"
 #include "params_file.h"
 #include "pool.h"
 #include "refusal.h"
@@ -62,7 +63,8 @@ static const char USAGE[] =
     "  --threads N            threads for the matrix products (default: %s); any count\n"
     "                         gives the same bits\n"
     "  --describe             print the role's compiled-in addresses as JSON and exit\n"
-    "Events are JSON lines on stdout; exit 0 done, 2 bad usage, 3 refused.\n";
+    "Events are JSON lines on stdout; exit 0 done, 2 bad usage, 3 refused, 4 stopped because\n"
+    "the launcher that started it (ALPHA_LIFELINE_FD) ended.\n";
 
 /* s + suffix in a new string. */
 static const char *joined(const char *s, const char *suffix)
@@ -233,6 +235,7 @@ int main(int argc, char **argv)
     events_init();
     refusal_context(role->name, 0);
     struct options o = parse_options(argc, argv);
+    lifeline_watch(); /* started by alpha run or alpha-tui: end with it, however it ends */
     check_program(p);
     uint32_t threads = o.threads ? o.threads : pool_cores();
     if (ALPHA_ROLE.max_threads && threads > ALPHA_ROLE.max_threads) {
