@@ -19,6 +19,7 @@ from alpha_core.deploy.slurm_cmd import SlurmError
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.diagnostic import visible
 from alpha_core.diagnostics.render import render
+from alpha_core.files import SecretNotWritten
 from alpha_core.hosts_file import HostsRefused
 from alpha_core.launch import RoleOutcome
 from alpha_core.link.toolchain import LinkError
@@ -83,7 +84,7 @@ def _guarded(run: Callable[[], T]) -> tuple[T | None, list[Diagnostic]]:
         return None, [e.diagnostic]
     except LinkError as e:
         return None, [Diagnostic(e.name, e.message, None)]
-    except SlurmError as e:
+    except (SlurmError, SecretNotWritten) as e:
         raise Refused(e.name, str(e)) from None
 
 

@@ -65,3 +65,57 @@ def _reason(error: BaseException) -> str:
     if isinstance(error, OSError) and error.strerror:
         return error.strerror.lower()
     return "the path contains a NUL character" if isinstance(error, ValueError) else str(error)
+
+
+class SecretNotWritten(Exception):
+    """A launch secret could not be written where it was asked for: `secret-file-unsafe`, one
+    line naming the path and what is in its place."""
+
+    name = "secret-file-unsafe"
+
+
+def write_secret(path: str | os.PathLike[str], data: bytes) -> None:
+    """Writes `data` to a new file at `path`, mode 0600 from its creation
+    (O_CREAT|O_EXCL|O_NOFOLLOW: never through a link, never into a file someone else opened).
+    A regular file already there (an earlier emit's secret, which belonged to that launch) is
+    removed first; a symbolic link, folder, FIFO or device in its place is refused by name and
+    left as it is, so a planted link never receives the secret."""
+    shown = os.fspath(path)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        raise SecretNotWritten(f"cannot write the secret {shown}: {_reason(error)}") from None
+    else:
+        if stat.S_ISLNK(info.st_mode):
+            raise SecretNotWritten(
+                f"{shown} is a symbolic link (to {os.readlink(path)}); a secret is never "
+                "written through one: remove it or choose another folder"
+            )
+        if not stat.S_ISREG(info.st_mode):
+            raise SecretNotWritten(
+                f"{shown} is {kind_of(info.st_mode)}; a secret is written only as a new "
+                "regular file: remove it or choose another folder"
+            )
+        os.unlink(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileExistsError:  # something was put there between the check and the open
+        raise SecretNotWritten(
+            f"{shown} appeared while the secret was being written; nothing was written to it"
+        ) from None
+    except OSError as error:
+        raise SecretNotWritten(f"cannot write the secret {shown}: {_reason(error)}") from None
+    try:
+        os.fchmod(fd, 0o600)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except OSError as error:
+        os.close(fd)
+        os.unlink(path)
+        raise SecretNotWritten(f"cannot write the secret {shown}: {_reason(error)}") from None
+    os.close(fd)

@@ -13,7 +13,6 @@ data file at the path compiled in): nothing else runs in a pod."""
 from __future__ import annotations
 
 import base64
-import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from alpha_core.build import Deployment, build_plan, role_file_name
 from alpha_core.deploy.yaml_text import to_yaml
+from alpha_core.files import write_secret
 from alpha_core.hosts_file import parse_hosts
 from alpha_core.launch import new_secret
 from alpha_core.link.toolchain import LinkError
@@ -58,6 +58,37 @@ def dns_label(text: str) -> str:
     """`worker[3]` → `worker-3`, `My_Plan` → `my-plan`: an RFC 1123 label."""
     label = re.sub(r"[^a-z0-9-]+", "-", role_file_name(text).lower()).strip("-")
     return label or "x"
+
+
+_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+# an image reference: [registry[:port]/]path[:tag][@digest], the grammar of the OCI distribution
+# reference (docker pull's), so that a value the cluster would refuse is refused here
+_HOST_PART = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_DOMAIN = rf"{_HOST_PART}(?:\.{_HOST_PART})*(?::[0-9]+)?"
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE = re.compile(
+    rf"(?:{_DOMAIN}/)?{_COMPONENT}(?:/{_COMPONENT})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?"
+)
+
+
+def check_options(options: K8sOptions) -> None:
+    """--image and --namespace as Kubernetes will read them, refused as `bad-argument` (with
+    the value as given, control characters shown) before anything is built."""
+    if not options.image or len(options.image) > 4096 or not _IMAGE.fullmatch(options.image):
+        raise LinkError(
+            "bad-argument",
+            f"--image {options.image!r} is not an image reference: "
+            "[REGISTRY[:PORT]/]NAME[:TAG][@DIGEST], lowercase name parts, e.g. "
+            "registry.example.com/team/alpha-digits:1",
+        )
+    namespace = options.namespace
+    if namespace is not None and not _LABEL.fullmatch(namespace):
+        raise LinkError(
+            "bad-argument",
+            f"--namespace {namespace!r} is not a Kubernetes namespace: at most 63 lowercase "
+            "letters, digits and '-', starting and ending with a letter or digit",
+        )
 
 
 def pod_roles(
@@ -196,6 +227,7 @@ def emit_k8s(
     name: str, plan: Plan, pairing: Pairing | None, options: K8sOptions, into: Path
 ) -> list[PodRole]:
     """The manifests, the image recipe, the executables and the hosts file in `into`."""
+    check_options(options)
     jobset = dns_label(options.name or f"alpha-{name}")
     roles = pod_roles(plan, pairing, jobset, options)
     into.mkdir(parents=True, exist_ok=True)
@@ -224,7 +256,7 @@ def emit_k8s(
         to_yaml([jobset_manifest(roles, jobset, options.namespace, options.image)])
     )
     (into / "service.yaml").write_text(to_yaml([service(jobset, options.namespace)]))
-    fd = os.open(into / "secret.yaml", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:  # a fresh secret, readable by its owner only
-        f.write(to_yaml([secret(jobset, options.namespace, new_secret())]))
+    # a fresh secret, readable by its owner only, never written through a planted link
+    text = to_yaml([secret(jobset, options.namespace, new_secret())])
+    write_secret(into / "secret.yaml", text.encode())
     return roles

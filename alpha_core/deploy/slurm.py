@@ -44,6 +44,7 @@ from alpha_core.deploy.slurm_files import (
     srun_argv,
 )
 from alpha_core.deploy.srun_streams import labelled, task_exits
+from alpha_core.files import write_secret
 from alpha_core.hosts_file import parse_hosts
 from alpha_core.launch import RoleOutcome, new_secret
 from alpha_core.plan.model import Pairing, Plan
@@ -109,9 +110,7 @@ def _nodelist_allocation(nodelist: str, found: list[Kind]) -> Allocation:
 
 
 def _secret_file(path: Path) -> str:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(new_secret())
+    write_secret(path, new_secret())  # mode 0600, never through a link (files.py)
     return str(path)
 
 

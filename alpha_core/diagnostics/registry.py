@@ -414,6 +414,18 @@ _ENTRIES = [
         "leaves no temporary file and no half-written executable or manifest behind.",
     ),
     Refusal(
+        "secret-file-unsafe",
+        USAGE,
+        "a launch secret would be written through a link or over a special file",
+        "`alpha deploy k8s` (secret.yaml) and `alpha deploy slurm` (secret) write a fresh "
+        "256-bit launch secret into their output folder. The file is created new with mode "
+        "0600 from its first byte (O_CREAT|O_EXCL|O_NOFOLLOW), so nobody else can read it and "
+        "it is never written through a symbolic link. A regular file left by an earlier emit "
+        "is replaced (its secret belonged to that launch); a symbolic link, folder, FIFO or "
+        "device in its place is refused by this name with the path and what is there, and "
+        "left untouched. Remove it, or write into a folder only you can change.",
+    ),
+    Refusal(
         "cache-unusable",
         USAGE,
         "the object cache cannot be used",
