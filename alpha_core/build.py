@@ -212,7 +212,7 @@ def build_plan(
     addresses = None
     if deployment.hosts is not None:  # HostsRefused, with the lines, before anything is built
         names = [plan.membership.name_of(i) for i in range(plan.membership.total)]
-        check_hosts(deployment.hosts, names, plan.name)
+        check_hosts(deployment.hosts, names, plan.name, deployment.port_base)
         addresses = role_addresses(deployment.hosts, names, deployment.port_base)
     # every role admitted before anything is compiled; without a pairing against this machine
     machine = machine_profile() if pairing is None else None

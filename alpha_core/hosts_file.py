@@ -193,8 +193,48 @@ def read_hosts(path: str) -> HostsFile:
     return parse_hosts(text, path)
 
 
-def check_hosts(hosts: HostsFile, roles: Sequence[str], plan: str) -> None:
-    """Raises HostsRefused unless `hosts` lists exactly the `roles` of `plan`."""
+def _same_host(host: str) -> str:
+    """The form two spellings of one host share: an address normalised (`::0:1` is `::1`), a
+    name in lowercase without its final dot."""
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return host.lower().rstrip(".")
+
+
+def _shared_addresses(hosts: HostsFile, roles: Sequence[str], port_base: int) -> list[Diagnostic]:
+    """`hosts-duplicate` for every role whose HOST:PORT (its port given, or the plan's port
+    for it) is an earlier role's: two roles cannot both listen there, and a peer dialling it
+    would reach whichever bound first."""
+    index = {role: i for i, role in enumerate(roles)}
+    first: dict[tuple[str, int], HostEntry] = {}
+    found = []
+    for e in hosts.entries:
+        if e.role not in index:
+            continue
+        key = (_same_host(e.host), e.port or port_base + index[e.role])
+        if key in first:
+            shown = f"[{e.host}]" if ":" in e.host else e.host
+            found.append(
+                Diagnostic(
+                    "hosts-duplicate",
+                    f"role `{e.role}` is given {shown}:{key[1]}, the address of "
+                    f"`{first[key].role}`",
+                    e.address_span,
+                    (Related(first[key].address_span, f"`{first[key].role}` is here"),),
+                    help="every role has an address of its own: another port or another host",
+                )
+            )
+        else:
+            first[key] = e
+    return found
+
+
+def check_hosts(
+    hosts: HostsFile, roles: Sequence[str], plan: str, port_base: int | None = None
+) -> None:
+    """Raises HostsRefused unless `hosts` lists exactly the `roles` of `plan`, each at an
+    address of its own (given `port_base`, the port of a role whose line names none)."""
     known = set(roles)
     refusals = []
     for e in hosts.entries:
@@ -219,6 +259,8 @@ def check_hosts(hosts: HostsFile, roles: Sequence[str], plan: str) -> None:
                 help="add a line `ROLE HOST[:PORT]` for each",
             )
         )
+    if port_base is not None:
+        refusals += _shared_addresses(hosts, roles, port_base)
     if refusals:
         raise HostsRefused(hosts.path, hosts.text, refusals)
 

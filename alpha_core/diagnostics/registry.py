@@ -509,9 +509,13 @@ _ENTRIES = [
     Refusal(
         "hosts-duplicate",
         USAGE,
-        "a hosts file gives a role two addresses",
+        "a hosts file gives a role two addresses, or two roles one address",
         "Each role listens on exactly one address and every peer dials that address, so a role "
-        "listed twice is ambiguous: both lines are shown, and nothing is compiled.",
+        "listed twice is ambiguous, and two roles at one HOST:PORT (the port given, or the "
+        "plan's port for the role: base + index) cannot both listen there, a peer dialling it "
+        "reaching whichever bound first. Both lines are shown, and nothing is compiled. Two "
+        "spellings of one address (`::1` and `0::1`, a name in other case or with a final "
+        "dot) are the same address.",
     ),
     Refusal(
         "hosts-incomplete",
