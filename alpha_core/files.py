@@ -44,21 +44,48 @@ def read_regular(path: str, limit: int) -> bytes:
             raise NotReadable(f"{path} is {kind_of(info.st_mode)}, not a regular file")
         if info.st_size > limit:
             raise NotReadable(f"{path} is {info.st_size:,} bytes; at most {limit:,} are read")
-        chunks: list[bytes] = []
-        total = 0
+        # the whole file in one read where it can (a regular file gives what is asked): the
+        # bytes are then held once, not once in pieces and again joined (a 1 GiB data file)
+        chunks: list[bytes] = [os.read(fd, info.st_size + 1)]
+        total = len(chunks[0])
         while True:  # a file may grow between fstat and read: never read past the limit
+            if total > limit:
+                raise NotReadable(f"{path} grew past {limit:,} bytes while it was read")
             chunk = os.read(fd, min(1 << 20, limit + 1 - total))
             if not chunk:
                 break
             chunks.append(chunk)
             total += len(chunk)
-            if total > limit:
-                raise NotReadable(f"{path} grew past {limit:,} bytes while it was read")
-        return b"".join(chunks)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
     except OSError as error:
         raise NotReadable(f"cannot read {path}: {_reason(error)}") from None
     finally:
         os.close(fd)
+
+
+DATA_LIMIT = 1 << 30  # a data file is at most 1 GiB: checked whole, digested, read whole
+
+
+def why_not_read(path: str, limit: int) -> str:
+    """Why `read_regular(path, limit)` gives nothing, in words: the system's reason, what the
+    path is when not a regular file, or the file's size against the limit."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError) as error:
+        return _reason(error)
+    if not stat.S_ISREG(info.st_mode):
+        return f"it is {kind_of(info.st_mode)}, not a regular file"
+    if info.st_size > limit:
+        return (
+            f"it is {info.st_size:,} bytes, over the limit of {limit:,} bytes "
+            f"({limit / (1 << 30):g} GiB) on a data file"
+        )
+    try:
+        read_regular(path, 0 if info.st_size == 0 else 1)
+    except NotReadable as error:
+        if "at most" not in str(error):
+            return str(error).split(": ", 1)[-1]
+    return "it could not be read whole"
 
 
 def _reason(error: BaseException) -> str:

@@ -32,7 +32,7 @@ from alpha_core.check.program import Program
 from alpha_core.collector import collector_paused
 from alpha_core.data import csv_rows, synthetic
 from alpha_core.diagnostics import Diagnostic
-from alpha_core.files import NotReadable, read_regular
+from alpha_core.files import DATA_LIMIT, NotReadable, read_regular
 from alpha_core.memo import Lru, MemoStats
 from alpha_core.plan.model import Pairing, Plan
 from alpha_core.syntax import ast, parser
@@ -147,9 +147,6 @@ def _near(name: str, names: Iterable[str]) -> str | None:
 
     near = suggest(name, names)
     return "did you mean " + " or ".join(f"`{n}`" for n in near) + "?" if near else None
-
-
-DATA_LIMIT = 1 << 30  # a data file larger than this is not read (the system: data-unreadable)
 
 
 def read_disk(path: str) -> bytes | None:

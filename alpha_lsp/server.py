@@ -29,7 +29,7 @@ from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from alpha_core.files import NotReadable, read_regular
+from alpha_core.files import DATA_LIMIT, NotReadable, read_regular
 from alpha_core.memo import Lru
 from alpha_core.workspace import Analysis, Workspace
 from alpha_lsp import __version__
@@ -64,8 +64,6 @@ class Snapshot:
 # A document the editor has not opened is read from disk only when it is a regular file of at
 # most this many bytes (a request naming /dev/stdin must not read the server's own input).
 DOCUMENT_LIMIT = 64 << 20
-# A data file a system names: larger ones are not read (the system is refused data-unreadable).
-DATA_LIMIT = 1 << 30
 DATA_KEPT_BYTES = 256 << 20  # the bytes of data files kept between checks, least recent out
 
 

@@ -12,6 +12,7 @@ from alpha_core.check.context import CheckContext
 from alpha_core.check.program import DataSpec
 from alpha_core.data import sequences, synthetic
 from alpha_core.data.csv_rows import Shape, checked_rows
+from alpha_core.files import DATA_LIMIT, why_not_read
 from alpha_core.syntax import ast
 
 ReadFile = Callable[[str], bytes | None]
@@ -183,7 +184,8 @@ def _table(
     content = read_file(path)
     where = call.args[0].span if call.args else call.span
     if content is None:
-        ctx.refuse("data-unreadable", f"cannot read `{rel}` (looked for {path})", where)
+        why = why_not_read(path, DATA_LIMIT)
+        ctx.refuse("data-unreadable", f"cannot read `{rel}` (looked for {path}): {why}", where)
         return None
     features = int(args["features"])
     positions = int(args["positions"])
