@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -110,6 +112,19 @@ def _options(args: argparse.Namespace) -> SlurmOptions:
     )
 
 
+@contextmanager
+def terminating_signals_interrupt() -> Iterator[None]:
+    def interrupt(_sig: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    before = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
 def cmd_slurm(args: argparse.Namespace) -> int:
     a, plan, pairing, diags = _plan(args)
     if plan is None:
@@ -142,9 +157,12 @@ def cmd_slurm(args: argparse.Namespace) -> int:
         elif e.get("event") == "done":
             err.print(f"  {escape(role):>12} done on {escape(node)}")
 
-    report, refused = _guarded(
-        lambda: deploy_slurm(plan.name, plan, pairing, options, event, phase)
-    )
+    # SIGTERM or SIGHUP (a job runner, a closed terminal) unwind like Ctrl-C, so the allocation
+    # is released (scancel), which ends every role on the nodes, before alpha exits
+    with terminating_signals_interrupt():
+        report, refused = _guarded(
+            lambda: deploy_slurm(plan.name, plan, pairing, options, event, phase)
+        )
     if report is None:
         return _refused(a, refused, args.json)
     return _report(a, report, args.json)

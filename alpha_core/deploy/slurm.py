@@ -250,6 +250,27 @@ def _clean(allocation: Allocation, placed: list[Placed], paths: NodePaths) -> No
             pass
 
 
+def _dies_with_parent() -> Callable[[], None] | None:
+    """For srun: SIGTERM when `alpha deploy` dies, however it dies (SIGKILL included), which
+    srun answers by cancelling its step, so that every role on the nodes ends with it. The
+    function is resolved here, in the parent: the child only calls prctl(2) before exec. Run
+    from the main thread, which lives as long as the process (the signal follows the thread
+    that started the child)."""
+    import ctypes
+    import signal
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux: the SIGINT/SIGTERM path still cancels
+        return None
+    pr_set_pdeathsig = 1
+
+    def arm() -> None:
+        prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+
+    return arm
+
+
 def _run_steps(
     allocation: Allocation,
     found: list[Kind],
@@ -310,7 +331,12 @@ def _run_steps(
         env = {**os.environ, "SLURM_HOSTFILE": str(work / f"hostfile-{k}")}
         try:
             proc = subprocess.Popen(
-                argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+                preexec_fn=_dies_with_parent(),
             )
         except OSError as e:
             for started in procs:
