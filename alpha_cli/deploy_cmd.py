@@ -239,9 +239,9 @@ def add_deploy(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     engines = d.add_subparsers(dest="engine", required=True)
     s = engines.add_parser("slurm", help="start every role with srun on a Slurm allocation")
     s.add_argument("file")
-    s.add_argument("--plan", required=True)
-    s.add_argument("--pairing", default=None)
-    s.add_argument("--partition", default=None)
+    s.add_argument("--plan", required=True, help="the plan whose roles are started")
+    s.add_argument("--pairing", default=None, help="the plan's pairing (its only one if omitted)")
+    s.add_argument("--partition", default=None, help="the Slurm partition to allocate in")
     s.add_argument("--time", default=None, help="the allocation's time limit (salloc --time)")
     s.add_argument("--jobid", default=None, help="use this allocation (it is not released)")
     s.add_argument("--emit", default=None, metavar="DIR", help="write the job instead of running")
@@ -254,8 +254,15 @@ def add_deploy(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     s.add_argument(
         "--ntasks-per-node", type=int, default=None, metavar="N", help="at most N roles a node"
     )
-    s.add_argument("--port-base", type=int, default=DEFAULT_PORT_BASE)
-    s.add_argument("--timeout-ms", type=int, default=10_000)
+    s.add_argument(
+        "--port-base",
+        type=int,
+        default=DEFAULT_PORT_BASE,
+        help=f"role i listens on PORT_BASE + i on its node (default {DEFAULT_PORT_BASE})",
+    )
+    s.add_argument(
+        "--timeout-ms", type=int, default=10_000, help="deadline for connections and frames"
+    )
     s.add_argument("--data", default=None, help="data path compiled in (readable on the nodes)")
     s.add_argument(
         "--params-out", default=None, help="the parameter file (default: on the writer's node)"
@@ -264,13 +271,18 @@ def add_deploy(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     s.set_defaults(func=cmd_slurm)
     k = engines.add_parser("k8s", help="write a JobSet, its Service and Secret, and an image")
     k.add_argument("file")
-    k.add_argument("--plan", required=True)
-    k.add_argument("--pairing", default=None)
+    k.add_argument("--plan", required=True, help="the plan whose roles become pods")
+    k.add_argument("--pairing", default=None, help="the plan's pairing (its only one if omitted)")
     k.add_argument("--image", required=True, help="the image the Dockerfile is built as")
     k.add_argument("-o", "--output", required=True, metavar="DIR")
     k.add_argument("--name", default=None, help="the JobSet's name (default: alpha-PLAN)")
-    k.add_argument("--namespace", default=None)
-    k.add_argument("--port-base", type=int, default=DEFAULT_PORT_BASE)
+    k.add_argument("--namespace", default=None, help="the Kubernetes namespace (default: none)")
+    k.add_argument(
+        "--port-base",
+        type=int,
+        default=DEFAULT_PORT_BASE,
+        help=f"role i listens on PORT_BASE + i in its pod (default {DEFAULT_PORT_BASE})",
+    )
     k.add_argument("--timeout-ms", type=int, default=60_000, help="connect and frame deadline")
     k.add_argument("--data", default=None, help="data path compiled in (copied into the image)")
     k.add_argument("--json", action="store_true")

@@ -318,6 +318,15 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Held-out evaluation of a checkpoint by the system's own compiled forward pass."""
+    given = Path(args.checkpoint)
+    if given.is_file():
+        what = "a parameter file" if given.suffix == ".params" else "a file"
+        raise Refused(
+            "checkpoint-incomplete",
+            f"--checkpoint {args.checkpoint} is {what}; eval reads a checkpoint folder or one "
+            "capture in it (round-N), which a run publishes with --checkpoint-every N or its "
+            "plan's `checkpoint every N rounds` (a plain run writes only its parameters)",
+        )
     a = _analysis(args.file)
     program, diags = a.program(args.system)
     if program is None:
@@ -425,8 +434,35 @@ def _command_refused(args: argparse.Namespace, name: str, message: str) -> int:
     return REFUSED
 
 
+def _innermost(p: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the command given (`alpha deploy slurm`'s, not `alpha`'s)."""
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = getattr(args, action.dest, None)
+            if chosen in action.choices:
+                return _innermost(action.choices[chosen], args)
+    return p
+
+
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The command line, or exit 2 with the command's own usage and, for an unknown option,
+    the nearest ones it has (`--plans`: did you mean `--plan`?)."""
+    import difflib
+
+    p = parser()
+    args, extra = p.parse_known_args(argv)
+    if extra:
+        command = _innermost(p, args)
+        options = sorted({o for a in command._actions for o in a.option_strings})
+        first = next((x for x in extra if x.startswith("-")), extra[0])
+        near = difflib.get_close_matches(first.split("=", 1)[0], options, n=2, cutoff=0.6)
+        hint = "; did you mean " + " or ".join(near) + "?" if near else ""
+        command.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = parse_arguments(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # for the line that resumes a run
     try:
         guard_stdout()

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from alpha_cli.render import err
 from alpha_core.launch import Launch, RoleOutcome, startable
 from alpha_core.run_state import RunState
+from alpha_core.sizes import show_loss
 
 STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -103,7 +104,7 @@ def run_with_progress(
                     where += f" {str(event.get('uuid'))[:12]}…"
                 progress.update(tasks[role], target=where)
             r = state.roles[role]
-            loss = "–" if r.loss is None else f"{r.loss:.4f}"
+            loss = "–" if r.loss is None else show_loss(r.loss)
             mark = marks.get(r.state, "").format(r.refusal)
             progress.update(tasks[role], completed=r.round, loss=loss, state=mark)
 

@@ -58,6 +58,9 @@ def build_choice(
             program, diags = a.program(choice.system)
             if program is None:
                 return None, diags
+            other = another_build(into, program.name, None)
+            if other is not None:
+                return None, [other]
             program = with_steps(program, choice.steps)
             d = deployment(1)
             refused = deployment_refusals(d, [target])
@@ -67,6 +70,9 @@ def build_choice(
         plan, pairing, diags = a.plan(choice.plan, choice.pairing)
         if plan is None:
             return None, diags
+        other = another_build(into, plan.system.name, plan.name)
+        if other is not None:
+            return None, [other]
         plan = overridden(plan, choice)
         roles = role_indices(plan, choice.role, "build")
         d = deployment(plan.membership.total)
@@ -79,6 +85,36 @@ def build_choice(
         return None, [e.diagnostic]
     except LinkError as e:
         return None, [Diagnostic(e.name, e.message, None)]
+
+
+MANIFEST = "alpha-build.json"
+
+
+def another_build(out_dir: Path, system: str, plan: str | None) -> Diagnostic | None:
+    """`output-holds-another-build` when `out_dir` holds the build of another system or plan
+    (its manifest says which): building there would leave two builds' executables side by
+    side under a manifest that describes only the newer. A rebuild of the same system and plan
+    replaces its own files; an unreadable manifest is not ours to judge and is replaced."""
+    import json
+
+    try:
+        held = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(held, dict):
+        return None
+    other_system, other_plan = held.get("system"), held.get("plan")
+    if other_system == system and other_plan == plan:
+        return None
+    what = f"system `{other_system}`" + (f", plan `{other_plan}`" if other_plan else "")
+    mine = f"system `{system}`" + (f", plan `{plan}`" if plan else "")
+    return Diagnostic(
+        "output-holds-another-build",
+        f"{out_dir} holds the build of {what} ({MANIFEST}); building {mine} there would mix "
+        "the two",
+        None,
+        help="choose another output folder (-o), or remove that one",
+    )
 
 
 def with_steps(program: Program, steps: int | None) -> Program:

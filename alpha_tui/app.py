@@ -12,6 +12,7 @@ threads and drained ten times a second, so a flood of step events costs one redr
 from __future__ import annotations
 
 import asyncio
+import shutil
 import signal
 import tempfile
 import threading
@@ -298,6 +299,7 @@ class AlphaTui(Views, App[None]):
             return
         self.call_from_thread(self.say, "building…")
         out = Path(self.folder.name) / "build"
+        shutil.rmtree(out, ignore_errors=True)  # its own folder: the previous choice's build goes
 
         def built_role(exe: BuiltExecutable, done: int, total: int) -> None:
             line = f"building… {done}/{total} roles linked ({exe.role}, {human_bytes(exe.size)})"

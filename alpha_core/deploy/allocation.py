@@ -87,6 +87,53 @@ def hostnames(nodelist: str) -> list[str]:
     return run_slurm(["scontrol", "show", "hostnames", nodelist]).stdout.split()
 
 
+def expand_hostlist(text: str) -> list[str]:
+    """Slurm's host-list syntax expanded as `scontrol show hostnames` does, for when no
+    controller answers: `node[1-3,7],gpu[01-02]` is node1, node2, node3, node7, gpu01, gpu02
+    (a range keeps the width of its first bound's digits); several brackets in one name give
+    every combination, in order. Raises SlurmError for a list it cannot read."""
+    names: list[str] = []
+    for item in _top_level(text):
+        expanded = [""]
+        for literal, ranges in re.findall(r"([^\[\]]*)(?:\[([^\[\]]*)\])?", item):
+            choices = _ranges(ranges, text) if ranges else [""]
+            expanded = [e + literal + c for e in expanded for c in choices]
+        names += [n for n in expanded if n]
+    if not names or any(c in n for n in names for c in "[]"):
+        raise SlurmError(f"--nodelist {text!r} is not a Slurm host list (e.g. node[1-3],gpu7)")
+    return names
+
+
+def _top_level(text: str) -> list[str]:
+    """The comma-separated items of a host list, commas inside brackets kept."""
+    items, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += (c == "[") - (c == "]")
+        if depth < 0 or depth > 1:
+            raise SlurmError(f"--nodelist {text!r} has unbalanced brackets")
+        if c == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    if depth:
+        raise SlurmError(f"--nodelist {text!r} has an unclosed `[`")
+    items.append(text[start:])
+    return [i for i in items if i]
+
+
+def _ranges(spec: str, text: str) -> list[str]:
+    out = []
+    for part in spec.split(","):
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if m is None or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
+            raise SlurmError(f"--nodelist {text!r}: `{part}` is not a number or a range a-b")
+        low, high = int(m.group(1)), int(m.group(2) or m.group(1))
+        if high - low >= 100_000:
+            raise SlurmError(f"--nodelist {text!r}: `{part}` names over 100,000 nodes")
+        width = len(m.group(1))
+        out += [str(n).zfill(width) for n in range(low, high + 1)]
+    return out
+
+
 def nodes(names: Sequence[str]) -> dict[str, Node]:
     """Each node's address and instruction set, from `scontrol show node`."""
     out = run_slurm(["scontrol", "-o", "show", "node", ",".join(names)]).stdout

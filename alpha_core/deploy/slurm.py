@@ -29,6 +29,7 @@ from alpha_core.deploy.allocation import (
     Component,
     Node,
     allocate,
+    expand_hostlist,
     hostnames,
     nodes,
     read_allocation,
@@ -97,8 +98,8 @@ def _nodelist_allocation(nodelist: str, found: list[Kind]) -> Allocation:
         try:
             names = hostnames(part)
             known = nodes(names)
-        except SlurmError:
-            names = [n for n in part.split(",") if n]
+        except SlurmError:  # no controller: expand Slurm's host-list syntax ourselves
+            names = expand_hostlist(part)
             known = {}
         listed = [known.get(n, Node(n, n, "")) for n in names]
         if not listed:

@@ -31,12 +31,16 @@ class NodePaths:
 
 
 def role_command(p: Placed, paths: NodePaths, params_out: str = "") -> list[str]:
-    """How the node starts the role: natively, or under qemu-user when the node's instruction
-    set is another (a static executable needs nothing else). The parameter file goes beside
-    the executable on the writing role's node, or to `params_out` (a shared folder)."""
+    """How the node starts the role: natively, or under qemu-user when Slurm reports the
+    node's instruction set as another (a static executable needs nothing else). A node whose
+    instruction set is unknown (no controller answered, as for `--emit --nodelist`) is taken to
+    be what the pairing says: emulating on every ordinary node would be the worse guess. The
+    parameter file goes beside the executable on the writing role's node, or to `params_out`
+    (a shared folder)."""
     exe = [paths.executable(p.role)]
     extra = ["--params-out", params_out] if params_out else []
-    if _ARCH.get(p.node.arch.lower(), p.node.arch) == p.target:
+    arch = p.node.arch.lower()
+    if not arch or _ARCH.get(arch, arch) == p.target:
         return exe + extra
     return [f"qemu-{p.target}", *exe, *extra]
 

@@ -414,6 +414,17 @@ _ENTRIES = [
         "leaves no temporary file and no half-written executable or manifest behind.",
     ),
     Refusal(
+        "output-holds-another-build",
+        USAGE,
+        "the output folder holds the build of another system or plan",
+        "`alpha build -o DIR` and `alpha run -o DIR` write each role's executable and the "
+        "manifest `alpha-build.json` into DIR. When DIR already holds the build of another "
+        "system or plan (its manifest says which), building there would leave the two builds' "
+        "executables side by side under a manifest describing only the newer, so nothing is "
+        "built and both are named. Rebuilding the same system and plan into its own folder "
+        "replaces its files as before. Choose another folder, or remove the old build.",
+    ),
+    Refusal(
         "secret-file-unsafe",
         USAGE,
         "a launch secret would be written through a link or over a special file",

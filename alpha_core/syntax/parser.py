@@ -13,6 +13,7 @@ A piece that does not parse becomes an ErrorItem.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,6 +138,7 @@ def _syntax_diagnostic(err: lark.exceptions.LarkError, text: str, offset: int) -
         # state before its pending reductions, which may name items that cannot follow
         accepts = set(err.accepts or err.expected)
         message = f"expected {_describe(accepts)}, found {found}"
+        near = _near_keyword(str(tok.value), accepts) if tok.type != "$END" else None
         span = Span(offset + pos, offset + pos + max(1, len(str(tok.value))))
         if tok.type == "$END":
             span = Span(offset + max(0, pos - 1), offset + pos)
@@ -159,7 +161,18 @@ def _syntax_diagnostic(err: lark.exceptions.LarkError, text: str, offset: int) -
         pos = 0
         message = "this does not parse"
         span = Span(offset, offset + len(text))
-    return Diagnostic("syntax-error", message, span)
+        near = None
+    return Diagnostic("syntax-error", message, span, help=near)
+
+
+def _near_keyword(word: str, accepts: set[str]) -> str | None:
+    """`did you mean `learner`?` for a misspelt keyword (`lerner`) where keywords are
+    expected: the accepted tokens that are words, nearest first."""
+    if not word.isidentifier():
+        return None
+    keywords = sorted(e.lower() for e in accepts if e.isalpha() and e.isupper())
+    near = difflib.get_close_matches(word.lower(), keywords, n=2, cutoff=0.6)
+    return "did you mean " + " or ".join(f"`{k}`" for k in near) + "?" if near else None
 
 
 @dataclass(frozen=True, eq=False)
