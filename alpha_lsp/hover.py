@@ -55,6 +55,7 @@ def _role_at(
 def admission_text(plan: Plan, pairing: Pairing | None, name: str, ref: ast.RoleRef | None) -> str:
     try:
         from alpha_core.plan.admission import admit, positions
+        from alpha_core.plan.profiles import machine_profile
     except ImportError:  # admission is optional: older cores do not have it
         return ""
     fam = plan.membership.family(name)
@@ -69,13 +70,15 @@ def admission_text(plan: Plan, pairing: Pairing | None, name: str, ref: ast.Role
         picks = positions(plan, first + lo, first + hi)
     else:
         picks = [first + lo]
-    # every member whose demand differs is admitted; the least headroom is among them
-    admitted = [admit(plan, pairing, i) for i in picks[:MAX_ROLES_ADMITTED]]
+    # every member whose demand differs is admitted; the least headroom is among them. Without
+    # a pairing, against this machine, as `alpha build` admits it (the same figures as the CLI)
+    machine = machine_profile() if pairing is None else None
+    admitted = [admit(plan, pairing, i, machine) for i in picks[:MAX_ROLES_ADMITTED]]
     worst = min(admitted, key=lambda a: a.headroom)
     admissions = admitted[:MAX_ROLES_SHOWN]
     if worst not in admissions:
         admissions[-1] = worst
-    where = f"pairing `{pairing.name}`" if pairing else "the default host profile"
+    where = f"pairing `{pairing.name}`" if pairing else (machine.name if machine else "")
     count = hi - lo
     head = (
         f"**{query.range_text(fam, lo, hi)}** — {count:,} role{'s' if count != 1 else ''} of plan "
@@ -111,7 +114,7 @@ def _role_hover(snap: Snapshot, decl: ast.Decl, chain: list[object], offset: int
         return device + f"role `{name}`\n\nplan `{plan_name}` is refused: no admission to show"
     text = admission_text(plan, pairing, name, ref)
     if decl.kind == "pairing" and pairing is None:
-        text += f"\n\npairing `{decl.name}` is refused; the default host profile is shown"
+        text += f"\n\npairing `{decl.name}` is refused; this machine is shown instead"
     return device + text
 
 
@@ -149,8 +152,57 @@ def _keyword(snap: Snapshot, offset: int) -> str | None:
     return f"**{word}** (keyword)\n\n{doc}"
 
 
+def _referenced(chain: list[object], offset: int) -> str | None:
+    """A name under the cursor that refers to a parameter of the system or an argument of its
+    function, as declared: `w2: f32[32, 10]`. Used where the checker gave the expression no
+    shape, in a function whose body holds a refusal: its declared names still have their
+    types, and a user hovers most exactly when something is broken. A name a `let` before it
+    binds is not guessed at."""
+    name = next((n for n in reversed(chain) if isinstance(n, ast.Name)), None)
+    if name is None or not name.span.start <= offset <= name.span.end:
+        return None
+    fn = next((n for n in chain if isinstance(n, ast.FnItem)), None)
+    if fn is not None:
+        if any(
+            isinstance(s, ast.Let) and s.name == name.id and s.span.end <= offset for s in fn.body
+        ):
+            return None
+        arg = next((p for p in fn.params if p.name == name.id), None)
+        if arg is not None:
+            return f"{name.id}: {query.type_text(arg.type)}"
+    decl = chain[0]
+    if isinstance(decl, ast.Decl):
+        param = next(
+            (i for i in decl.items if isinstance(i, ast.ParamItem) and i.name == name.id), None
+        )
+        if param is not None:
+            return f"{name.id}: {query.type_text(param.type)}"
+    return None
+
+
+def _in_unparsed(snap: Snapshot, chain: list[object], offset: int) -> str | None:
+    """In an item that did not parse (an unclosed bracket swallows the rest of the system), a
+    word naming one of the system's parameters: its declared type."""
+    if not isinstance(chain[-1], ast.ErrorItem) or not isinstance(chain[0], ast.Decl):
+        return None
+    span = word_at(snap.text, offset)
+    if span is None:
+        return None
+    word = snap.text[span.start : span.end]
+    line_start = snap.text.rfind("\n", 0, span.start) + 1
+    if "#" in snap.text[line_start : span.start]:
+        return None  # a comment
+    param = next(
+        (i for i in chain[0].items if isinstance(i, ast.ParamItem) and i.name == word), None
+    )
+    return f"{word}: {query.type_text(param.type)}" if param is not None else None
+
+
 def _declared(chain: list[object], offset: int) -> str | None:
-    """A declaration's name under the cursor: what it declares."""
+    """A declaration's name under the cursor: what it declares; else a name's declaration."""
+    referenced = _referenced(chain, offset)
+    if referenced is not None:
+        return referenced
     for node in reversed(chain):
         if isinstance(node, ast.FnItem) and node.name_span.start <= offset <= node.name_span.end:
             return query.fn_signature(node)
@@ -197,7 +249,7 @@ def hover_text(snap: Snapshot, offset: int) -> str | None:
         span, shape = shaped
         parts.append(_code(f"{snap.text[span.start : span.end]}: {show_shape(shape)}"))
     else:
-        declared = _declared(chain, offset)
+        declared = _declared(chain, offset) or _in_unparsed(snap, chain, offset)
         if declared is not None:
             parts.append(_code(declared))
     if not parts:

@@ -1,12 +1,19 @@
 """Rename and prepareRename: every occurrence of a declared name (alpha_core/query/rename.py).
-A keyword, a built-in, a name not declared in the file, or a new name that is no name or is
-taken is refused with RequestFailed and a one-line message the editor shows."""
+Where there is no symbol (a keyword, a comment, a space) prepareRename answers null: nothing to
+rename, no message. A built-in, a name not declared in the file, or a new name that is no name or
+is taken is refused with RequestFailed and a one-line message the editor shows."""
 
 from __future__ import annotations
 
 from lsprotocol import types
 
-from alpha_core.query.rename import RenameRefused, RenameTarget, check_new_name, rename_target
+from alpha_core.query.rename import (
+    NothingToRename,
+    RenameRefused,
+    RenameTarget,
+    check_new_name,
+    rename_target,
+)
 from alpha_lsp.errors import RequestFailed
 from alpha_lsp.server import AlphaServer, Snapshot, guarded
 
@@ -24,9 +31,17 @@ def register(server: AlphaServer) -> None:
     @guarded(lambda: None)
     def prepare_rename(
         ls: AlphaServer, params: types.PrepareRenameParams
-    ) -> types.PrepareRenamePlaceholder:
+    ) -> types.PrepareRenamePlaceholder | None:
         snap = ls.snapshot(params.text_document.uri)
-        target = _target(snap, params.position)
+        a = snap.analysis
+        try:
+            target = rename_target(
+                a.module, a.checked, snap.text, snap.lines.offset(params.position)
+            )
+        except NothingToRename:  # a keyword, a comment, a space: nothing, not an error
+            return None
+        except RenameRefused as why:  # a built-in, a name declared elsewhere: say why
+            raise RequestFailed(str(why)) from None
         return types.PrepareRenamePlaceholder(
             range=snap.lines.range(target.span), placeholder=target.name
         )

@@ -9,7 +9,10 @@ from lsprotocol import types
 from test_lsp_diagnostics import MULTI
 from test_lsp_session import CONFIG, EXAMPLES, ROOT, Client, doc, init_params, position_of
 
+from alpha_core.check.learner_check import LEARNERS
 from alpha_core.plan.admission import admit
+from alpha_core.plan.profiles import machine_profile
+from alpha_core.sizes import human_bytes
 from alpha_core.workspace import Workspace
 
 IN_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
@@ -95,15 +98,28 @@ async def test_hover_on_roles_shows_memory_admission(client: Client) -> None:
     assert f"{expected.headroom:,} bytes" in text
     assert "pairing `local`" in text
     # a plan's role family: its members whose demands differ
+    # without a pairing: against this machine, as `alpha build` admits it (the CLI's figures)
+    machine = machine_profile()
     tree = a.checked.plans["tree"]
     text = await _hover(client, DIGITS_URI, DIGITS, "roles worker[8]", delta=8)
-    assert admit(tree, None, 0).show() in text and admit(tree, None, 7).show() in text
-    assert "8 roles of plan `tree`" in text
+    first, last = admit(tree, None, 0, machine), admit(tree, None, 7, machine)
+    assert first.show() in text and last.show() in text
+    assert "8 roles of plan `tree`" in text and f"on {machine.name}" in text
+    assert human_bytes(min(first.headroom, last.headroom)) in text or (
+        f"{min(first.headroom, last.headroom):,} bytes" in text
+    )
     # the hub of the star, where the topology names it
     star = a.checked.plans["star"]
     text = await _hover(client, DIGITS_URI, DIGITS, "star(hub)", delta=6)
-    assert admit(star, None, 0).show() in text
+    assert admit(star, None, 0, machine).show() in text
     assert "hub on" in text and "headroom" in text
+
+
+@IN_MODULE_LOOP
+async def test_hover_on_learner_names_every_learner(client: Client) -> None:
+    text = await _hover(client, DIGITS_URI, DIGITS, "learner adam")
+    for name in LEARNERS:
+        assert f"`{name}(...)`" in text or f"`learner {name}(...)`" in text, name
 
 
 @IN_MODULE_LOOP
@@ -400,3 +416,23 @@ async def test_code_actions_fix_refusals_mechanically(client: Client) -> None:
     # what is left has no mechanical fix
     assert sorted(str(d.code) for d in fixed) == ["batch-not-divisible", "duplicate-name"]
     client.close(uri)
+
+
+@IN_MODULE_LOOP
+@pytest.mark.parametrize(
+    ("broken", "why"),
+    [
+        (DIGITS.replace("relu((x / 16.0)", "rleu((x / 16.0)"), "unknown-name"),
+        (DIGITS.replace("@ w1 + b1)\n", "@ w1 + b1\n"), "syntax-error"),
+    ],
+)
+async def test_hover_answers_inside_a_function_that_holds_a_refusal(
+    client: Client, broken: str, why: str
+) -> None:
+    """A user hovers most exactly when something is broken: `w2` in `return h @ w2 + b2`
+    still has its declared type when `relu` is misspelt or a parenthesis is left open."""
+    uri = (EXAMPLES / f"broken-{why}.alpha").as_uri()  # beside its data; never written
+    published = await client.published_for(uri, client.open(uri, broken))
+    assert [d.code for d in published] == [why]
+    assert "w2: f32[32, 10]" in await _hover(client, uri, broken, "h @ w2", delta=4)
+    assert "b2: f32[10]" in await _hover(client, uri, broken, "w2 + b2", delta=5)

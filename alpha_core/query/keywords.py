@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+from alpha_core.check.learner_check import LEARNERS  # every learner, named where it is defined
+
+
+def _learners() -> str:
+    """`learner sgd(...)`, `momentum(...)`, ... or `adamw(...)`: every learner the checker knows."""
+    calls = [f"`{name}(...)`" for name in LEARNERS]
+    calls[0] = f"`learner {calls[0][1:]}"
+    return ", ".join(calls[:-1]) + f" or {calls[-1]}"
+
+
 KEYWORD_DOCS: dict[str, str] = {
     "system": "`system NAME { ... }` declares a learning system: its data, batch, parameters, "
     "functions, loss, learner and steps. It compiles to one executable.",
@@ -28,8 +38,7 @@ KEYWORD_DOCS: dict[str, str] = {
     "return": "`return EXPR`: the value of the function, of the declared result type.",
     "loss": "`loss softmax_cross_entropy(model(x), y)` or `mse(...)`: what training minimises; "
     "`x` stands for the examples and `y` for the labels.",
-    "learner": "`learner sgd(...)`, `momentum(...)` or `adam(...)`: how the parameters are "
-    "updated from the combined gradient.",
+    "learner": _learners() + ": how the parameters are updated from the combined gradient.",
     "steps": "`steps N`: the number of training steps (rounds, in a plan).",
     "roles": "`roles worker[N], hub`: the processes of a plan; `worker[N]` is a family of N "
     "members.",

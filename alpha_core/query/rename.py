@@ -26,6 +26,11 @@ class RenameRefused(Exception):
     """Why a name cannot be renamed, or cannot be renamed to that: one line."""
 
 
+class NothingToRename(RenameRefused):
+    """No symbol at all under the cursor: a keyword, a comment, a space. An editor asking
+    whether it may rename there is answered "no" without a message (LSP: null)."""
+
+
 @dataclass(frozen=True)
 class RenameTarget:
     name: str
@@ -64,13 +69,13 @@ def rename_target(
     """The name under `offset` and all its occurrences; RenameRefused where it is not one."""
     span = word_at(text, offset)
     if span is None or _in_comment_or_string(text, span.start):
-        raise RenameRefused("no name here to rename")
+        raise NothingToRename("no name here to rename")
     word = text[span.start : span.end]
     spans = references_at(module, checked, span.start, include_definition=True)
     spans = [s for s in spans if text[s.start : s.end] == word]
     if span not in spans:
         if word in RESERVED:
-            raise RenameRefused(f"`{word}` is a keyword of the language: it cannot be renamed")
+            raise NothingToRename(f"`{word}` is a keyword of the language: it cannot be renamed")
         if word in BUILTINS:
             raise RenameRefused(
                 f"`{word}` is a built-in: only names declared in this file can be renamed"

@@ -126,6 +126,7 @@ def _placement_item(text: str, at: int) -> Diagnostic | None:
 
 
 def _syntax_diagnostic(err: lark.exceptions.LarkError, text: str, offset: int) -> Diagnostic:
+    near: str | None = None
     if isinstance(err, lark.exceptions.UnexpectedToken):
         tok = err.token
         if tok.type == "$END":
@@ -161,7 +162,6 @@ def _syntax_diagnostic(err: lark.exceptions.LarkError, text: str, offset: int) -
         pos = 0
         message = "this does not parse"
         span = Span(offset, offset + len(text))
-        near = None
     return Diagnostic("syntax-error", message, span, help=near)
 
 
