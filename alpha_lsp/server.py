@@ -305,7 +305,21 @@ def main(argv: list[str] | None = None) -> None:
     from alpha_core.version import version_line
 
     parser = argparse.ArgumentParser(prog="alpha-lsp", description="The Alpha language server.")
-    parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    transport = parser.add_mutually_exclusive_group()
+    # vscode-languageclient appends `--stdio` to the command of a stdio server, and
+    # `--clientProcessId=PID` to a node module's: both are accepted, so the standard client
+    # starts the server as it is.
+    transport.add_argument(
+        "--stdio", action="store_true", help="talk over stdin and stdout (the default)"
+    )
+    transport.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    parser.add_argument(
+        "--clientProcessId",
+        metavar="PID",
+        type=int,
+        help="the editor's process id, as vscode-languageclient passes it (accepted, unused: "
+        "the server ends when its input closes)",
+    )
     parser.add_argument("--log-level", default="WARNING", help="logging level on stderr")
     parser.add_argument("--version", action="version", version=version_line("alpha-lsp"))
     args = parser.parse_args(argv)
