@@ -466,6 +466,14 @@ local ok, err = pcall(function()
     local result = answer.result or {}
     for _, it in ipairs(result.items or result) do table.insert(report.words, it.label) end
   end
+  -- the Run lens on a buffer with unsaved edits: the file is written before alpha starts
+  vim.api.nvim_buf_set_lines(src, line - 1, line, false, { '  steps 7' })
+  report.modified_before = vim.bo[src].modified
+  vim.lsp.commands['alpha.run']({
+    arguments = { { uri = vim.uri_from_bufnr(src), system = 'digits' } },
+  }, { bufnr = src })
+  report.modified_after = vim.bo[src].modified
+  report.terminal = require('alphadsl.commands').last_terminal ~= nil
 end)
 report.error = ok and '' or tostring(err)
 local f = io.open(os.getenv('ALPHA_TEST_OUT'), 'w')
@@ -510,3 +518,6 @@ def test_nvim_at_start_up_is_attached_and_completes_without_configuration(
     assert "alpha-lsp is attached" in health and "not attached" not in health, health
     assert r["omnifunc"] == "v:lua.vim.lsp.omnifunc", r
     assert "steps" in r["words"], r["words"]
+    # the Run lens wrote the edited buffer before starting alpha run on the file
+    assert r["modified_before"] and not r["modified_after"] and r["terminal"], r
+    assert "  steps 7\n" in source.read_text()

@@ -50,6 +50,30 @@ local function in_terminal(line)
   return job
 end
 
+--- The file a lens runs or builds, written first when its buffer has unsaved edits: the CLI
+--- reads the file, and running the saved text while the screen shows another would train
+--- something other than what the user sees. False (and an error on screen) if it cannot be.
+function C.saved(arg)
+  if not arg.uri then
+    return true
+  end
+  local buf = vim.uri_to_bufnr(arg.uri)
+  if not vim.api.nvim_buf_is_loaded(buf) or not vim.bo[buf].modified then
+    return true
+  end
+  local name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(buf), ':~:.')
+  local ok, err = pcall(vim.api.nvim_buf_call, buf, function()
+    vim.cmd('silent write')
+  end)
+  if not ok then
+    vim.notify(('Alpha: %s has unsaved edits and could not be written: %s'):format(name, err),
+      vim.log.levels.ERROR)
+    return false
+  end
+  vim.notify(('Alpha: wrote %s (it had unsaved edits) before starting alpha'):format(name))
+  return true
+end
+
 function C.register(M)
   local function arg_of(command)
     return (command.arguments or {})[1] or {}
@@ -59,11 +83,15 @@ function C.register(M)
     M.projection(a.plan, a.role, a.pairing, ctx and ctx.bufnr or 0)
   end
   vim.lsp.commands['alpha.runPlan'] = function(command)
-    return in_terminal(C.command_line(M.config, 'run', arg_of(command)))
+    if C.saved(arg_of(command)) then
+      return in_terminal(C.command_line(M.config, 'run', arg_of(command)))
+    end
   end
   vim.lsp.commands['alpha.run'] = vim.lsp.commands['alpha.runPlan']
   vim.lsp.commands['alpha.build'] = function(command)
-    return in_terminal(C.command_line(M.config, 'build', arg_of(command)))
+    if C.saved(arg_of(command)) then
+      return in_terminal(C.command_line(M.config, 'build', arg_of(command)))
+    end
   end
 end
 
