@@ -133,6 +133,7 @@ class Launch:
         keep_events: bool = False,
         on_exit: Callable[[str, int, bool], None] | None = None,
         secret: bytes | None = None,
+        nice: int = 0,
     ) -> None:
         import os
         import threading
@@ -181,6 +182,11 @@ class Launch:
         finally:
             os.close(lifeline)
         del key
+        if nice:  # the whole group at once: a face watching them stays responsive
+            try:
+                os.setpriority(os.PRIO_PGRP, self.group, nice)
+            except OSError:
+                pass  # a priority is a courtesy, never a reason to refuse a run
         self._outcomes: dict[str, RoleOutcome] = {}
         self._threads = [
             threading.Thread(target=self._read, args=(role,), daemon=True) for role in self.roles
@@ -267,6 +273,11 @@ class Launch:
 
     def running(self) -> bool:
         return any(t.is_alive() for t in self._threads)
+
+    def pid(self, role: str) -> int | None:
+        """The role's process id while it runs (for what it uses, from /proc); else None."""
+        proc = self._procs.get(role)
+        return proc.pid if proc is not None and proc.poll() is None else None
 
     def wait(self) -> list[RoleOutcome]:
         for t in self._threads:

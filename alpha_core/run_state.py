@@ -7,6 +7,7 @@ nothing about it.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -14,6 +15,7 @@ from alpha_core.agreement import Agreement
 from alpha_core.launch import ended
 
 LOSS_HISTORY = 4096  # the losses kept per role, for a curve
+PACE_SAMPLES = 64  # the step events a role's rate is measured over
 EVENT_HISTORY = 2000  # the events kept per role, for its log
 
 
@@ -41,6 +43,27 @@ class RoleState:
     done: dict[str, object] | None = None
     device: dict[str, object] | None = None  # a GPU role's `device` event: target, name, ...
     kernel_us: int | None = None  # a GPU role's kernel time in its newest round
+    # when its recent rounds ended (monotonic seconds, round), for its rate and ETA
+    pace: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=PACE_SAMPLES))
+    cpu_percent: float | None = None  # its process, from /proc (process_usage.py), if sampled
+    rss: int | None = None
+
+    @property
+    def rate(self) -> float | None:
+        """Rounds a second over its recent rounds (the last PACE_SAMPLES step events), while it
+        runs; None once it has finished (what it was is its history, not its state)."""
+        if len(self.pace) < 2 or self.finished:
+            return None
+        (t0, r0), (t1, r1) = self.pace[0], self.pace[-1]
+        return (r1 - r0) / (t1 - t0) if t1 > t0 and r1 > r0 else None
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds until its last round at that rate; None when unknown or finished."""
+        rate = self.rate
+        if rate is None or self.finished or self.round >= self.steps:
+            return None
+        return (self.steps - self.round) / rate
 
     @property
     def loss(self) -> float | None:
@@ -71,7 +94,8 @@ class RunState:
         self.roles = {role: RoleState(role, steps) for role in roles}
         self.agreement = Agreement(tuple(roles))
 
-    def apply(self, role: str, event: dict[str, object]) -> None:
+    def apply(self, role: str, event: dict[str, object], now: float | None = None) -> None:
+        """`now`: when the event was read (monotonic seconds; default: now), for the rate."""
         r = self.roles[role]
         r.events.append(event)
         kind = event.get("event")
@@ -88,6 +112,7 @@ class RunState:
                 r.kernel_us = _count(event.get("kernel_us"))
             r.state = "running"
             r.round = _count(event.get("step"))
+            r.pace.append((time.monotonic() if now is None else now, r.round))
             loss = event.get("loss")
             r.losses.append(float(loss) if isinstance(loss, int | float) else float("nan"))
             if len(r.losses) > LOSS_HISTORY:
@@ -112,6 +137,7 @@ class RunState:
     def exited(self, role: str, code: int, killed: bool = False) -> None:
         """The role's process ended with `code`; a kill or a silent crash is named here."""
         r = self.roles[role]
+        r.cpu_percent = r.rss = None  # a process that is gone uses nothing
         if killed and r.state != "done":
             r.state, r.refusal = "killed", "killed"
             r.message = f"{role} was killed by signal 9 (SIGKILL) on request"

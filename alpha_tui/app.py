@@ -36,6 +36,7 @@ from alpha_core.hosts_file import HostsFile, HostsRefused, read_hosts
 from alpha_core.interruption import interrupted_line, run_argv
 from alpha_core.launch import Launch, LaunchError, free_port_base
 from alpha_core.ports import ephemeral_overlap
+from alpha_core.process_usage import ProcessUsage, Usage
 from alpha_core.role_views import RoleView, role_views
 from alpha_core.run_state import RunResult, RunState
 from alpha_core.runs import Choice, ChoiceError, build_choice, role_commands
@@ -53,12 +54,18 @@ def plural(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
+# The roles of a launch run this much nicer than alpha-tui, so that on a machine whose cores
+# they fill a key still answers at once; with cores to spare they run as fast as before.
+ROLE_NICE = 5
+
+
 class AlphaTui(Views, App[None]):
     """One file, one choice at a time, one launch at a time."""
 
     TITLE = "alpha-tui"
     CSS = """
     #choices { height: 3; }
+    #choices.short { height: 1; }
     #choices Select { width: 1fr; }
     #status { height: 1; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     #refusals { height: auto; max-height: 8; padding: 0 1; color: $error; overflow-y: auto; }
@@ -68,15 +75,16 @@ class AlphaTui(Views, App[None]):
     #hint.hidden { display: none; }
     #plot { height: 1fr; min-height: 4; }
     #log { height: 8; }
-    #log.short { height: 4; }
+    #log.short { height: 3; }
     """
     BINDINGS = [
+        Binding("c", "choose", "Choose"),
         Binding("b", "build", "Build"),
         Binding("r", "run", "Run"),
-        Binding("k", "kill", "Kill role"),
+        Binding("k", "kill", "Kill"),
         Binding("u", "resume", "Resume"),
         Binding("enter", "panes('events')", "Role panes", show=False),
-        Binding("e", "panes('events')", "Events"),
+        Binding("e", "panes('events')", "Events", show=False),
         Binding("p", "panes('projection')", "Projection", show=False),
         Binding("m", "panes('memory')", "Memory", show=False),
         Binding("d", "panes('device')", "Device", show=False),
@@ -118,6 +126,7 @@ class AlphaTui(Views, App[None]):
         self.state: RunState | None = None
         self.result: RunResult | None = None
         self.launches = 0
+        self.usage = ProcessUsage()  # the roles' CPU and memory, from /proc
         self.built_choice: Choice | None = None  # what the newest build built, and its interval
         self.built_every = 0
         self.interrupted: tuple[int, str] | None = None  # the signal that stopped it, its line
@@ -150,6 +159,7 @@ class AlphaTui(Views, App[None]):
         self.sub_title = self.path
         self.set_columns(self.size.width)
         self.set_interval(0.1, self.drain)
+        self.set_interval(1.0, self.sample_usage)
         self.check()
         self.query_one(DataTable).focus()  # keys act on the roles, not on a selector
 
@@ -259,6 +269,12 @@ class AlphaTui(Views, App[None]):
             self.check(keep=True)
             self.log_line("the file changed: checked again")
 
+    def action_choose(self) -> None:
+        """c: the system-or-plan selector, open (Tab then moves to the pairing's)."""
+        select = self.query_one("#target", Select)
+        select.focus()
+        select.action_show_overlay()
+
     def action_build(self) -> None:
         if self.busy("build"):
             return
@@ -341,6 +357,27 @@ class AlphaTui(Views, App[None]):
         self.log_line(escape(f"built {sizes} into {result.manifest}"))
         if then_run:
             self.start(resume)
+        else:
+            self.list_built([e.role for e in result.executables])
+
+    def planned_steps(self) -> int:
+        """The rounds the built choice runs: --steps, else its system's `steps`."""
+        a, built = self.analysis, self.built
+        program = a.checked.programs.get(built.system) if a is not None and built else None
+        return self.steps or (program.steps if program is not None else 0)
+
+    def list_built(self, roles: list[str]) -> None:
+        """The built roles in the table before anything runs (state `built`), so that Enter
+        opens a role's projection and memory, and a run is one key away."""
+        state = RunState(roles, self.planned_steps())
+        for r in state.roles.values():
+            r.state = "built"
+        self.state, self.result = state, None
+        self.set_columns(self.size.width)
+        table = self.query_one(DataTable)
+        for role in roles:
+            table.add_row(*self.cells(role), key=role)
+        self.show_hint()
 
     # ---- launching, watching, killing, resuming --------------------------------------------
 
@@ -386,10 +423,7 @@ class AlphaTui(Views, App[None]):
 
     def start(self, resume: bool) -> None:
         assert self.built is not None
-        views_steps = self.steps
-        a = self.analysis
-        program = a.checked.programs.get(self.built.system) if a is not None else None
-        steps = views_steps or (program.steps if program is not None else 0)
+        steps = self.planned_steps()
         roles = [e.role for e in self.built.executables]
         at = self.captures.resumable() if resume else None
         if resume and self.captures.current is not None and at is not None:
@@ -406,6 +440,7 @@ class AlphaTui(Views, App[None]):
                 role_commands(self.built, extra),
                 on_event=self.queue_event,
                 on_exit=self.queue_exit,
+                nice=ROLE_NICE,
             )
         except LaunchError as e:
             self.say(f"[red]refused[/]: {e.name}: {escape(str(e))}")
@@ -449,6 +484,17 @@ class AlphaTui(Views, App[None]):
         self.redraw_rows()
         if state.finished and self.result is None:
             self.finish(state.result())
+
+    def sample_usage(self) -> None:
+        """Each running role's CPU and resident memory, from /proc, once a second."""
+        launch, state = self.launch, self.state
+        if launch is None or state is None or state.finished:
+            return
+        for role, r in state.roles.items():
+            pid = launch.pid(role)
+            u = self.usage.sample(pid) if pid is not None else Usage(None, None)
+            r.cpu_percent, r.rss = u.cpu_percent, u.rss
+        self.redraw_rows()
 
     def note(self, role: str, event: dict[str, object]) -> None:
         kind = event.get("event")

@@ -78,10 +78,11 @@ class RolePanes(ModalScreen[None]):
         events: Callable[[], Iterable[dict[str, object]]],
         first: str = "events",
         device: Callable[[], dict[str, object] | None] = lambda: None,
+        usage: Callable[[], str] = lambda: "",
     ) -> None:
         super().__init__()
         self.role, self.view, self.events, self.first = role, view, events, first
-        self.device = device
+        self.device, self.usage = device, usage
         self.query_text = ""
         self._shown: list[str] = []
 
@@ -97,6 +98,7 @@ class RolePanes(ModalScreen[None]):
             with TabPane("memory", id="memory"), VerticalScroll():
                 text = v.admission if v else "build the choice (b) to see its admission"
                 yield Static(escape(text), id="memory-text")
+                yield Static(escape(self.usage()), id="memory-now")
             with TabPane("device", id="device"):
                 yield Static(escape(device_text(v, self.device())), id="device-text")
         yield Footer()
@@ -111,6 +113,7 @@ class RolePanes(ModalScreen[None]):
     def refresh_log(self) -> None:
         text = escape(device_text(self.view, self.device()))
         self.query_one("#device-text", Static).update(text)
+        self.query_one("#memory-now", Static).update(escape(self.usage()))
         lines = self.lines()
         if lines == self._shown:
             return

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from textual.events import Resize
-from textual.widgets import DataTable, RichLog, Static
+from textual.widgets import DataTable, RichLog, Select, Static
 
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.render import render
@@ -40,7 +40,12 @@ class Views(_App):
     hosts: HostsFile | None
 
     def on_resize(self, event: Resize) -> None:
-        self.query_one("#log").set_class(event.size.height < 32, "short")
+        # a short terminal (80x24) gives the plot the rows: one-line selectors, a shorter log
+        short = event.size.height < 32
+        self.query_one("#log").set_class(short, "short")
+        self.query_one("#choices").set_class(short, "short")
+        for select in self.query(Select):
+            select.compact = short
         if T.columns(event.size.width) != self.shown_columns:
             self.set_columns(event.size.width)
             self.redraw_rows()
@@ -128,7 +133,12 @@ class Views(_App):
             r = current.roles.get(role) if current is not None else None
             return list(r.events) if r is not None else []
 
-        self.push_screen(RolePanes(role, self.views.get(role), events, tab, device))
+        def usage() -> str:
+            current = self.state if self.state is not None else state
+            r = current.roles.get(role) if current is not None else None
+            return T.usage_line(r) if r is not None else ""
+
+        self.push_screen(RolePanes(role, self.views.get(role), events, tab, device, usage))
 
     def action_log_scale(self) -> None:
         plot = self.query_one(LossPlot)

@@ -243,7 +243,7 @@ async def test_question_mark_lists_every_binding() -> None:
         for b in [*app.BINDINGS, *RolePanes.BINDINGS]:
             assert b.description in text, b  # type: ignore[union-attr]
         palette = [c.title for c in app.get_system_commands(app.screen)]
-        assert {"Build", "Run", "Kill role", "Resume", "Events", "Log scale"} <= set(palette)
+        assert {"Choose", "Build", "Run", "Kill", "Resume", "Events", "Log scale"} <= set(palette)
 
 
 # ---- item 7: the small lies --------------------------------------------------------------------

@@ -86,7 +86,7 @@ def test_every_role_of_tree_is_readable_at_80x24(
     lines = text.splitlines()
     assert len(lines) <= 24 and all(len(line) <= 80 for line in lines)
     header = next(line for line in lines if line.startswith(" role "))
-    assert header.split() == ["role", "round", "loss", "bytes", "capt", "agree", "state"]
+    assert header.split() == ["role", "round", "loss", "rate", "rss", "capt", "agree", "state"]
     for i in range(8):
         [row] = [line for line in lines if line.startswith(f" worker[{i}] ")]
         cells = row.split()
