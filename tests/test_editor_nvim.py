@@ -225,6 +225,16 @@ def pyinstaller_nvim() -> str | None:
     return str(exe) if exe.is_file() else None
 
 
+def own_dirs(tmp_path: Path) -> dict[str, str]:
+    """Neovim's config, data, state and cache folders of the test's own (never the user's)."""
+    return {
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / "data-home"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+
+
 def alpha_lsp() -> str:
     here = Path(sys.executable).parent / "alpha-lsp"
     found = str(here) if here.is_file() else shutil.which("alpha-lsp")
@@ -261,10 +271,7 @@ def test_nvim_diagnostics_and_projection(which: str, setup: str, tmp_path: Path)
         "ALPHA_TEST_SETUP": setup,
         "ALPHA_TEST_FILE": str(planted),
         "ALPHA_TEST_OUT": str(out),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_DATA_HOME": str(tmp_path / "data-home"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        **own_dirs(tmp_path),
     }
     cmd = [exe, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
     cmd += ["--cmd", f"set rtp+={PLUGIN}", "-c", f"luafile {tmp_path / 'client.lua'}"]
@@ -372,10 +379,7 @@ def test_nvim_says_on_screen_when_the_server_is_missing(
         "ALPHA_LSP": command,
         "ALPHA_TEST_FILE": str(source),
         "ALPHA_TEST_OUT": str(out),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_DATA_HOME": str(tmp_path / "data-home"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        **own_dirs(tmp_path),
     }
     cmd = [exe, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
     cmd += ["--cmd", f"set rtp+={PLUGIN}", "-c", f"luafile {tmp_path / 'client.lua'}"]
@@ -432,10 +436,7 @@ def test_nvim_finds_the_server_of_the_projects_venv(which: str, tmp_path: Path) 
         "PATH": path,
         "ALPHA_TEST_FILE": str(source),
         "ALPHA_TEST_OUT": str(out),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_DATA_HOME": str(tmp_path / "data-home"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        **own_dirs(tmp_path),
     }
     cmd = [exe, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
     cmd += ["--cmd", f"set rtp+={PLUGIN}", "-c", f"luafile {tmp_path / 'client.lua'}"]
@@ -502,10 +503,7 @@ def test_nvim_at_start_up_is_attached_and_completes_without_configuration(
         "ALPHA_LSP": alpha_lsp(),
         "ALPHA_TEST_FILE": str(source),
         "ALPHA_TEST_OUT": str(out),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_DATA_HOME": str(tmp_path / "data-home"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        **own_dirs(tmp_path),
     }
     cmd = [exe, "--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd", f"set rtp+={PLUGIN}"]
     cmd += ["--cmd", "filetype plugin on", "--cmd", "runtime! plugin/alphadsl.lua", str(source)]
