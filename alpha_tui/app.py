@@ -57,6 +57,15 @@ def plural(n: int, word: str) -> str:
 # The roles of a launch run this much nicer than alpha-tui, so that on a machine whose cores
 # they fill a key still answers at once; with cores to spare they run as fast as before.
 ROLE_NICE = 5
+# At most this many step events from a role in a run: a role of a small model reports ten
+# thousand rounds a second, more than a terminal can read, and the plot keeps 4,096 of them.
+STEP_EVENTS = 10_000
+
+
+def step_every(steps: int) -> int:
+    """Every how many rounds a role reports a step (and its last round): 1 up to STEP_EVENTS
+    steps. The roles' agreement is then judged on every reported round."""
+    return max(1, -(-steps // STEP_EVENTS))
 
 
 class AlphaTui(Views, App[None]):
@@ -433,6 +442,7 @@ class AlphaTui(Views, App[None]):
             resume, folder = False, self.captures.fresh()
             extra = ["--checkpoint-dir", str(folder)]
         extra += ["--params-out", str(Path(self.folder.name) / "out.params")]
+        extra += ["--step-every", str(step_every(steps))]
         with self._events_lock:
             self._events.clear()  # anything an earlier launch said and no tick showed
         try:

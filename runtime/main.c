@@ -38,12 +38,14 @@ struct options {
     const char *secret_file;   /* --secret-file: where the launch secret is (secret.h) */
     uint32_t keep;             /* --checkpoint-keep: published captures kept; 0: all */
     uint32_t threads;          /* --threads: 0 for the build's choice */
-    int quiet, evaluate_only;
+    uint32_t step_every;       /* --step-every N: a step event every N rounds; 0: none */
+    int evaluate_only;
 };
 
 static const char USAGE[] =
     "usage: %s [--data PATH] [--params-out PATH] [--checkpoint-dir PATH]\n"
     "       [--checkpoint-keep N] [--resume PATH | --fresh] [--evaluate-only] [--quiet]\n"
+    "       [--step-every N]\n"
     "       [--secret-file PATH] [--threads N] [--describe] [--help]\n"
     "\n"
     "Runs role %s of system %s; the role that writes parameters writes them (little-endian\n"
@@ -58,6 +60,7 @@ static const char USAGE[] =
     "  --fresh                start from round 0 even when the build names a resume path\n"
     "  --evaluate-only        with --resume: evaluate the capture's parameters, train nothing\n"
     "  --quiet                no step events\n"
+    "  --step-every N         a step event every N rounds and for the last (default 1)\n"
     "  --secret-file PATH     the launch secret (32 bytes, mode 0600) for a role with links;\n"
     "                         else the descriptor in ALPHA_SECRET_FD, else the build's file\n"
     "  --threads N            threads for the matrix products (default: %s); any count\n"
@@ -88,7 +91,7 @@ static struct options parse_options(int argc, char **argv)
     if (ALPHA_ROLE.threads)
         snprintf(threads_text, sizeof threads_text, "%u", (unsigned)ALPHA_ROLE.threads);
     struct options o = {NULL, NULL, resume, dir, NULL, ALPHA_ROLE.checkpoint_keep,
-                        ALPHA_ROLE.threads, 0, 0};
+                        ALPHA_ROLE.threads, 1, 0};
     static const char *const valued[] = {"--data", "--params-out", "--resume",
                                          "--checkpoint-dir", "--secret-file"};
     for (int i = 1; i < argc; i++) {
@@ -105,7 +108,15 @@ static struct options parse_options(int argc, char **argv)
                 fputs(alpha_device_usage(), stdout);
             exit(0);
         } else if (strcmp(a, "--quiet") == 0) {
-            o.quiet = 1;
+            o.step_every = 0;
+        } else if (strcmp(a, "--step-every") == 0) {
+            const char *n = i + 1 < argc ? argv[++i] : "";
+            unsigned long every = strspn(n, "0123456789") == strlen(n) && strlen(n) <= 9
+                                      ? strtoul(n, NULL, 10) : 0;
+            if (every == 0)
+                refuse(REFUSAL_USAGE, "--step-every needs a count of rounds from 1 to "
+                       "999999999, not '%s'", n);
+            o.step_every = (uint32_t)every;
         } else if (strcmp(a, "--describe") == 0) {
             net_describe(&ALPHA_ROLE);
             exit(0);
@@ -289,7 +300,7 @@ int main(int argc, char **argv)
     else
         net_init(&net, p, role);
     hmac_wipe(secret, sizeof secret); /* the links hold their own keys now */
-    float loss = schedule_train(&s, &d, &net, o.quiet);
+    float loss = schedule_train(&s, &d, &net, o.step_every);
     const float *params = s.params;
 
     struct run_report r = {

@@ -453,11 +453,12 @@ const char *schedule_round(struct schedule *s, uint32_t *failed)
     return NULL;
 }
 
-float schedule_train(struct schedule *s, const struct dataset *d, struct net *net, int quiet)
+float schedule_train(struct schedule *s, const struct dataset *d, struct net *net,
+                     uint32_t step_every)
 {
     const struct alpha_program *p = s->p;
     const struct alpha_role *r = s->r;
-    s->d = d, s->net = net, s->quiet = quiet;
+    s->d = d, s->net = net, s->step_every = step_every;
     size_t rows = (size_t)p->leaf_size * (s->batch_leaves ? s->batch_leaves : 1);
     s->x = checked_calloc(rows * p->features, sizeof(float), "a leaf's inputs");
     if (d->y_class)
@@ -472,10 +473,13 @@ float schedule_train(struct schedule *s, const struct dataset *d, struct net *ne
                            ((t + 1) % r->checkpoint_every == 0 || t + 1 == p->steps);
         refusal_context(r->name, t + 1);
         schedule_round(s, &failed); /* checked dry: a real round cannot fail, only refuse */
-        if (!s->quiet)
+        /* every step_every-th round and the last (0: none); frames and bytes since the last
+         * one reported, so that their sum is the run's traffic however many are reported */
+        if (s->step_every && ((t + 1) % s->step_every == 0 || t + 1 == p->steps)) {
             event_step(t + 1, s->loss, r->name, s->adds, s->n_adds, net->frames - frames,
                        net->bytes - bytes);
-        frames = net->frames, bytes = net->bytes;
+            frames = net->frames, bytes = net->bytes;
+        }
     }
     refusal_context(r->name, 0);
     return s->loss;

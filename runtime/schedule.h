@@ -84,7 +84,7 @@ struct schedule {
     int32_t *y_class;
     uint32_t round, first_round;
     int checkpointing;            /* the round is a checkpoint round */
-    int quiet;
+    uint32_t step_every; /* a step event every this many rounds and the last; 0: none */
     float loss;
     /* clipping by global norm (clip_norm.c): this round's norm nodes, and the values sent */
     struct norm_node *norms;
@@ -111,7 +111,8 @@ void schedule_prepare(struct schedule *s, const char *checkpoint_dir);
 void schedule_restage(struct schedule *s);
 
 /* Runs rounds first_round .. steps-1; returns the last round's loss (s->loss when none ran). */
-float schedule_train(struct schedule *s, const struct dataset *d, struct net *net, int quiet);
+float schedule_train(struct schedule *s, const struct dataset *d, struct net *net,
+                     uint32_t step_every);
 
 /* One round, dry or real (schedule.c): NULL, or why op *failed cannot run (dry runs only). */
 const char *schedule_round(struct schedule *s, uint32_t *failed);
