@@ -36,6 +36,7 @@ EXAMPLE_SPANS: dict[str, tuple[str, int] | None] = {
     "bad-argument": ("rate", 10),
     "batch-not-divisible": ("3", 3),  # the leaf count
     "batch-axis-reduced": ("0", 7),  # the axis
+    "system-too-large": ("model", 21),  # the model whose operations passed the limit
     "data-unreadable": ('"no/such/file.csv"', 2),
     "no-system": None,
     # plans and pairings

@@ -6,7 +6,7 @@ keep the batch axis first and only there: no built-in mixes the examples of a le
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import TYPE_CHECKING
 
 from alpha_core.check.context import show_shape
@@ -48,7 +48,8 @@ CALLS = {
     "embed": "embed(table, tokens)",
 }
 
-Env = dict[str, "Binding"]
+# the names an expression sees: a function body's own over the system's (expressions.inline)
+Env = MutableMapping[str, "Binding"]
 
 
 def per_example_ok(shape: Shape) -> bool:

@@ -6,12 +6,13 @@ inlined (a function is a named piece of the model, not a unit of execution).
 
 from __future__ import annotations
 
+from collections import ChainMap
 from dataclasses import dataclass
 
 import numpy as np
 
 from alpha_core.check import builtins
-from alpha_core.check.builtins import CALLS, HANDLERS, REDUCE, UNARY
+from alpha_core.check.builtins import CALLS, HANDLERS, REDUCE, UNARY, Env
 from alpha_core.check.context import CheckContext, show_shape
 from alpha_core.check.signature import Sizes, bind_sizes, declared_text, result_shape
 from alpha_core.diagnostics import Related
@@ -43,13 +44,13 @@ class ExprLowering:
     def const(self, value: float) -> int:
         return self.b.add("const", (), (), (("value", float(np.float32(value))),))
 
-    def expr(self, e: ast.Expr, env: dict[str, Binding]) -> int | None:
+    def expr(self, e: ast.Expr, env: Env) -> int | None:
         node = self._expr(e, env)
         if node is not None:
             self.ctx.types[e.span] = self.b.shape(node)
         return node
 
-    def _expr(self, e: ast.Expr, env: dict[str, Binding]) -> int | None:
+    def _expr(self, e: ast.Expr, env: Env) -> int | None:
         if isinstance(e, ast.Number):
             return self.const(e.value)
         if isinstance(e, ast.Name):
@@ -69,7 +70,7 @@ class ExprLowering:
             return self._binop(e, env)
         return self._call(e, env)
 
-    def _binop(self, e: ast.BinOp, env: dict[str, Binding]) -> int | None:
+    def _binop(self, e: ast.BinOp, env: Env) -> int | None:
         a = self.expr(e.left, env)
         c = self.expr(e.right, env)
         if a is None or c is None:
@@ -97,7 +98,7 @@ class ExprLowering:
             return out
         return builtins.pairwise(self, BINARY[e.op], a, c, e.op_span, e.op, related)
 
-    def _call(self, e: ast.Call, env: dict[str, Binding]) -> int | None:
+    def _call(self, e: ast.Call, env: Env) -> int | None:
         handler = HANDLERS.get(e.func)
         if handler is not None:
             return handler(self, e, env)
@@ -114,7 +115,7 @@ class ExprLowering:
             return None
         return self.inline(fn, e, env)
 
-    def _reduce(self, e: ast.Call, env: dict[str, Binding]) -> int | None:
+    def _reduce(self, e: ast.Call, env: Env) -> int | None:
         if len(e.args) != 1 or any(k.name not in ("axis", "keepdims") for k in e.kwargs):
             self.ctx.refuse(
                 "bad-argument", f"`{e.func}` takes one tensor, `axis:` and `keepdims:`", e.span
@@ -171,7 +172,7 @@ class ExprLowering:
         kept = tuple(1 for _ in shape) if axis is None else shape[:axis] + (1,) + shape[axis + 1 :]
         return builtins.reshape(self, reduced, kept)
 
-    def inline(self, fn: ast.FnItem, call: ast.Call, env: dict[str, Binding]) -> int | None:
+    def inline(self, fn: ast.FnItem, call: ast.Call, env: Env) -> int | None:
         if fn.name in self._active:
             self.ctx.refuse(
                 "bad-argument",
@@ -189,8 +190,12 @@ class ExprLowering:
             )
             return None
         self.ctx.definitions[call.func_span] = fn.name_span
+        # the body's own names (its parameters, then its lets) in a fresh map over the names
+        # it sees from outside, which are not copied: a call costs its own names, not the
+        # system's parameters again
+        inner: Env
         if self.system_names is not None:  # a body sees no `let` of its caller
-            inner = dict(self.system_names)
+            inner = ChainMap({}, self.system_names)
         else:
             inner = {k: v for k, v in env.items() if k not in ("x", "y")}
         sizes = Sizes()
@@ -207,7 +212,7 @@ class ExprLowering:
         finally:
             self._active.pop()
 
-    def _body(self, fn: ast.FnItem, env: dict[str, Binding], sizes: Sizes) -> int | None:
+    def _body(self, fn: ast.FnItem, env: Env, sizes: Sizes) -> int | None:
         result: int | None = None
         returned = False
         for stmt in fn.body:
@@ -227,7 +232,7 @@ class ExprLowering:
                 if node is None:
                     return None
                 self.ctx.types[stmt.name_span] = self.b.shape(node)
-                env = {**env, stmt.name: Binding(node, stmt.name_span)}
+                env[stmt.name] = Binding(node, stmt.name_span)  # `env` is this body's own
             else:
                 result = self.expr(stmt.value, env)
                 returned = True

@@ -17,7 +17,7 @@ from alpha_core.check.learner_check import check_learner
 from alpha_core.check.program import DataSpec, LearnerSpec, ParamSpec, Program
 from alpha_core.check.words import DEVICE_WORDS, device_word
 from alpha_core.diagnostics import Related
-from alpha_core.ir.graph import BATCH, Graph, GraphBuilder, size
+from alpha_core.ir.graph import BATCH, Graph, GraphBuilder, GraphTooLarge, size
 from alpha_core.syntax import ast
 from alpha_core.syntax.shift import node_fields
 from alpha_core.syntax.span import Span
@@ -34,6 +34,11 @@ LOSSES = ("softmax_cross_entropy", "mse", "sigmoid_cross_entropy")
 # the grammar's NAME: every word the tree holds is one of these in the declaration's text
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 RUNTIME_U32 = 2**32 - 1  # counts the runtime holds in 32 bits
+# The largest system `alpha build` builds (system-too-large; docs/language.md, "Limits"): its
+# time and memory grow linearly with both counts, and a system at either limit builds in under
+# a minute and a gigabyte (docs/performance.md, "Build time against the number of tensors").
+MAX_PARAM_TENSORS = 10_000  # `param` items of one system
+MAX_MODEL_NODES = 25_000  # operations of the model and its loss, as the check lowers them
 PARAM_FLOATS = (1 << 62) - 1  # all parameters together; their bytes are counted in 64 bits
 
 
@@ -110,6 +115,15 @@ def check_system(
     if text is None or not DEVICE_WORDS.isdisjoint(w.lower() for w in _WORD.findall(text)):
         _device_words(decl, ctx)
     items = _collect(decl, ctx)
+    if len(items.params) > MAX_PARAM_TENSORS:  # refused before anything is lowered
+        ctx.refuse(
+            "system-too-large",
+            f"system `{decl.name}` declares {len(items.params):,} parameter tensors; at most "
+            f"{MAX_PARAM_TENSORS:,} can be built",
+            items.params[MAX_PARAM_TENSORS].name_span,
+            help="concatenate small tensors into larger ones (one matrix instead of many vectors)",
+        )
+        return None
     errors_before = len(ctx.diagnostics)
     data = None
     if items.data is None:
@@ -127,7 +141,19 @@ def check_system(
         ctx.refuse("bad-argument", f"`steps` must be from 1 to {RUNTIME_U32:,}", steps.count_span)
     if not items.params:
         _missing(ctx, decl, "param", "param w: f32[4, 3] = normal(0.0, 0.1, seed: 1)")
-    lowered = _model(items.fns, items.loss, param_specs, items.params, data, ctx, decl)
+    try:
+        lowered = _model(items.fns, items.loss, param_specs, items.params, data, ctx, decl)
+    except GraphTooLarge:  # raised as the limit is passed: functions may call each other often
+        model = items.fns.get("model")
+        ctx.refuse(
+            "system-too-large",
+            f"the model of system `{decl.name}` lowers to more than {MAX_MODEL_NODES:,} "
+            "operations, the most one system can have",
+            model.name_span if model is not None else decl.name_span,
+            help="functions are inlined: a function calling another twice doubles its "
+            "operations at each level",
+        )
+        return None
     if len(ctx.diagnostics) > errors_before or not leaves_ok:
         return None
     if data is None or learner is None or steps is None or lowered is None or batch is None:
@@ -294,7 +320,7 @@ def _model(
     if loss is None:
         _missing(ctx, decl, "loss", "loss softmax_cross_entropy(model(x), y)")
         return None
-    b = GraphBuilder()
+    b = GraphBuilder(limit=MAX_MODEL_NODES)
     lower = ExprLowering(ctx, b, fns)
     env: dict[str, Binding] = {}
     by_name = {p.name: p for p in params}

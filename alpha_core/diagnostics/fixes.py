@@ -27,6 +27,7 @@ FIXES: dict[str, tuple[str, str]] = {
     "bad-argument": ("sgd(rate: 0.1)", "sgd(lr: 0.1)"),
     "batch-not-divisible": ("batch 8 leaves 3", "batch 8 leaves 2"),
     "batch-axis-reduced": (" - mean(x @ w, axis: 0)", ""),
+    "system-too-large": ("return f14(x @ w)", "return f8(x @ w)"),
     "data-unreadable": (
         'table("no/such/file.csv", features: 4, label: last, classes: 3, holdout: 8)',
         "synthetic(rows: 64, features: 4, classes: 3, seed: 1)",

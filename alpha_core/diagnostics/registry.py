@@ -158,6 +158,26 @@ _ENTRIES = [
         ),
     ),
     Refusal(
+        "system-too-large",
+        COMPILE,
+        "a system is larger than one build may be",
+        "A system may declare at most 10,000 parameter tensors, and its model and loss may "
+        "lower to at most 25,000 operations (functions are inlined, so a function called many "
+        "times counts each time, and one that calls another twice doubles at each level). "
+        "The build's time and memory grow linearly with both, and a system at either limit "
+        "builds in under a minute and a gigabyte, so the limits keep every build bounded. "
+        "The tensors are counted before anything is lowered and the operations as they are, "
+        "so `alpha check` and the editor give the refusal as quickly as any other.",
+        _tiny(
+            model="  fn f0(h: f32[B, 3]) -> f32[B, 3] { return tanh(h + b) }\n"
+            + "".join(
+                f"  fn f{k}(h: f32[B, 3]) -> f32[B, 3] {{ return f{k - 1}(f{k - 1}(h)) }}\n"
+                for k in range(1, 15)
+            )
+            + "  fn model(x: f32[B, 4]) -> f32[B, 3] {\n    return f14(x @ w)\n  }\n"
+        ),
+    ),
+    Refusal(
         "data-unreadable",
         COMPILE,
         "a data set named by the system cannot be read",

@@ -70,12 +70,18 @@ class Graph:
         return len(self.nodes)
 
 
+class GraphTooLarge(Exception):
+    """A GraphBuilder was asked for more nodes than its limit."""
+
+
 @dataclass
 class GraphBuilder:
-    """Appends nodes, sharing identical ones (a parameter read twice is one node)."""
+    """Appends nodes, sharing identical ones (a parameter read twice is one node). With a
+    `limit`, the node after the limit raises GraphTooLarge instead of being added."""
 
     nodes: list[Node] = field(default_factory=list)
     _index: dict[Node, int] = field(default_factory=dict)
+    limit: int | None = None
 
     def add(
         self,
@@ -88,6 +94,8 @@ class GraphBuilder:
         found = self._index.get(node)
         if found is not None:
             return found
+        if self.limit is not None and len(self.nodes) >= self.limit:
+            raise GraphTooLarge
         self.nodes.append(node)
         self._index[node] = len(self.nodes) - 1
         return len(self.nodes) - 1
