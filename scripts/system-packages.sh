@@ -4,7 +4,7 @@
 # Otherwise stops at once with one line naming what is missing and the command that installs it.
 set -euo pipefail
 
-# program the tests run -> the Debian package that brings it
+# program the tests run (or a file, by its absolute path) -> the Debian package that brings it
 alpha_needs=(
   "qemu-aarch64 qemu-user"          # AArch64 executables run under emulation
   "file file"                       # checks that executables are static
@@ -15,15 +15,33 @@ alpha_needs=(
   "sinfo slurm-client"
   "tmux tmux"                       # the real alpha-tui in 80x24 and 120x40 terminals
   "npm npm"                         # the VS Code extension's packages and build
+  # tests/test_editor_code_server.py: the packaged extension in a real VS Code (code-server,
+  # installed by vscode-extension/scripts/code-server.sh), driven by Playwright in Chromium
+  "chromium chromium"               # the browser that shows code-server
+  "make build-essential"            # code-server's native modules are built at npm install
+  "g++ build-essential"
+  "pkg-config pkg-config"
+  # headers (an absolute path: a file the package brings, checked instead of a program)
+  "/usr/include/krb5.h libkrb5-dev"
+  "/usr/include/X11/Xlib.h libx11-dev"
+  "/usr/include/X11/extensions/XKBfile.h libxkbfile-dev"
+  "/usr/include/libsecret-1/libsecret/secret.h libsecret-1-dev"
 )
 
 alpha_missing=()
 for pair in "${alpha_needs[@]}"; do
   read -r program package <<<"$pair"
-  found="$(command -v "$program" 2>/dev/null || true)"
-  if [ -z "$found" ] || [ ! -x "$found" ]; then
-    alpha_missing+=("$package")
-  fi
+  case "$program" in
+    /*) [ -f "$program" ] && continue ;;  # a file the package installs (headers)
+    *)
+      found="$(command -v "$program" 2>/dev/null || true)"
+      [ -n "$found" ] && [ -x "$found" ] && continue
+      ;;
+  esac
+  case " ${alpha_missing[*]-} " in
+    *" $package "*) ;;  # named once, however many of its files are missing
+    *) alpha_missing+=("$package") ;;
+  esac
 done
 
 if [ "${#alpha_missing[@]}" -gt 0 ]; then

@@ -11,4 +11,5 @@ mypy
 python -m alpha_core.diagnostics.docs --check
 # the VS Code extension's npm packages (tests/test_editor_vscode.py): npm ci, reused when current
 bash vscode-extension/scripts/deps.sh
+bash vscode-extension/scripts/code-server.sh  # code-server for tests/test_editor_code_server.py: installed once, reused
 python -m pytest -q -p no:cacheprovider "$@"

@@ -3,9 +3,12 @@ editor-free parts, its commands, tasks and status item (the bundle activated aga
 `vscode` module, test/vscode-stand-in.js) and the TextMate grammar pass their tests, the `$alpha`
 problem matcher reads what `alpha check` really prints, and a plain `vsce package` (no flags)
 makes a .vsix that holds what VS Code loads (manifest, the bundle, grammar, language
-configuration, README, LICENSE, icon) and nothing else. VS Code itself cannot run here
-(@vscode/test-electron downloads a VS Code build, which this machine cannot fetch); the packaged
-bundle is loaded in plain node with a stand-in `vscode` module to prove it needs nothing else."""
+configuration, snippets, README, LICENSE, icon) and nothing else; the snippets expand to
+source that checks clean, the keybindings are scoped to Alpha editors, and the folder builds
+outside the repository. The packaged bundle is loaded in plain node with a stand-in `vscode`
+module to prove it needs nothing else; the real VS Code (code-server) runs the .vsix in
+tests/test_editor_code_server.py (@vscode/test-electron would download a VS Code build, which
+this machine cannot fetch)."""
 
 from __future__ import annotations
 
@@ -78,7 +81,9 @@ def test_manifest_language_grammar_commands_settings() -> None:
         "check",
         "build",
         "run",
+        "project",
     ]
+    assert task["properties"]["role"]["type"] == "string"
     props = c["configuration"]["properties"]
     assert props["alpha.server.command"]["default"] == ["alpha-lsp"]
     assert props["alpha.server.command"]["type"] == "array"
@@ -175,6 +180,7 @@ def test_vsix(compiled: Path, tmp_path: Path) -> None:
             "extension/syntaxes/alpha.tmLanguage.json",
             "extension/language-configuration.json",
             "extension/readme.md",
+            "extension/snippets/alpha.json",
         ]:
             assert needed.lower() in lower, needed
         assert z.read("extension/syntaxes/alpha.tmLanguage.json") == GRAMMAR.read_bytes()
@@ -219,3 +225,134 @@ def test_the_grammars_highlight_every_built_in_function() -> None:
     vim = (ROOT / "editors" / "nvim" / "syntax" / "alphadsl.vim").read_text()
     keywords = {w for line in vim.splitlines() if "alphaBuiltin" in line for w in line.split()}
     assert names <= keywords, sorted(names - keywords)
+
+
+def expand_snippet(body: list[str]) -> str:
+    """A snippet body as VS Code inserts it when every placeholder keeps its default: `${1:x}`
+    is `x` (and a later `$1` mirrors it), `${2|a,b|}` the first choice, `$0` nothing; a tab is
+    the indentation of an Alpha file (2 spaces, the language's configurationDefaults)."""
+    text = "\n".join(body)
+    values: dict[str, str] = {}
+    for number, default in re.findall(r"\$\{(\d+):([^{}$]*)\}", text):
+        values.setdefault(number, default)
+    for number, choices in re.findall(r"\$\{(\d+)\|([^|]*)\|\}", text):
+        values.setdefault(number, choices.split(",")[0])
+    text = re.sub(r"\$\{(\d+):[^{}$]*\}", lambda m: values[m.group(1)], text)
+    text = re.sub(r"\$\{(\d+)\|[^|]*\|\}", lambda m: values[m.group(1)], text)
+    text = re.sub(r"\$(\d+)", lambda m: values.get(m.group(1), ""), text)
+    assert "$" not in text, text
+    return text.replace("\t", "  ")
+
+
+def test_snippets_keybindings_and_defaults_are_contributed() -> None:
+    """Snippets of a whole system, a plan and a pairing; keybindings for check, run and the
+    projection, only in an Alpha editor; 2-space indentation for Alpha files."""
+    c = manifest()["contributes"]
+    lang = c["languages"][0]["id"]
+    (snippets,) = c["snippets"]
+    assert snippets["language"] == lang == "alphadsl"
+    table = json.loads((EXT / snippets["path"]).read_text())
+    prefixes = {name: s["prefix"] for name, s in table.items()}
+    for decl in ("system", "plan", "pairing"):
+        assert decl in prefixes[decl], prefixes
+        assert table[decl]["description"]
+    keys = {k["command"]: k for k in c["keybindings"]}
+    assert set(keys) == {"alpha.check", "alpha.run", "alpha.showProjection"}
+    commands = {x["command"] for x in c["commands"]}
+    for command, binding in keys.items():
+        assert command in commands
+        assert binding["key"].startswith("ctrl+alt+") and binding["mac"].startswith("cmd+alt+")
+        assert f"editorLangId == {lang}" in binding["when"], binding
+    assert len({k["key"] for k in keys.values()}) == len(keys)
+    assert c["configurationDefaults"][f"[{lang}]"] == {
+        "editor.tabSize": 2,
+        "editor.insertSpaces": True,
+    }
+    readme = (EXT / "README.md").read_text()
+    for binding in keys.values():
+        assert f"`{binding['key']}`" in readme, binding
+
+
+def test_snippets_expanded_with_their_defaults_check_clean(tmp_path: Path) -> None:
+    """The system, plan and pairing snippets, expanded with their defaults one after another,
+    make a file that `alpha check` accepts (and every choice of a choice placeholder too)."""
+    table = json.loads((EXT / "snippets" / "alpha.json").read_text())
+    text = "\n".join(expand_snippet(table[d]["body"]) for d in ("system", "plan", "pairing"))
+    alpha = str(Path(sys.executable).parent / "alpha")
+
+    def check(source: str) -> str:
+        path = tmp_path / "snippets.alpha"
+        path.write_text(source)
+        proc = subprocess.run(
+            [alpha, "check", str(path)], capture_output=True, text=True, timeout=60
+        )
+        assert proc.returncode == 0, source + proc.stdout + proc.stderr
+        return proc.stdout
+
+    out = check(text)
+    assert "ok system blobs" in out and "ok plan pair for blobs" in out, out
+    assert "ok pairing local for pair" in out, out
+    # each other choice of a choice placeholder checks clean too
+    for name, snippet in table.items():
+        body = "\n".join(snippet["body"])
+        for number, choices in re.findall(r"\$\{(\d+)\|([^|]*)\|\}", body):
+            for choice in choices.split(",")[1:]:
+                chosen = body.replace(f"${{{number}|{choices}|}}", choice)
+                parts = [
+                    expand_snippet(chosen.split("\n"))
+                    if d == name
+                    else expand_snippet(table[d]["body"])
+                    for d in ("system", "plan", "pairing")
+                ]
+                check("\n".join(parts))
+
+
+def test_the_folder_builds_outside_the_repository(compiled: Path, tmp_path: Path) -> None:
+    """vscode-extension/ copied out of the repository: copy-grammar takes $ALPHA_GRAMMAR, keeps
+    a grammar already in syntaxes/, and without either stops with one message saying what to do
+    (it used to fail on the missing ../grammars)."""
+    alone = tmp_path / "alpha-vscode"
+    shutil.copytree(
+        EXT,
+        alone,
+        ignore=shutil.ignore_patterns("node_modules", ".code-server", "syntaxes", "out", "dist"),
+    )
+    (alone / "node_modules").symlink_to(EXT / "node_modules")
+    node = shutil.which("node")
+    assert node is not None
+    env = {k: v for k, v in os.environ.items() if k != "ALPHA_GRAMMAR"}
+    proc = subprocess.run(
+        [node, "scripts/copy-grammar.js"], cwd=alone, capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 1 and "ALPHA_GRAMMAR" in proc.stderr, proc.stderr
+    out = subprocess.run(
+        ["npm", "run", "compile"],
+        cwd=alone,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**env, "ALPHA_GRAMMAR": str(GRAMMAR)},
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (alone / "syntaxes" / "alpha.tmLanguage.json").read_bytes() == GRAMMAR.read_bytes()
+    assert (alone / "dist" / "extension.js").stat().st_size > 0
+    kept = subprocess.run(
+        [node, "scripts/copy-grammar.js"], cwd=alone, capture_output=True, text=True, env=env
+    )
+    assert kept.returncode == 0 and "keeping syntaxes/alpha.tmLanguage.json" in kept.stderr
+
+
+def test_install_scripts_are_approved_for_npm_11() -> None:
+    """npm 11 warns about dependencies' install scripts not in `allowScripts` (and skips them
+    under strict-allow-scripts): esbuild's, which puts its binary in place, is approved, and so
+    is @vscode/vsce-sign's; deps.sh checks that esbuild runs after the install."""
+    m = manifest()
+    assert m["allowScripts"] == {"esbuild": True, "@vscode/vsce-sign": True}
+    lock = json.loads((EXT / "package-lock.json").read_text())
+    with_scripts = {
+        path.removeprefix("node_modules/")
+        for path, entry in lock["packages"].items()
+        if entry.get("hasInstallScript")
+    }
+    assert with_scripts == set(m["allowScripts"]), with_scripts
+    assert "esbuild --version" in (EXT / "scripts" / "deps.sh").read_text()

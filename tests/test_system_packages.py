@@ -9,7 +9,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "system-packages.sh"
-NEEDED = ["qemu-aarch64", "file", "nvim", "ip", "slurmctld", "slurmd", "sinfo", "tmux", "npm"]
+NEEDED = [
+    *["qemu-aarch64", "file", "nvim", "ip", "slurmctld", "slurmd", "sinfo", "tmux", "npm"],
+    *["chromium", "make", "g++", "pkg-config"],  # code-server's native modules, its browser
+]
+# headers, checked by their paths (a file, not a program on PATH)
+HEADERS = {
+    "/usr/include/krb5.h": "libkrb5-dev",
+    "/usr/include/X11/Xlib.h": "libx11-dev",
+    "/usr/include/X11/extensions/XKBfile.h": "libxkbfile-dev",
+    "/usr/include/libsecret-1/libsecret/secret.h": "libsecret-1-dev",
+}
 SHELL_TOOLS = ["bash", "id", "mktemp", "cat", "rm"]
 
 
@@ -47,8 +57,10 @@ def test_a_machine_without_the_packages_and_without_apt_is_told_in_one_line(
     line = lines[0]
     for package in ["qemu-user", "file", "neovim", "iproute2", "slurmctld", "slurmd"]:
         assert package in line
-    for package in ["slurm-client", "tmux", "npm"]:
+    for package in ["slurm-client", "tmux", "npm", "chromium", "build-essential", "pkg-config"]:
         assert package in line
+    # build-essential brings both make and g++: named once
+    assert line.count("build-essential") == 2, line  # in the list, and in the install command
     assert "apt-get install -y --no-install-recommends qemu-user" in line
 
 
@@ -68,3 +80,28 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     ]
     assert commands == ["bash scripts/test.sh"]
     assert "system-packages.sh" in (ROOT / "scripts" / "test.sh").read_text()
+
+
+def test_headers_are_checked_by_their_files(tmp_path: Path) -> None:
+    """A header is a file the package brings (no program to find on PATH): the script checks its
+    path, and names the package when the file is missing."""
+    script = SCRIPT.read_text()
+    for header, package in HEADERS.items():
+        assert f'"{header} {package}"' in script
+    missing = tmp_path / "include" / "nothing.h"
+    copy = tmp_path / "system-packages.sh"
+    copy.write_text(script.replace("/usr/include/krb5.h", str(missing)))
+    bash = shutil.which("bash")
+    assert bash is not None
+    done = subprocess.run(
+        [bash, str(copy)],
+        env={"PATH": str(_bin_with(tmp_path, SHELL_TOOLS + NEEDED)), "HOME": "/root"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    # PATH holds no apt-get: the one line, naming the package of the missing header
+    lines = done.stderr.splitlines()
+    assert done.returncode == 3 and len(lines) == 1, done.stderr
+    assert "libkrb5-dev" in lines[0]
+    assert "apt-get install -y --no-install-recommends" in lines[0]

@@ -13,6 +13,7 @@ import {
   AlphaTaskDefinition,
   PROBLEM_MATCHER,
   TASK_TYPE,
+  OFFERED,
   VERBS,
   Verb,
   cliFor,
@@ -68,18 +69,20 @@ export function makeTask(host: Host, def: AlphaTaskDefinition, scope?: vscode.Ta
     new vscode.ProcessExecution(c.command, [...c.args, ...taskArgs(def)], cwd ? { cwd } : {}),
     [PROBLEM_MATCHER]
   );
-  task.group = def.command === 'run' ? vscode.TaskGroup.Test : vscode.TaskGroup.Build;
+  if (def.command === 'run') task.group = vscode.TaskGroup.Test;
+  else if (def.command !== 'project') task.group = vscode.TaskGroup.Build;
   return task;
 }
 
-/** The tasks offered for the active .alpha file: check, build and run it. */
+/** The tasks offered for the active .alpha file: check, build and run it (and any `alpha`
+ * task of tasks.json, project among them, resolved). */
 export class AlphaTaskProvider implements vscode.TaskProvider {
   constructor(private readonly host: Host) {}
 
   provideTasks(): vscode.Task[] {
     const file = fileOf();
     if (!file) return [];
-    return VERBS.map((command) => makeTask(this.host, { type: TASK_TYPE, command, file }));
+    return OFFERED.map((command) => makeTask(this.host, { type: TASK_TYPE, command, file }));
   }
 
   resolveTask(task: vscode.Task): vscode.Task | undefined {

@@ -9,8 +9,11 @@ export const TASK_TYPE = 'alpha';
 /** The problem matcher contributed in package.json (`contributes.problemMatchers`). */
 export const PROBLEM_MATCHER = '$alpha';
 
-export type Verb = 'check' | 'build' | 'run';
-export const VERBS: readonly Verb[] = ['check', 'build', 'run'];
+export type Verb = 'check' | 'build' | 'run' | 'project';
+/** The verbs of `tasks.json` entries: `project` prints a plan's roles' schedules (`--plan`). */
+export const VERBS: readonly Verb[] = ['check', 'build', 'run', 'project'];
+/** The tasks offered for the active file (project needs a plan, so it is not among them). */
+export const OFFERED: readonly Verb[] = ['check', 'build', 'run'];
 
 /** A task's definition, as tasks.json spells it. */
 export interface AlphaTaskDefinition {
@@ -21,14 +24,20 @@ export interface AlphaTaskDefinition {
   system?: string;
   plan?: string;
   pairing?: string;
+  /** `project`: only this role, e.g. `worker[1]` */
+  role?: string;
   /** more arguments for the CLI, e.g. ["--threads", "2"] */
   args?: string[];
 }
 
-/** The CLI's arguments for a task: `check FILE`, `build FILE --plan P --pairing Q`, … */
+/** The CLI's arguments for a task: `check FILE`, `build FILE --plan P --pairing Q`,
+ * `project FILE --plan P --role R`, … */
 export function taskArgs(def: AlphaTaskDefinition): string[] {
   const out: string[] = [def.command, def.file];
-  if (def.command !== 'check') {
+  if (def.command === 'project') {
+    if (def.plan) out.push('--plan', def.plan);
+    if (def.role) out.push('--role', def.role);
+  } else if (def.command !== 'check') {
     if (def.plan) out.push('--plan', def.plan);
     else if (def.system) out.push('--system', def.system);
     if (def.plan && def.pairing) out.push('--pairing', def.pairing);
@@ -39,7 +48,14 @@ export function taskArgs(def: AlphaTaskDefinition): string[] {
 /** The label VS Code shows for a task. */
 export function taskLabel(def: AlphaTaskDefinition): string {
   const what = def.plan ? `plan ${def.plan}` : def.system ? `system ${def.system}` : '';
-  const on = def.pairing ? ` on ${def.pairing}` : '';
+  const on =
+    def.command === 'project'
+      ? def.role
+        ? ` ${def.role}`
+        : ''
+      : def.pairing
+        ? ` on ${def.pairing}`
+        : '';
   return `${def.command} ${path.basename(def.file)}${what ? ' ' + what : ''}${on}`;
 }
 

@@ -97,6 +97,10 @@ test('the task provider offers check, build and run of the active file, and reso
   const resolved = provider.resolveTask({ definition: { type: 'alpha', command: 'run', file: '${file}', plan: 'pair' }, scope: 2 });
   assert.deepEqual(resolved.execution.args, ['run', '${file}', '--plan', 'pair']);
   assert.equal(provider.resolveTask({ definition: { type: 'alpha', command: 'deploy', file: 'x' } }), undefined);
+  // a tasks.json `project` entry: the plan's (or one role's) schedules, in no task group
+  const projected = provider.resolveTask({ definition: { type: 'alpha', command: 'project', file: '${file}', plan: 'pair', role: 'worker[1]' }, scope: 2 });
+  assert.deepEqual(projected.execution.args, ['project', '${file}', '--plan', 'pair', '--role', 'worker[1]']);
+  assert.equal(projected.group, undefined);
 });
 
 test('explain refusal: a quick fix on every Alpha diagnostic, showing `alpha explain NAME`', async () => {

@@ -15,6 +15,14 @@ test('task command lines: check, build and run of a system, a plan, a pairing', 
     ['run', f, '--plan', 'pair', '--pairing', 'local', '--threads', '2']
   );
   assert.equal(t.taskLabel({ type: 'alpha', command: 'run', file: f, plan: 'pair', pairing: 'local' }), 'run digits.alpha plan pair on local');
+  // project: a plan's roles' schedules, or one role's
+  assert.deepEqual(t.taskArgs({ type: 'alpha', command: 'project', file: f, plan: 'tree' }), ['project', f, '--plan', 'tree']);
+  assert.deepEqual(
+    t.taskArgs({ type: 'alpha', command: 'project', file: f, plan: 'pair', role: 'worker[1]', pairing: 'local', system: 's' }),
+    ['project', f, '--plan', 'pair', '--role', 'worker[1]']
+  );
+  assert.equal(t.taskLabel({ type: 'alpha', command: 'project', file: f, plan: 'pair', role: 'worker[1]' }), 'project digits.alpha plan pair worker[1]');
+  assert.deepEqual([...t.OFFERED], ['check', 'build', 'run']);
 });
 
 test('the problem matcher in package.json is the one the code documents and tests', () => {
