@@ -97,6 +97,7 @@ def kernels_file(program: Program, target: str, cpu: str | None = None) -> Path:
     if cpu:
         host = replace(host, cpu=cpu)
     module = build_kernels(program, training_step(program), host.triple, host.cpu, host.features)
+    text = str(module)  # made once: the key, and what LLVM reads
     key = content_key(
         [
             b"kernels",
@@ -106,10 +107,10 @@ def kernels_file(program: Program, target: str, cpu: str | None = None) -> Path:
             host.triple.encode(),
             host.cpu.encode(),
             host.features.encode(),
-            str(module).encode(),
+            text.encode(),
         ]
     )
-    return bytes_object("kernels", host.zig, key, lambda: object_code(module, host))
+    return bytes_object("kernels", host.zig, key, lambda: object_code(text, host))
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from alpha_core.codegen.loops import (
     store,
 )
 from alpha_core.codegen.loss_ops import LOSS_OPS, emit_loss_op
+from alpha_core.codegen.parts import CallRun
 from alpha_core.codegen.tensor_ops import EXTREME_OPS, LAYER_OPS, emit_layer_op
 from alpha_core.ir.graph import Graph, Node, concrete, size
 from alpha_core.semantics import learners as recipes
@@ -82,6 +83,8 @@ class GraphEmitter:
         # large product computes them; `chained` says which did
         self.chains: dict[int, Chain] = {}
         self.chained: set[int] = set()
+        self._run: CallRun | None = None
+        self.parts = 0  # part functions the outlined calls were cut into (codegen/parts.py)
 
     def shape(self, i: int) -> tuple[int, ...]:
         return concrete(self.graph[i].shape, self.batch)
@@ -118,6 +121,8 @@ class GraphEmitter:
         # its gradient compute the same exponentials); a large one calls a function per kind
         # of node, so that LLVM's time grows with the distinct code.
         outline = len(live) >= OUTLINE_FROM
+        # the calls of an outlined kernel, emitted in part functions when there are many
+        self._run = CallRun(self.module, b, f"alpha.{self.prefix}") if outline else None
         A = LlvmArith(b)
         for i in live:
             node = self.graph[i]
@@ -134,13 +139,19 @@ class GraphEmitter:
                 # the same floats in the same order: read where they are
                 self.ptrs[i] = self.ptrs[self.folded.get(node.inputs[0], node.inputs[0])]
                 continue
-            if i in self.chains and node.op == "matmul" and self._large(node):
+            if i in self.chains and node.op == "matmul" and self.large(node):
+                if self._run is not None:
+                    self._run.flush()  # the calls before it, before it
                 self._product(b, node, self.buffer(i), self.chains[i])
                 self.chained.add(i)
             elif outline:
                 self._call_node(b, i, node)
             else:
                 self._emit(b, A, i, node)
+        if self._run is not None:
+            self._run.flush()
+            self.parts += self._run.parts
+            self._run = None
 
     def _call_node(self, b: ir.IRBuilder, i: int, node: Node) -> None:
         """Node i computed by a call of the function for its kind, made on first use:
@@ -189,9 +200,13 @@ class GraphEmitter:
             inner.ret_void()
             self.ptrs = saved
             self.shared[key] = fn
-        b.call(fn, args)
+        if self._run is not None:
+            self._run.call(fn, args)
+        else:
+            b.call(fn, args)
 
-    def _large(self, node: Node) -> bool:
+    def large(self, node: Node) -> bool:
+        """A product the GEMM computes (codegen/gemm.py), not inline loops."""
         (m, k), (_, n) = self.shape(node.inputs[0]), self.shape(node.inputs[1])
         return packed(m, n, k)
 
@@ -202,14 +217,15 @@ class GraphEmitter:
         for i in live:
             for j in self.graph[i].inputs:
                 users.setdefault(j, []).append(self.graph[i])
+        kept = set(roots)  # (a set: a step's roots are every parameter's gradient)
         for i in live:
             node = self.graph[i]
             uses = users.get(i, [])
             if (
                 node.op == "transpose"
-                and i not in roots
+                and i not in kept
                 and uses
-                and all(u.op == "matmul" and self._large(u) for u in uses)
+                and all(u.op == "matmul" and self.large(u) for u in uses)
             ):
                 self.folded[i] = node.inputs[0]
 
@@ -312,7 +328,7 @@ class GraphEmitter:
         return self.ptrs[i], (self.shape(i)[1], 1)
 
     def _matmul(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value) -> None:
-        if self._large(node):
+        if self.large(node):
             self._product(b, node, out)
         else:
             self._small_matmul(b, A, node, out)

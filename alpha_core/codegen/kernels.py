@@ -6,6 +6,8 @@ that contract.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from llvmlite import ir
 
 from alpha_core.autodiff.reverse import StepGraph
@@ -28,11 +30,15 @@ from alpha_core.codegen.loops import (
     load,
     store,
 )
+from alpha_core.codegen.parts import CallRun
 from alpha_core.codegen.tiles import blocking_of
 from alpha_core.semantics import learners
 from alpha_core.semantics.llvm_arith import LlvmArith
 
 CHAIN_MAX = 8  # the longest chain the runtime passes a leaf (runtime/schedule.c, CHAIN)
+# parameters from which the leaf kernel calls one function for every gradient's copy and chain
+# pass instead of emitting each parameter's loops into itself
+OUTLINE_PARAMS_FROM = 32
 
 
 def emit_leaf_grad(
@@ -72,8 +78,11 @@ def emit_leaf_grad(
     # with its chain added: the chain's vectors offset to where the gradient lives in them.
     live = live_nodes(step.graph, [step.loss_sum, *step.grads])
     read = {j for i in live for j in step.graph[i].inputs}
+    times = Counter(step.grads)  # how many parameters have each gradient
     for g, offset in direct.items():
-        if g not in read and step.grads.count(g) == 1 and step.graph[g].op == "matmul":
+        # (only a large product takes a chain: a small one's gradient gets its pass below)
+        node = step.graph[g]
+        if g not in read and times[g] == 1 and node.op == "matmul" and em.large(node):
             at = entry_alloca(b, ir.ArrayType(PTR, CHAIN_MAX))
             at.type = PTR
 
@@ -84,12 +93,32 @@ def emit_leaf_grad(
             for_count(b, links, shift, "chain")
             em.chains[g] = (at, links)
     em.emit(b, [step.loss_sum, *step.grads], bound, placed)
+    # Every copy before any chain pass: a gradient that two parameters share is placed where
+    # the first wants it and copied for the second, and a copy made after the first's chain
+    # pass added the chain to the second twice (chain + (chain + g)).
+    # Many parameters: one function for the copies and one for the chain passes, called per
+    # parameter with its offset and count, so that the kernel grows by two calls a parameter
+    # and LLVM's time with it (inlined, each parameter added loops to one function whose
+    # optimisation grew faster than linearly). The same operations on each element either way.
+    outline = len(program.params) >= OUTLINE_PARAMS_FROM
+    run = CallRun(module, b, "alpha.grads")
     for spec, g in zip(program.params, step.grads, strict=True):
-        if direct.get(g) != spec.offset:
-            copy(b, em.ptrs[g], grad, spec.offset, spec.count)
-        elif g in em.chained:
+        if direct.get(g) == spec.offset:
             continue
-        _add_chain(b, grad, spec.offset, spec.count, chain, links, gemm.k.width)
+        if outline:
+            args = [em.ptrs[g], grad, i64(spec.offset), i64(spec.count)]
+            run.call(_copy_function(module), args)
+        else:
+            copy(b, em.ptrs[g], grad, spec.offset, spec.count)
+    for spec, g in zip(program.params, step.grads, strict=True):
+        if direct.get(g) == spec.offset and g in em.chained:
+            continue  # stored with its chain by the GEMM
+        if outline:
+            fn_chain = _chain_function(module, gemm.k.width)
+            run.call(fn_chain, [grad, i64(spec.offset), i64(spec.count), chain, links])
+        else:
+            _add_chain(b, grad, spec.offset, spec.count, chain, links, gemm.k.width)
+    run.flush()
     b.ret(load(b, em.ptrs[step.loss_sum], i64(0)))
 
     wrapper, w = function(
@@ -99,18 +128,60 @@ def emit_leaf_grad(
     w.ret(w.call(fn, [*wrapper.args, none, ir.Constant(I32, 0)]))
 
 
+def _copy_function(module: ir.Module) -> ir.Function:
+    """alpha.grad_copy(src, dst, offset, n): dst[offset + j] = src[j] for j < n, made once."""
+    name = "alpha.grad_copy"
+    if name in module.globals:
+        found = module.globals[name]
+        assert isinstance(found, ir.Function)
+        return found
+    fn = _internal(module, name, [PTR, PTR, I64, I64])
+    src, dst, offset, n = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    for_count(b, n, lambda j: store(b, load(b, src, j), dst, b.add(j, offset)), "cp")
+    b.ret_void()
+    return fn
+
+
+def _chain_function(module: ir.Module, width: int) -> ir.Function:
+    """alpha.grad_chain(grad, offset, n, chain, links): _add_chain with the parameter's offset
+    and count as arguments, made once per module."""
+    name = "alpha.grad_chain"
+    if name in module.globals:
+        found = module.globals[name]
+        assert isinstance(found, ir.Function)
+        return found
+    fn = _internal(module, name, [PTR, I64, I64, PTR, I64])
+    grad, offset, n, chain, links = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    _add_chain(b, grad, offset, n, chain, links, width)
+    b.ret_void()
+    return fn
+
+
+def _internal(module: ir.Module, name: str, args: list[ir.Type]) -> ir.Function:
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), args), name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    fn.attributes.add("noinline")  # inlined back, the kernel would be one huge function again
+    for arg in fn.args:
+        if isinstance(arg.type, ir.PointerType):
+            arg.add_attribute("noalias")
+    return fn
+
+
 def _add_chain(
     b: ir.IRBuilder,
     grad: ir.Value,
-    offset: int,
-    n: int,
+    offset: int | ir.Value,
+    n: int | ir.Value,
     chain: ir.Value,
     links: ir.Value,
     width: int,
 ) -> None:
     """grad[e] = chain[0][e] + (chain[1][e] + (... + (chain[links-1][e] + grad[e]))) for the
     elements e of one parameter, in one pass: `width` elements at a time (independent lanes),
-    then one at a time."""
+    then one at a time. `offset` and `n` are known now, or values (alpha.grad_chain)."""
     vec = ir.VectorType(F32, width)
 
     def chained(e: ir.Value, ty: ir.Type) -> None:
@@ -125,10 +196,19 @@ def _add_chain(
         for_count(b, links, link, "link")
         b.store(b.load(slot, typ=ty), gep(b, grad, e, ty), align=4)
 
-    whole = n // width
-    if whole:
-        for_range(b, whole, lambda j: chained(b.add(b.mul(j, i64(width)), i64(offset)), vec))
-    for_range(b, n - whole * width, lambda j: chained(b.add(j, i64(offset + whole * width)), F32))
+    if isinstance(n, int) and isinstance(offset, int):
+        whole = n // width
+        if whole:
+            for_range(b, whole, lambda j: chained(b.add(b.mul(j, i64(width)), i64(offset)), vec))
+        rest = n - whole * width
+        for_range(b, rest, lambda j: chained(b.add(j, i64(offset + whole * width)), F32))
+        return
+    assert isinstance(n, ir.Value) and isinstance(offset, ir.Value)
+    # the same two passes, their bounds computed at run time
+    count = b.udiv(n, i64(width))
+    tail = b.add(offset, b.mul(count, i64(width)))
+    for_count(b, count, lambda j: chained(b.add(b.mul(j, i64(width)), offset), vec), "vec")
+    for_count(b, b.sub(n, b.mul(count, i64(width))), lambda j: chained(b.add(j, tail), F32))
 
 
 def emit_forward(
@@ -316,6 +396,7 @@ def emit_init(module: ir.Module, program: Program) -> None:
     # arguments: a model of many layers initialised alike compiles the generator once, not once
     # per parameter (the same operations either way: the same bits)
     loops: dict[tuple[str, tuple[float, ...]], ir.Function] = {}
+    run = CallRun(module, b, "alpha.init")  # many parameters: calls in parts (codegen/parts.py)
     for spec in program.params:
         kind, args, seed = init_arguments(spec.init)
         loop = loops.get((kind, args))
@@ -335,7 +416,8 @@ def emit_init(module: ir.Module, program: Program) -> None:
             loops[(kind, args)] = loop
         u = seed % (1 << 64)  # the seed's 64 bits, as rng takes them
         seed_bits = ir.Constant(I64, u - (1 << 64) if u >= 1 << 63 else u)
-        b.call(loop, [gep(b, params, i64(spec.offset)), seed_bits, i64(spec.count)])
+        run.call(loop, [gep(b, params, i64(spec.offset)), seed_bits, i64(spec.count)])
+    run.flush()
     b.ret_void()
 
 

@@ -30,6 +30,7 @@ from alpha_core.codegen.gemm import GemmEmitter, packed
 from alpha_core.codegen.graph_emit import GraphEmitter, live_nodes
 from alpha_core.codegen.kernel_entry import bind_inputs, bind_params, copy, function
 from alpha_core.codegen.loops import F32, I32, PTR, for_range, gep, i64, load, store
+from alpha_core.codegen.parts import CallRun
 from alpha_core.ir.graph import Graph, concrete, size
 from alpha_core.link.tree_reference import tree_split
 from alpha_core.semantics.llvm_arith import LlvmArith
@@ -65,6 +66,7 @@ ROW_WISE = frozenset(
 REDUCING = frozenset({"sum", "mean", "reduce_to"})  # over a leaf's rows, by the sub-emitter
 MAX_LEAVES = 64  # a walk's chain stays under CHAIN_MAX (the tree's depth) for fewer
 MAX_BATCH_BYTES = 64 << 20  # the most the rows of every leaf at once may take
+OUTLINE_SUMS_FROM = 32  # sums from which each is a call of a function per kind of sum
 
 
 @dataclass(frozen=True)
@@ -130,10 +132,14 @@ def batching(program: Program, step: StepGraph) -> Batching | None:
     # Worth it where a weight gradient is a large product per leaf: there the weights read once
     # a round instead of once a leaf, and a gradient stored once, are most of the step. A small
     # model's leaves are faster one at a time (digits: 35 µs a step against 57 batched).
+    products: dict[int, list[int]] = {}  # the weight gradients hᵀ · d by their transpose
+    for u in sums:
+        if graph[u].op == "matmul":
+            products.setdefault(graph[u].inputs[0], []).append(u)
     if not any(
         packed(graph[h].shape[1], graph[g].shape[1], -graph[h].shape[0] * program.leaf_size)
         for t, h in folded.items()
-        for g in (u for u in sums if graph[u].op == "matmul" and graph[u].inputs[0] == t)
+        for g in products.get(t, ())
     ):
         return None
     # Leaves bound a step's memory: a batch cut into many leaves because its activations would
@@ -259,8 +265,21 @@ def _emit_variant(
             largest.setdefault(i, v)
     em.ptrs.update(bound)
     loss = None
+    # Many sums (a model of many bias vectors): each is a call of one function per kind of sum,
+    # the calls in parts (codegen/parts.py); inlined, every sum's loops were emitted into this
+    # one function, and LLVM's time on it grew with the square of their number (100 bias
+    # vectors of 512: 53 s). The same loops either way.
+    outline = sum(graph[g].op != "matmul" for g in split.sums) >= OUTLINE_SUMS_FROM
+    run = CallRun(module, b, f"alpha.leaves.{leaves}.sums")
+    kinds: dict[tuple[object, ...], ir.Function] = {}
     for g, offset in split.sums.items():
         node = graph[g]
+        if outline and node.op != "matmul" and offset is not None:
+            (src,) = node.inputs
+            kind = _sums_function(module, program, graph, em.gemm, g, leaves, kinds)
+            run.call(kind, [em.ptrs[src], gep(b, grad, i64(offset))])
+            continue
+        run.flush()  # the calls before this sum, before it
         if node.op == "matmul":  # hᵀ · d, per leaf, by the tree, block by block
             assert offset is not None
             h, d = split.folded[node.inputs[0]], node.inputs[1]
@@ -280,13 +299,50 @@ def _emit_variant(
                 (per * height, per * width),
             )
             continue
-        out = _leaf_sums(module, b, program, graph, em, g, leaves)
+        out = _leaf_sums(module, b, program, graph, em.gemm, em.ptrs[node.inputs[0]], g, leaves)
         if offset is None:
             loss = out
         else:
             copy(b, out, grad, offset, max(1, size(graph[g].shape)))
+    run.flush()
     assert loss is not None
     b.ret(load(b, loss, i64(0)))
+    return fn
+
+
+def _sums_function(
+    module: ir.Module,
+    program: Program,
+    graph: Graph,
+    gemm: GemmEmitter,
+    g: int,
+    leaves: int,
+    kinds: dict[tuple[object, ...], ir.Function],
+) -> ir.Function:
+    """f(rows, out): _leaf_sums of a sum like node g on `rows`, its root copied to `out`; one
+    function per kind of sum (its operation, attributes and shapes), made on first use."""
+    node = graph[g]
+    (src,) = node.inputs
+    batch = program.leaf_size
+    key = (node.op, node.attrs, concrete(graph[src].shape, batch), concrete(node.shape, batch))
+    fn = kinds.get(key)
+    if fn is None:
+        fn = ir.Function(
+            module,
+            ir.FunctionType(ir.VoidType(), [PTR, PTR]),
+            f"alpha.leaves.{leaves}.sum.{len(kinds)}.{node.op}",
+        )
+        fn.linkage = "internal"
+        fn.attributes.add("nounwind")
+        fn.attributes.add("noinline")  # inlined back, the kernel would be one huge function
+        rows, out = fn.args
+        out.add_attribute("noalias")  # a parameter's gradient: no buffer of the kernel's
+        inner = ir.IRBuilder(fn.append_basic_block("entry"))
+        tag = f"{leaves}.kind{len(kinds)}"
+        root = _leaf_sums(module, inner, program, graph, gemm, rows, g, leaves, tag)
+        copy(inner, root, out, 0, max(1, size(node.shape)))
+        inner.ret_void()
+        kinds[key] = fn
     return fn
 
 
@@ -295,25 +351,29 @@ def _leaf_sums(
     b: ir.IRBuilder,
     program: Program,
     graph: Graph,
-    em: GraphEmitter,
+    gemm: GemmEmitter,
+    rows: ir.Value,
     g: int,
     leaves: int,
+    tag: str | None = None,
 ) -> ir.Value:
     """Node g (a sum over a leaf's rows) for each leaf, by the leaf kernel's own code on that
-    leaf's rows, then added by the canonical tree; returns the buffer holding the root."""
+    leaf's rows (`rows`, its input for every leaf), then added by the canonical tree; returns
+    the buffer holding the root. `tag` names the buffers (default: after g)."""
     (src,) = graph[g].inputs
     shape = graph[src].shape
     per_row = size(shape[1:]) * -shape[0]  # floats of one example
     n = max(1, size(graph[g].shape))
     values = []
     for leaf in range(leaves):
-        buf = ir.GlobalVariable(module, ir.ArrayType(F32, n), f"leaves{leaves}.sum{g}.{leaf}")
+        name = f"leaves{leaves}.sum{g}.{leaf}" if tag is None else f"leaves{tag}.{leaf}"
+        buf = ir.GlobalVariable(module, ir.ArrayType(F32, n), name)
         buf.linkage = "internal"
         buf.initializer = ir.Constant(ir.ArrayType(F32, n), None)
         buf.align = 64
         buf.type = PTR
-        one = GraphEmitter(module, graph, program.leaf_size, f"leaves.{leaf}", em.gemm)
-        one.ptrs = {src: gep(b, em.ptrs[src], i64(leaf * program.leaf_size * per_row)), g: buf}
+        one = GraphEmitter(module, graph, program.leaf_size, f"leaves.{leaf}", gemm)
+        one.ptrs = {src: gep(b, rows, i64(leaf * program.leaf_size * per_row)), g: buf}
         one._emit(b, LlvmArith(b), g, graph[g])  # the node alone, on this leaf's rows
         values.append(buf)
 

@@ -101,9 +101,11 @@ def _machine(target: HostTarget) -> llvm.TargetMachine:
     )
 
 
-def optimized_ir(module: ir.Module, target: HostTarget) -> llvm.ModuleRef:
+def optimized_ir(module: ir.Module | str, target: HostTarget) -> llvm.ModuleRef:
+    """`module`, or its text when the caller has it already (the text of a large module takes
+    as long to make as LLVM takes to read it)."""
     tm = _machine(target)
-    mod = llvm.parse_assembly(str(module))
+    mod = llvm.parse_assembly(module if isinstance(module, str) else str(module))
     mod.triple = target.triple
     mod.data_layout = str(tm.target_data)
     mod.verify()
@@ -113,7 +115,7 @@ def optimized_ir(module: ir.Module, target: HostTarget) -> llvm.ModuleRef:
     return mod
 
 
-def object_code(module: ir.Module, target: HostTarget) -> bytes:
+def object_code(module: ir.Module | str, target: HostTarget) -> bytes:
     """Verified, optimised at O3 (no fast-math anywhere), emitted as an ELF object."""
     mod = optimized_ir(module, target)
     return bytes(_machine(target).emit_object(mod))
