@@ -329,12 +329,24 @@ def test_the_packaged_extension_in_code_server(code_server: CodeServer, tmp_path
             tab = page.locator(".editor-group-container.active .tab.active")
             expect(tab).not_to_have_class(re.compile(r"\bdirty\b"))
 
+            # an unsaved edit (300 steps -> 120): ▶ Run saves it first, so what runs is what
+            # the editor shows
+            goto(page, 15, 12)  # after `steps 300`
+            page.keyboard.press("End")
+            for _ in range(3):
+                page.keyboard.press("Backspace")
+            page.keyboard.type("120")
+            expect(page.locator(".view-lines")).to_contain_text("steps 120", timeout=UI)
+            assert "steps 300" in saved.read_text()  # shown, not saved
+
             # ▶ Run: the lens of the now checked system runs it in a task terminal, with the
             # CLI beside the server in the .venv
             lens = page.locator(".codelens-decoration a").filter(has_text=re.compile(r"^▶ Run$"))
             lens.first.click(timeout=UI)
+            until(lambda: "steps 120" in saved.read_text(), "the edit saved before the run")
             run = terminal(page, "Executing task")
             expect(run).to_contain_text(f"{ws}/.venv/bin/alpha run", timeout=UI)
+            expect(run).to_contain_text("training 120 steps", timeout=RUN)
             expect(run).to_contain_text("held-out accuracy", timeout=RUN)
             expect(run).to_contain_text("final loss")
 

@@ -100,6 +100,19 @@ async function runVerb(host: Host, command: Verb, arg?: LensArgument | vscode.Ur
     void vscode.window.showErrorMessage('Alpha: open an .alpha file first.');
     return;
   }
+  // The CLI reads the file: an editor with unsaved edits would run what it no longer shows.
+  const open = vscode.workspace.textDocuments.find((d) => d.uri.fsPath === file);
+  if (open?.isDirty) {
+    if (!(await open.save())) {
+      void vscode.window.showErrorMessage(
+        `Alpha: ${vscode.workspace.asRelativePath(open.uri)} has unsaved edits that could not be saved; nothing was started.`,
+      );
+      return;
+    }
+    void vscode.window.showInformationMessage(
+      `Alpha: saved ${vscode.workspace.asRelativePath(open.uri)} before \`alpha ${command}\`.`,
+    );
+  }
   const lens = arg instanceof vscode.Uri ? undefined : arg;
   const def: AlphaTaskDefinition = { type: TASK_TYPE, command, file };
   if (lens?.plan) def.plan = lens.plan;
