@@ -218,8 +218,9 @@ def test_a_refused_pairing_blocks_only_builds_that_use_it(tmp_path: Path) -> Non
     path.write_text(DIGITS + "\npairing bad for pair {\n  worker[*]: host x86_64, gpu h900\n}\n")
     checked = cli("check", str(path))
     assert checked.returncode != 0 and "h900" in checked.stdout + checked.stderr
-    for choice in ([], ["--plan", "star"], ["--plan", "pair", "--pairing", "two_gpus"]):
-        built = cli("build", str(path), *choice, "--gpu-shadow", "-o", str(tmp_path / "b"))
+    choices = ([], ["--plan", "star"], ["--plan", "pair", "--pairing", "two_gpus"])
+    for n, choice in enumerate(choices):  # a folder each: a build never mixes into another's
+        built = cli("build", str(path), *choice, "--gpu-shadow", "-o", str(tmp_path / f"b{n}"))
         assert built.returncode == 0, (choice, built.stdout, built.stderr)
     refused = cli(
         "build", str(path), "--plan", "pair", "--pairing", "bad", "-o", str(tmp_path / "c")
