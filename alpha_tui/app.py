@@ -501,7 +501,7 @@ class AlphaTui(Views, App[None]):
         if launch is None or state is None or state.finished:
             return
         for role, r in state.roles.items():
-            pid = launch.pid(role)
+            pid = launch.pid(role) if not r.finished else None  # done: nothing to show
             u = self.usage.sample(pid) if pid is not None else Usage(None, None)
             r.cpu_percent, r.rss = u.cpu_percent, u.rss
         self.redraw_rows()

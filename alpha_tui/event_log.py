@@ -78,3 +78,14 @@ def filtered(events: Iterable[dict[str, object]], query: str, limit: int) -> lis
     terms = query.lower().split()
     lines = [text for e in events if matches(e, text := line(e), terms)]
     return lines[-limit:]
+
+
+def newer(events: list[dict[str, object]], last: dict[str, object] | None) -> int | None:
+    """Where the events after `last` (the newest one already shown, by identity) begin in
+    `events`; None when it is no longer there (so everything must be shown again)."""
+    if last is None:
+        return None
+    for k in range(len(events) - 1, -1, -1):
+        if events[k] is last:
+            return k + 1
+    return None

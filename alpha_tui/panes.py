@@ -15,7 +15,7 @@ from textual.widgets import Footer, Input, RichLog, Static, TabbedContent, TabPa
 
 from alpha_core.role_views import RoleView
 from alpha_core.sizes import human_bytes
-from alpha_tui.event_log import filtered
+from alpha_tui.event_log import filtered, newer
 
 TABS = ("events", "projection", "memory", "device")
 LOG_LINES = 400  # the newest matching lines the pane shows
@@ -84,7 +84,8 @@ class RolePanes(ModalScreen[None]):
         self.role, self.view, self.events, self.first = role, view, events, first
         self.device, self.usage = device, usage
         self.query_text = ""
-        self._shown: list[str] = []
+        self._last: dict[str, object] | None = None  # the newest event written to the log
+        self._query: str | None = None  # the filter it was written under
 
     def compose(self) -> ComposeResult:
         v = self.view
@@ -111,17 +112,24 @@ class RolePanes(ModalScreen[None]):
         return filtered(self.events(), self.query_text, LOG_LINES)
 
     def refresh_log(self) -> None:
+        """Four times a second: the live figures, and the events that came since the last
+        call appended (a run reports thousands; formatting and writing all of them again on
+        every call kept the app busy while the pane was open)."""
         text = escape(device_text(self.view, self.device()))
         self.query_one("#device-text", Static).update(text)
         self.query_one("#memory-now", Static).update(escape(self.usage()))
-        lines = self.lines()
-        if lines == self._shown:
-            return
+        events = list(self.events())
         log = self.query_one("#events-log", RichLog)
-        log.clear()
-        for text in lines:
-            log.write(text)
-        self._shown = lines
+        start = newer(events, self._last) if self._query == self.query_text else None
+        if start is None:
+            log.clear()
+            shown = filtered(events, self.query_text, LOG_LINES)
+        else:
+            shown = filtered(events[start:], self.query_text, LOG_LINES)
+        for line in shown:
+            log.write(line)
+        self._last = events[-1] if events else None
+        self._query = self.query_text
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.query_text = event.value
