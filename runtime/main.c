@@ -78,6 +78,17 @@ static const char *joined(const char *s, const char *suffix)
     return out;
 }
 
+/* The value of a count option (`--checkpoint-keep 5`): 1 to 999999999, else refused. */
+static uint32_t count_option(const char *flag, const char *n, const char *of)
+{
+    unsigned long count = strspn(n, "0123456789") == strlen(n) && strlen(n) <= 9
+                              ? strtoul(n, NULL, 10) : 0;
+    if (count == 0)
+        refuse(REFUSAL_USAGE, "%s needs a count of %s from 1 to 999999999, not '%s'", flag, of,
+               n);
+    return (uint32_t)count;
+}
+
 static struct options parse_options(int argc, char **argv)
 {
     const char *self = argc > 0 ? argv[0] : "alpha";
@@ -110,13 +121,7 @@ static struct options parse_options(int argc, char **argv)
         } else if (strcmp(a, "--quiet") == 0) {
             o.step_every = 0;
         } else if (strcmp(a, "--step-every") == 0) {
-            const char *n = i + 1 < argc ? argv[++i] : "";
-            unsigned long every = strspn(n, "0123456789") == strlen(n) && strlen(n) <= 9
-                                      ? strtoul(n, NULL, 10) : 0;
-            if (every == 0)
-                refuse(REFUSAL_USAGE, "--step-every needs a count of rounds from 1 to "
-                       "999999999, not '%s'", n);
-            o.step_every = (uint32_t)every;
+            o.step_every = count_option(a, i + 1 < argc ? argv[++i] : "", "rounds");
         } else if (strcmp(a, "--describe") == 0) {
             net_describe(&ALPHA_ROLE);
             exit(0);
@@ -125,13 +130,7 @@ static struct options parse_options(int argc, char **argv)
         } else if (strcmp(a, "--fresh") == 0) {
             o.resume = NULL;
         } else if (strcmp(a, "--checkpoint-keep") == 0) {
-            const char *n = i + 1 < argc ? argv[++i] : "";
-            unsigned long keep = strspn(n, "0123456789") == strlen(n) && strlen(n) <= 9
-                                     ? strtoul(n, NULL, 10) : 0;
-            if (keep == 0)
-                refuse(REFUSAL_USAGE, "--checkpoint-keep needs a count of captures from 1 to "
-                       "999999999, not '%s'", n);
-            o.keep = (uint32_t)keep;
+            o.keep = count_option(a, i + 1 < argc ? argv[++i] : "", "captures");
         } else if (strcmp(a, "--threads") == 0) {
             const char *n = i + 1 < argc ? argv[++i] : "";
             unsigned long threads = strspn(n, "0123456789") == strlen(n) && strlen(n) <= 3
