@@ -12,6 +12,8 @@ threads and drained ten times a second, so a flood of step events costs one redr
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import shutil
 import signal
 import tempfile
@@ -570,6 +572,15 @@ class AlphaTui(Views, App[None]):
             self.keep_folder = "newest capture:" in line
         else:
             self.interrupted = (sig, "")
+        if sig == signal.SIGHUP:
+            # the terminal is gone (closed, its tmux server killed): nothing is left to draw on
+            # or restore, and tearing the screen down waits on it for ever. The roles are
+            # stopped; say where the run got to if anything still reads stderr, and go.
+            if not self.keep_folder:
+                self.folder.cleanup()
+            with contextlib.suppress(OSError):
+                os.write(2, (self.interrupted[1] + "\n").encode())
+            os._exit(128 + sig)
         self.exit(return_code=128 + sig)
 
     def on_unmount(self) -> None:

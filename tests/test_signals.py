@@ -235,3 +235,44 @@ def test_alpha_tui_stops_every_role_on_a_signal(tmp_path: Path, sig: signal.Sign
         assert shlex.split(m.group(5))[:5] == ["alpha", "run", DIGITS, "--plan", "pair"]
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+def test_alpha_tui_whose_terminal_closes_stops_its_roles_and_exits(tmp_path: Path) -> None:
+    """SIGHUP as a person sends it: the terminal goes (here its tmux server is killed). The
+    roles stop, and alpha-tui itself exits instead of waiting on a terminal that is gone."""
+    captures = tmp_path / "captures"
+    tui = [TUI, DIGITS, *LONG, "--checkpoint-dir", str(captures)]
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    tmux = ["tmux", "-L", f"alpha-hup-{tmp_path.name}"]
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-x", "100", "-y", "30", "-s", "t", shlex.join(tui)],
+        check=True,
+        cwd=ROOT,
+        env=env,
+    )
+    try:
+        pid = _tui_pid(captures)
+        pane = lambda: (
+            subprocess.run(  # noqa: E731
+                [*tmux, "capture-pane", "-p", "-t", "t"], capture_output=True, text=True
+            ).stdout
+        )
+        _wait_for("the plan checked", lambda: "0 refusals" in pane(), 60)
+        subprocess.run([*tmux, "send-keys", "-t", "t", "r"], check=True)
+        found = _wait_for(
+            "both roles",
+            lambda: (
+                r
+                if len(r := {p: e for p in _children(pid) if (e := _exe(p)) and "worker" in e}) == 2
+                else {}
+            ),
+        )
+        assert isinstance(found, dict)
+        roles: dict[int, str] = found
+        _wait_for("a published capture", lambda: _published(captures / "run-1"))
+        tui_exe = _exe(pid)
+        assert tui_exe is not None
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+    _gone(roles)
+    _gone({pid: tui_exe})  # alpha-tui itself, within the same 5 s
