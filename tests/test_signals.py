@@ -252,11 +252,12 @@ def test_alpha_tui_whose_terminal_closes_stops_its_roles_and_exits(tmp_path: Pat
     )
     try:
         pid = _tui_pid(captures)
-        pane = lambda: (
-            subprocess.run(  # noqa: E731
+
+        def pane() -> str:
+            return subprocess.run(
                 [*tmux, "capture-pane", "-p", "-t", "t"], capture_output=True, text=True
             ).stdout
-        )
+
         _wait_for("the plan checked", lambda: "0 refusals" in pane(), 60)
         subprocess.run([*tmux, "send-keys", "-t", "t", "r"], check=True)
         found = _wait_for(
