@@ -165,10 +165,9 @@ def test_stdio_and_tcp_are_one_choice(tmp_path: Path) -> None:
 def test_the_flags_are_those_the_client_appends() -> None:
     """vscode-languageclient (the version in the extension's lock file) appends `--stdio` for a
     stdio command and `--clientProcessId=PID` for a node module: the cases above."""
-    if not CLIENT_MAIN.exists():
-        pytest.skip(
-            "vscode-extension/node_modules is not installed (vscode-extension/scripts/deps.sh)"
-        )
+    assert CLIENT_MAIN.exists(), (
+        "vscode-extension/node_modules is not installed (vscode-extension/scripts/deps.sh)"
+    )
     client = CLIENT_MAIN.read_text()
     assert "args.push('--stdio')" in client
     assert "args.push(`--clientProcessId=${process.pid.toString()}`)" in client
