@@ -79,8 +79,19 @@ class Views(_App):
             cells[0] = f"{cells[0]} gpu {view.device}{shadow}"
         return cells
 
+    def covered(self) -> bool:
+        """A role's panes or the help lie over the main screen. Its rows and plot then wait:
+        redrawing them under a modal screen made Textual re-render the dimmed background on
+        every tick, which took most of the app's time while the panes were open (a pane
+        switch answered in 300-500 ms with both cores busy)."""
+        return len(self.screen_stack) > 1
+
+    def uncovered(self, _: object = None) -> None:
+        """The panes or the help closed: the rows and plot catch up at once."""
+        self.call_after_refresh(self.redraw_rows)
+
     def redraw_rows(self) -> None:
-        if self.state is None:
+        if self.state is None or self.covered():
             return
         table = self.query_one(DataTable)
         if table.row_count == 0:
@@ -138,7 +149,8 @@ class Views(_App):
             r = current.roles.get(role) if current is not None else None
             return T.usage_line(r) if r is not None else ""
 
-        self.push_screen(RolePanes(role, self.views.get(role), events, tab, device, usage))
+        panes = RolePanes(role, self.views.get(role), events, tab, device, usage)
+        self.push_screen(panes, callback=self.uncovered)
 
     def action_log_scale(self) -> None:
         plot = self.query_one(LossPlot)
@@ -153,7 +165,7 @@ class Views(_App):
     def action_help(self) -> None:
         groups = [("keys of the main screen", list(self.BINDINGS))]
         groups.append(("keys of a role's panes (Enter or e/p/m/d)", list(RolePanes.BINDINGS)))
-        self.push_screen(HelpScreen(help_text(groups)))
+        self.push_screen(HelpScreen(help_text(groups)), callback=self.uncovered)
 
     def say(self, markup: str) -> None:
         self.query_one("#status", Static).update(markup)

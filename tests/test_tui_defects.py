@@ -232,6 +232,32 @@ async def test_enter_opens_the_roles_events_projection_and_memory() -> None:
 
 
 @IN_LOOP
+async def test_the_table_under_a_roles_panes_waits_and_catches_up() -> None:
+    """While a role's panes cover the main screen its rows are not redrawn (Textual re-rendered
+    the dimmed screen under the panes on every tick: a third of the app's time with 8 roles
+    running); when the panes close the rows show where the run is at once."""
+    app = AlphaTui(DIGITS, plan="star", steps=40_000)
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        await pilot.press("r")
+        await until(pilot, lambda: app.state is not None and app.state.roles, "the run to start")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, RolePanes)
+        under = app.screen_stack[0].query_one(DataTable)
+        shown = str(under.get_cell("hub", "round"))
+        assert shown != "40,000", "the run ended before the panes opened"
+        await until(pilot, lambda: app.result is not None, "the run to end")
+        await pilot.pause(0.3)
+        assert str(under.get_cell("hub", "round")) == shown  # nothing drawn under the panes
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert not isinstance(app.screen, RolePanes)
+        assert str(under.get_cell("hub", "round")) == "40,000"
+        assert str(under.get_cell("hub", "state")) == "done"
+
+
+@IN_LOOP
 async def test_question_mark_lists_every_binding() -> None:
     app = AlphaTui(DIGITS)
     async with app.run_test(size=LARGE) as pilot:
