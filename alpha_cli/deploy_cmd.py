@@ -15,21 +15,21 @@ from rich.markup import escape
 
 from alpha_cli.environment import Refused
 from alpha_cli.render import diagnostic_json, err, error_line, out, show_refusals
+from alpha_core.build.hosts_file import HostsRefused
 from alpha_core.deploy.k8s import K8sOptions, emit_k8s
 from alpha_core.deploy.slurm import SlurmOptions, SlurmReport, deploy_slurm, emit_slurm
 from alpha_core.deploy.slurm_cmd import SlurmError
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.diagnostic import visible
 from alpha_core.diagnostics.render import render
-from alpha_core.files import SecretNotWritten
-from alpha_core.hosts_file import HostsRefused
-from alpha_core.launch import RoleOutcome
 from alpha_core.link.toolchain import LinkError
 from alpha_core.plan.admission import AdmissionRefused
 from alpha_core.plan.model import Pairing, Plan
-from alpha_core.ports import DEFAULT_PORT_BASE
-from alpha_core.source_file import SourceRefusal, read_source
-from alpha_core.workspace import Analysis, Workspace
+from alpha_core.run.launch import RoleOutcome
+from alpha_core.support.files import SecretNotWritten
+from alpha_core.support.ports import DEFAULT_PORT_BASE
+from alpha_core.support.source_file import SourceRefusal, read_source
+from alpha_core.workspace.analysis import Analysis, Workspace
 
 OK, REFUSED = 0, 1
 T = TypeVar("T")

@@ -9,9 +9,9 @@ import argparse
 from rich.markup import escape
 
 from alpha_cli.render import out
-from alpha_core.diagnostics.docs import MOMENTS, example_output
 from alpha_core.diagnostics.fixes import ADVICE, fixed_example
 from alpha_core.diagnostics.registry import REGISTRY, Refusal
+from alpha_core.query.refusal_docs import MOMENTS, example_output
 
 
 class UnknownRefusal(Exception):

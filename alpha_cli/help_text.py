@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from alpha_core.version import version_line
+from alpha_core.support.version import version_line
 
 DESCRIPTIONS = {
     "check": "Parse and check a file: every refusal with its span, or what it declares.",

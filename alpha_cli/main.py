@@ -18,16 +18,15 @@ from alpha_cli.environment import Refused, StdoutUnwritable, drop_stdout, guard_
 from alpha_cli.help_text import decorate
 from alpha_cli.render import diagnostic_json, err, error_line, op_json, out, show_refusals
 from alpha_cli.run_view import Interrupted, gpu_lines, run_with_progress, training_line
-from alpha_core.build import BuildResult, BuiltExecutable, Deployment, build_program
+from alpha_core.build.executables import BuildResult, BuiltExecutable, Deployment, build_program
+from alpha_core.build.hosts_file import HostsRefused, read_hosts
 from alpha_core.checkpoint import CheckpointError, read_checkpoint
 from alpha_core.diagnostics import Diagnostic
-from alpha_core.hosts_file import HostsRefused, read_hosts
-from alpha_core.interruption import interrupted_line
-from alpha_core.launch import LaunchError, RoleOutcome, free_port_base
 from alpha_core.link.toolchain import LinkError
 from alpha_core.plan.projection import project
-from alpha_core.ports import ephemeral_overlap
-from alpha_core.runs import (
+from alpha_core.run.interruption import interrupted_line
+from alpha_core.run.launch import LaunchError, RoleOutcome, free_port_base
+from alpha_core.run.runs import (
     Choice,
     ChoiceError,
     build_choice,
@@ -35,9 +34,10 @@ from alpha_core.runs import (
     role_indices,
     run_folder,
 )
-from alpha_core.sizes import human_bytes, show_loss
-from alpha_core.source_file import SourceRefusal, read_source
-from alpha_core.workspace import Analysis, Workspace
+from alpha_core.support.ports import ephemeral_overlap
+from alpha_core.support.sizes import human_bytes, show_loss
+from alpha_core.support.source_file import SourceRefusal, read_source
+from alpha_core.workspace.analysis import Analysis, Workspace
 
 OK, REFUSED, USAGE, INTERNAL = 0, 1, 2, 101
 

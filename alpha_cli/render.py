@@ -11,7 +11,7 @@ from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.diagnostic import visible
 from alpha_core.diagnostics.render import render, span_json
 from alpha_core.plan.schedule import Link, Op
-from alpha_core.workspace import Analysis
+from alpha_core.workspace.analysis import Analysis
 
 # soft_wrap: lines are never broken by rich (a digest or a path stays whole, so it can be
 # copied); the terminal wraps what is wider than it.

@@ -9,9 +9,9 @@ from contextlib import contextmanager
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from alpha_cli.render import err
-from alpha_core.launch import Launch, RoleOutcome, startable
-from alpha_core.run_state import RunState
-from alpha_core.sizes import show_loss
+from alpha_core.run.launch import Launch, RoleOutcome, startable
+from alpha_core.run.run_state import RunState
+from alpha_core.support.sizes import show_loss
 
 STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -128,7 +128,7 @@ def training_line(steps: int, resume: str | None) -> str:
 def gpu_lines(outcomes: Sequence[RoleOutcome]) -> list[str]:
     """A line per GPU role of a finished run: its target and device, the device memory it
     holds against what was free when it started, its kernel time per round."""
-    from alpha_core.sizes import human_bytes
+    from alpha_core.support.sizes import human_bytes
 
     lines = []
     for o in outcomes:

@@ -10,8 +10,8 @@ from lsprotocol import types
 
 from alpha_core import query
 from alpha_core.diagnostics import Diagnostic
+from alpha_core.support.span import Span
 from alpha_core.syntax import ast
-from alpha_core.syntax.span import Span
 from alpha_lsp import diagnostics
 from alpha_lsp.server import AlphaServer, Snapshot, guarded
 

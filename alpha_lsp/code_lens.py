@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from alpha_core.syntax.span import Span
+from alpha_core.support.span import Span
 from alpha_lsp.server import AlphaServer, Snapshot, guarded
 
 RUN = "alpha.run"

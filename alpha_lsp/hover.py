@@ -11,8 +11,8 @@ from alpha_core.plan.model import Pairing, Plan
 from alpha_core.plan.profiles import DEVICE_PROFILES
 from alpha_core.query.keywords import keyword_doc
 from alpha_core.query.rename import word_at
+from alpha_core.support.span import Span
 from alpha_core.syntax import ast
-from alpha_core.syntax.span import Span
 from alpha_lsp.server import AlphaServer, Snapshot, guarded
 
 MAX_ROLES_SHOWN = 4

@@ -12,7 +12,7 @@ import re
 
 from lsprotocol import types
 
-from alpha_core.syntax.span import Span
+from alpha_core.support.span import Span
 
 _BREAK = re.compile(r"\r\n|\r|\n")
 

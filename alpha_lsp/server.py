@@ -29,9 +29,9 @@ from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from alpha_core.files import DATA_LIMIT, NotReadable, read_regular
-from alpha_core.memo import Lru
-from alpha_core.workspace import Analysis, Workspace
+from alpha_core.support.files import DATA_LIMIT, NotReadable, read_regular
+from alpha_core.support.memo import Lru
+from alpha_core.workspace.analysis import Analysis, Workspace
 from alpha_lsp import __version__
 from alpha_lsp.errors import (
     AlphaProtocol,
@@ -302,7 +302,7 @@ def _tune_collector() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from alpha_core.version import version_line
+    from alpha_core.support.version import version_line
 
     parser = argparse.ArgumentParser(prog="alpha-lsp", description="The Alpha language server.")
     transport = parser.add_mutually_exclusive_group()

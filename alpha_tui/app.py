@@ -31,20 +31,20 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, RichLog, Select, Static
 
-from alpha_core.build import BuildResult, BuiltExecutable, Deployment
-from alpha_core.captures import CaptureFolders
+from alpha_core.build.executables import BuildResult, BuiltExecutable, Deployment
+from alpha_core.build.hosts_file import HostsFile, HostsRefused, read_hosts
 from alpha_core.diagnostics import Diagnostic
-from alpha_core.hosts_file import HostsFile, HostsRefused, read_hosts
-from alpha_core.interruption import interrupted_line, run_argv
-from alpha_core.launch import Launch, LaunchError, free_port_base
-from alpha_core.ports import ephemeral_overlap
-from alpha_core.process_usage import ProcessUsage, Usage
-from alpha_core.role_views import RoleView, role_views
-from alpha_core.run_state import RunResult, RunState
-from alpha_core.runs import Choice, ChoiceError, build_choice, role_commands
-from alpha_core.sizes import human_bytes, show_loss
-from alpha_core.source_file import SourceRefusal, read_source
-from alpha_core.workspace import Analysis, Workspace
+from alpha_core.run.captures import CaptureFolders
+from alpha_core.run.interruption import interrupted_line, run_argv
+from alpha_core.run.launch import Launch, LaunchError, free_port_base
+from alpha_core.run.process_usage import ProcessUsage, Usage
+from alpha_core.run.role_views import RoleView, role_views
+from alpha_core.run.run_state import RunResult, RunState
+from alpha_core.run.runs import Choice, ChoiceError, build_choice, role_commands
+from alpha_core.support.ports import ephemeral_overlap
+from alpha_core.support.sizes import human_bytes, show_loss
+from alpha_core.support.source_file import SourceRefusal, read_source
+from alpha_core.workspace.analysis import Analysis, Workspace
 from alpha_tui import table as T
 from alpha_tui.loss_plot import LossPlot
 from alpha_tui.views import Views
@@ -177,8 +177,8 @@ class AlphaTui(Views, App[None]):
     # ---- checking and choosing ------------------------------------------------------------
 
     def read(self) -> str | None:
-        """The file's text, read as the CLI reads it (alpha_core.source_file). When it cannot
-        be read (deleted, replaced by a folder or a FIFO) the old analysis is dropped, so
+        """The file's text, read as the CLI reads it (alpha_core.support.source_file). When it
+        cannot be read (deleted, replaced by a folder or a FIFO) the old analysis is dropped, so
         nothing is built from text that is no longer there, and the refusal is shown."""
         text = read_source(self.path)
         if isinstance(text, SourceRefusal):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from alpha_core.source_file import SourceRefusal, read_source
+from alpha_core.support.source_file import SourceRefusal, read_source
 from alpha_tui.app import AlphaTui
 from alpha_tui.options import Options, parse
 

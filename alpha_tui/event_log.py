@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from alpha_core.sizes import human_bytes, show_loss
+from alpha_core.support.sizes import human_bytes, show_loss
 
 
 def line(event: dict[str, object]) -> str:

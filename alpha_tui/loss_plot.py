@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from alpha_core.sizes import show_loss
+from alpha_core.support.sizes import show_loss
 
 COLOURS = ("cyan", "magenta", "yellow", "green", "blue", "red", "bright_white", "bright_cyan")
 _BRAILLE = 0x2800

@@ -7,7 +7,7 @@ import argparse
 import textwrap
 from dataclasses import dataclass
 
-from alpha_core.version import version_line
+from alpha_core.support.version import version_line
 
 EPILOG = """examples:
   alpha-tui examples/digits.alpha --plan tree

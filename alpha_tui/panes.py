@@ -13,8 +13,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, RichLog, Static, TabbedContent, TabPane
 
-from alpha_core.role_views import RoleView
-from alpha_core.sizes import human_bytes
+from alpha_core.run.role_views import RoleView
+from alpha_core.support.sizes import human_bytes
 from alpha_tui.event_log import filtered, newer
 
 TABS = ("events", "projection", "memory", "device")

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from alpha_core.agreement import Agreement
-from alpha_core.run_state import RoleState
-from alpha_core.sizes import human_bytes, show_loss
+from alpha_core.run.agreement import Agreement
+from alpha_core.run.run_state import RoleState
+from alpha_core.support.sizes import human_bytes, show_loss
 
 WIDE = (
     "role", "round", "loss", "rate", "eta", "cpu", "rss", "frames", "bytes", "captured",

@@ -20,10 +20,10 @@ from alpha_tui.panes import HelpScreen, RolePanes, help_text
 if TYPE_CHECKING:  # for the checker, what the app it is mixed into has
     from textual.app import App
 
-    from alpha_core.hosts_file import HostsFile
-    from alpha_core.role_views import RoleView
-    from alpha_core.run_state import RunState
-    from alpha_core.workspace import Analysis
+    from alpha_core.build.hosts_file import HostsFile
+    from alpha_core.run.role_views import RoleView
+    from alpha_core.run.run_state import RunState
+    from alpha_core.workspace.analysis import Analysis
 
     _App = App[None]
 else:

@@ -30,7 +30,7 @@ from alpha_core.autodiff.reverse import training_step  # noqa: E402
 from alpha_core.codegen.graph_emit import live_nodes  # noqa: E402
 from alpha_core.codegen.kernels import build_kernels, emit_init  # noqa: E402
 from alpha_core.codegen.target import TARGETS, object_code  # noqa: E402
-from alpha_core.workspace import Workspace  # noqa: E402
+from alpha_core.workspace.analysis import Workspace  # noqa: E402
 
 
 def source(blocks: int) -> str:

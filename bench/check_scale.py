@@ -110,7 +110,7 @@ def run_check(folder: Path, n: int, data: str) -> Case:
 def profile(folder: Path, n: int, data: str, top: int) -> None:
     """The phases of one analysis in this process, then the functions with most own time."""
     from alpha_core.syntax import parser
-    from alpha_core.workspace import Workspace, clear_memos
+    from alpha_core.workspace.analysis import Workspace, clear_memos
 
     path = folder / f"s{n}.alpha"
     text = path.read_text()

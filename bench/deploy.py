@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from slurm_cluster import ROOT, Cluster, slurm_cluster  # noqa: E402
 
-from alpha_core.launch import free_port_base  # noqa: E402
+from alpha_core.run.launch import free_port_base  # noqa: E402
 
 SOURCE = ROOT / "examples" / "digits.alpha"
 

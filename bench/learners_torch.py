@@ -30,12 +30,12 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from alpha_core.build import build_program  # noqa: E402
+from alpha_core.build.executables import build_program  # noqa: E402
 from alpha_core.codegen.kernels import init_arguments  # noqa: E402
 from alpha_core.link.batch_reference import example_rows  # noqa: E402
 from alpha_core.semantics.rng import numpy_init  # noqa: E402
 from alpha_core.semantics.schedules import ScheduleSpec  # noqa: E402
-from alpha_core.workspace import Workspace  # noqa: E402
+from alpha_core.workspace.analysis import Workspace  # noqa: E402
 
 ADAM = "learner adam(lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8)"
 CASES = {

@@ -35,7 +35,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from alpha_core.syntax import parser
-from alpha_core.workspace import Workspace, clear_memos
+from alpha_core.workspace.analysis import Workspace, clear_memos
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -67,7 +67,7 @@ def best(repeats: int, work: Callable[[], object]) -> float:
 
 def main() -> int:
     from alpha_core.plan.projection import project
-    from alpha_core.workspace import Workspace
+    from alpha_core.workspace.analysis import Workspace
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)

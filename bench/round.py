@@ -8,11 +8,12 @@ by side in one run:
 
 - Alpha: a generated system whose compute is as small as it gets with exactly 2,410 parameters
   (synthetic data with 240 features, `x @ w + b` with w: f32[240, 10], b: f32[10], softmax
-  cross-entropy, sgd, batch 8 in 8 leaves of 1), built by `alpha_core.build` as one process,
-  as plan `pair` (2 workers) and as plan `tree8` (8 workers, hierarchy(fanout: 2)). Each build
-  exists with `steps N1` and `steps N2`; all roles run at once (`alpha_core.launch.run_roles`,
-  `--quiet`) and the whole run is timed by wall clock. Per round = (t_N2 - t_N1) / (N2 - N1),
-  each t the best of R, which removes process start, handshake and the parameter file.
+  cross-entropy, sgd, batch 8 in 8 leaves of 1), built by `alpha_core.build.executables` as one
+  process, as plan `pair` (2 workers) and as plan `tree8` (8 workers, hierarchy(fanout: 2)). Each
+  build exists with `steps N1` and `steps N2`; all roles run at once
+  (`alpha_core.run.launch.run_roles`, `--quiet`) and the whole run is timed by wall clock. Per
+  round = (t_N2 - t_N1) / (N2 - N1), each t the best of R, which removes process start,
+  handshake and the parameter file.
 - gloo: torch.distributed with the gloo backend at world sizes 2 and 8 on 127.0.0.1, one
   process per rank, one thread each; rank 0 times `all_reduce` (sum) of a 2,410-float tensor,
   in blocks of many calls after warm-up, and keeps the best block's mean.
@@ -121,9 +122,9 @@ class AlphaBuilds:
 
     def build(self) -> None:
         sys.path.insert(0, str(REPO))
-        from alpha_core.build import Deployment, build_plan, build_program
-        from alpha_core.launch import free_port_base
-        from alpha_core.workspace import Workspace
+        from alpha_core.build.executables import Deployment, build_plan, build_program
+        from alpha_core.run.launch import free_port_base
+        from alpha_core.workspace.analysis import Workspace
 
         for steps in (self.short, self.long):
             folder = self.work / f"alpha{steps}"
@@ -169,7 +170,7 @@ class AlphaBuilds:
                 ]
 
     def sample(self, config: str, steps: int) -> float:
-        from alpha_core.launch import run_roles
+        from alpha_core.run.launch import run_roles
 
         commands = self.commands[(config, steps)]
         t0 = time.perf_counter()

@@ -8,7 +8,7 @@ bash "$(dirname "${BASH_SOURCE[0]}")/system-packages.sh"
 ruff check alpha_core alpha_cli alpha_lsp alpha_tui tests bench
 ruff format --check alpha_core alpha_cli alpha_lsp alpha_tui tests bench
 mypy
-python -m alpha_core.diagnostics.docs --check
+python -m alpha_core.query.refusal_docs --check
 # the VS Code extension's npm packages (tests/test_editor_vscode.py): npm ci, reused when current
 bash vscode-extension/scripts/deps.sh
 bash vscode-extension/scripts/code-server.sh  # code-server for tests/test_editor_code_server.py: installed once, reused

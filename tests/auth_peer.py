@@ -122,7 +122,7 @@ def dial_handshake(
 @functools.lru_cache(maxsize=1)
 def launch_secret_file() -> str:
     """A secret file (a fresh secret, mode 0600) for tests that start roles with Popen rather
-    than through alpha_core.launch, which hands each launch its own: pass it as
+    than through alpha_core.run.launch, which hands each launch its own: pass it as
     `--secret-file`."""
     folder = tempfile.mkdtemp(prefix="alpha-secret-")
     return write_secret(os.path.join(folder, "launch.secret"), os.urandom(32))

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from alpha_core.build import BuildResult, build_program
+from alpha_core.build.executables import BuildResult, build_program
 from alpha_core.check.program import Program
 from alpha_core.plan.schedule import RoleSchedule
-from alpha_core.workspace import Workspace
+from alpha_core.workspace.analysis import Workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -38,7 +38,7 @@ def link_checked(program: Program, role: RoleSchedule, out: Path) -> str:
     """An x86-64 executable of `role` whose runtime traps on undefined behaviour (overflow,
     out-of-range shifts, misaligned or null access, out-of-bounds indexing): every runtime
     source compiled with the traps (once per folder), then linked as alpha_core links."""
-    from alpha_core.build import kernels_object
+    from alpha_core.build.executables import kernels_object
     from alpha_core.codegen.program_c import program_c
     from alpha_core.codegen.target import TARGETS
     from alpha_core.link.link import LINK_FLAGS

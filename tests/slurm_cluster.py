@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from alpha_core.launch import free_port_base
+from alpha_core.run.launch import free_port_base
 
 ROOT = Path(__file__).resolve().parents[1]
 NODES = {"n1": "127.0.0.2", "n2": "127.0.0.3"}

@@ -17,8 +17,8 @@ from conftest import EXAMPLES, cli
 
 from alpha_core.plan.admission import admit, admit_program
 from alpha_core.plan.profiles import DEFAULT_HOST_MEMORY, machine_profile
-from alpha_core.sizes import human_bytes
-from alpha_core.workspace import Workspace
+from alpha_core.support.sizes import human_bytes
+from alpha_core.workspace.analysis import Workspace
 
 PIECE = 2_411 * 4
 FRAME = 64 + PIECE

@@ -26,11 +26,11 @@ import pytest
 from auth_peer import connect, connect_local, read_exactly, write_secret
 from conftest import EXAMPLES, run_exe
 
-from alpha_core.build import Deployment, build_plan, build_program
+from alpha_core.build.executables import Deployment, build_plan, build_program
 from alpha_core.diagnostics.registry import REGISTRY
-from alpha_core.launch import Launch, RoleOutcome, free_port_base, new_secret, run_roles
 from alpha_core.link import frames
-from alpha_core.workspace import Analysis, Workspace
+from alpha_core.run.launch import Launch, RoleOutcome, free_port_base, new_secret, run_roles
+from alpha_core.workspace.analysis import Analysis, Workspace
 
 DIGITS = (EXAMPLES / "digits.alpha").read_text().replace('"data/', f'"{EXAMPLES}/data/')
 SHORT = DIGITS.replace("steps 300", "steps 12")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, ROOT, cli, run_exe
 
-from alpha_core.build import build_program
-from alpha_core.workspace import Workspace
+from alpha_core.build.executables import build_program
+from alpha_core.workspace.analysis import Workspace
 
 DIGITS = EXAMPLES / "digits.alpha"
 
@@ -140,7 +140,7 @@ def test_every_runtime_refusal_is_registered() -> None:
 def test_wider_vectors_change_speed_not_bits(tmp_path: Path) -> None:
     """x86-64-v3 (AVX2) kernels give the bits of the x86-64-v2 baseline."""
     assert " avx2" in Path("/proc/cpuinfo").read_text(), "this test needs an AVX2 machine"
-    from alpha_core.build import Deployment
+    from alpha_core.build.executables import Deployment
 
     program = _digits_program()
     shas = []

@@ -28,7 +28,7 @@ from alpha_core.codegen.leaves_kernel import OUTLINE_SUMS_FROM, batching
 from alpha_core.codegen.parts import PART_CALLS
 from alpha_core.codegen.target import TARGETS, optimized_ir
 from alpha_core.ir.graph import GraphBuilder
-from alpha_core.workspace import Workspace
+from alpha_core.workspace.analysis import Workspace
 
 
 def source(tensors: int, steps: int = 4, dense_every: int = 10) -> str:

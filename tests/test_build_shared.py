@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import run_exe
 
-from alpha_core.build import (
+from alpha_core.build.executables import (
     BuiltExecutable,
     Deployment,
     build_plan,
@@ -23,12 +23,12 @@ from alpha_core.build import (
 )
 from alpha_core.check.program import Program
 from alpha_core.codegen.program_c import program_c, program_part
-from alpha_core.launch import free_port_base
 from alpha_core.link.link import link_executable
 from alpha_core.link.object_cache import c_object
 from alpha_core.link.toolchain import LinkError, cache_root
 from alpha_core.plan.model import Plan
-from alpha_core.workspace import Workspace
+from alpha_core.run.launch import free_port_base
+from alpha_core.workspace.analysis import Workspace
 
 
 def source(seed: int, rows: int = 300) -> str:

@@ -24,7 +24,7 @@ from test_lsp_session import CONFIG, Client, init_params
 
 from alpha_core.check.program import DataSpec
 from alpha_core.data import csv_rows
-from alpha_core.workspace import Workspace
+from alpha_core.workspace.analysis import Workspace
 
 SOURCE = """system tiny {
   data train: table("d.csv", features: 4, label: last, classes: 3, holdout: 1)

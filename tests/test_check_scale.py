@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from alpha_core.workspace import Workspace, read_disk
+from alpha_core.workspace.analysis import Workspace, read_disk
 
 
 def _source(n: int) -> str:

@@ -31,7 +31,7 @@ from test_partitioned import (  # noqa: F401  (_kernels_once: the autouse fixtur
 )
 
 from alpha_core.checkpoint import CheckpointError, read_checkpoint
-from alpha_core.launch import RoleOutcome
+from alpha_core.run.launch import RoleOutcome
 
 LONG = SHORT.replace("steps 40", "steps 120")
 SECRET = launch_secret_file()  # for the roles started here with Popen (run_roles gives its own)

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, ROOT, cli
 
-from alpha_core.build import Deployment
+from alpha_core.build.deployment_check import deployment_refusals
+from alpha_core.build.executables import Deployment
 from alpha_core.codegen.target import TARGETS, known_cpus
-from alpha_core.deployment_check import deployment_refusals
-from alpha_core.launch import free_port_base
-from alpha_core.ports import DEFAULT_PORT_BASE, ephemeral_range
+from alpha_core.run.launch import free_port_base
+from alpha_core.support.ports import DEFAULT_PORT_BASE, ephemeral_range
 
 BLOBS = str(EXAMPLES / "blobs.alpha")
 DIGITS = str(EXAMPLES / "digits.alpha")
@@ -208,8 +208,8 @@ def test_deployment_inputs_out_of_range_are_refused(
 
 
 def test_the_port_range_of_the_roles_is_checked_at_its_ends() -> None:
-    from alpha_core.runs import role_ports
-    from alpha_core.workspace import Workspace
+    from alpha_core.run.runs import role_ports
+    from alpha_core.workspace.analysis import Workspace
 
     a = Workspace().analyze(DIGITS, Path(DIGITS).read_text())
     plan, _, _ = a.plan("tree")

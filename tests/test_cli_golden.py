@@ -20,11 +20,11 @@ from conftest import EXAMPLES, ROOT, cli
 
 from alpha_cli.explain_cmd import explanation, listing
 from alpha_cli.main import main as alpha
-from alpha_core.diagnostics.docs import MOMENTS, example_output
 from alpha_core.diagnostics.fixes import ADVICE, FIXES, fixed_example
 from alpha_core.diagnostics.registry import COMPILE, REGISTRY, _tiny
-from alpha_core.launch import Launch
-from alpha_core.workspace import Workspace
+from alpha_core.query.refusal_docs import MOMENTS, example_output
+from alpha_core.run.launch import Launch
+from alpha_core.workspace.analysis import Workspace
 
 DIGITS = str(EXAMPLES / "digits.alpha")
 
@@ -240,7 +240,7 @@ def test_several_labels_on_one_line_print_the_line_once(
 
 
 def test_an_h200_not_a_h200() -> None:
-    from alpha_core.check.words import article
+    from alpha_core.syntax.words import article
 
     assert [article(w) for w in ("h200", "a100", "rtx3070", "gpu", "x86_64", "unit")] == [
         "an",
@@ -358,7 +358,7 @@ def _subparser(command: str) -> argparse.ArgumentParser:
 
 
 def test_sizes_are_printed_as_the_lsp_prints_them(tmp_path: Path) -> None:
-    from alpha_core.sizes import human_bytes, show_loss
+    from alpha_core.support.sizes import human_bytes, show_loss
 
     assert human_bytes(8_588_215_204) == "8.00 GiB" and human_bytes(1536) == "1.50 KiB"
     assert show_loss(3e-9) == "3.0000e-09" and show_loss(0.040045) == "0.040045"

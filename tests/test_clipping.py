@@ -112,8 +112,8 @@ def test_the_checked_runtime_clips_without_undefined_behaviour(tmp_path: Path) -
     from conftest import link_checked
     from test_partitioned import Built, analysis
 
-    from alpha_core.launch import free_port_base
     from alpha_core.plan.projection import project
+    from alpha_core.run.launch import free_port_base
 
     text = system(CLIPPED, 8)
     want, _ = reference_run(text, tmp_path)
@@ -199,8 +199,8 @@ def test_mixed_instruction_sets_take_the_same_decision(tmp_path: Path) -> None:
     reference's bits."""
     from test_partitioned import analysis
 
-    from alpha_core.build import Deployment, build_plan
-    from alpha_core.launch import free_port_base, run_roles
+    from alpha_core.build.executables import Deployment, build_plan
+    from alpha_core.run.launch import free_port_base, run_roles
 
     text = system(CLIPPED, 8)
     want, _ = reference_run(text, tmp_path)

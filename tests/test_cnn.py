@@ -13,7 +13,7 @@ from conftest import EXAMPLES, run_exe
 from test_distributed import analysis, run_plan
 from test_exact import assert_exact
 
-from alpha_core.build import build_program
+from alpha_core.build.executables import build_program
 
 CNN = (EXAMPLES / "digits_cnn.alpha").read_text().replace('"data/', f'"{EXAMPLES}/data/')
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import EXAMPLES, cli
 
-from alpha_core.files import DATA_LIMIT
+from alpha_core.support.files import DATA_LIMIT
 
 SOURCE = (EXAMPLES / "digits.alpha").read_text()
 

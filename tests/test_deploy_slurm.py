@@ -26,7 +26,7 @@ import pytest
 from slurm_cluster import NODES, Cluster, slurm_cluster
 from test_partitioned import SHORT, build_single, written_sha
 
-from alpha_core.launch import free_port_base
+from alpha_core.run.launch import free_port_base
 
 MIXED = """
 pairing mixed for star {

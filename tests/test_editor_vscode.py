@@ -137,7 +137,7 @@ def test_problem_matcher_reads_alpha_check(compiled: Path, tmp_path: Path) -> No
     output.write_text(proc.stdout + proc.stderr)
     matched = json.loads(run("node", "test/match-problems.js", str(output)))
     assert matched["owner"] == "alpha"
-    from alpha_core.workspace import Workspace
+    from alpha_core.workspace.analysis import Workspace
 
     analysis = Workspace().analyze(str(path), broken)
     expected = []

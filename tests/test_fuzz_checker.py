@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.registry import REGISTRY
 from alpha_core.diagnostics.render import render, span_json
+from alpha_core.support.span import Span
 from alpha_core.syntax import ast
 from alpha_core.syntax.parser import clear_memos, parse
-from alpha_core.syntax.span import Span
-from alpha_core.workspace import Workspace
+from alpha_core.workspace.analysis import Workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.alpha"))

@@ -18,7 +18,7 @@ import pytest
 from conftest import EXAMPLES, cli, program_of, run_exe
 from reference import train
 
-from alpha_core.build import Deployment, build_program
+from alpha_core.build.executables import Deployment, build_program
 from alpha_core.codegen.gemm import GEMM_MIN_WORK
 from alpha_core.codegen.target import TARGETS
 from alpha_core.codegen.tiles import blocking_for, vector_width
@@ -266,7 +266,7 @@ def test_admission_counts_each_threads_packed_panels(tmp_path: Path) -> None:
     and a system whose products all stay small holds none."""
     from alpha_core.autodiff.reverse import training_step
     from alpha_core.plan.admission import admit, admit_program, task_scratch
-    from alpha_core.workspace import Workspace
+    from alpha_core.workspace.analysis import Workspace
 
     program = program_of(SOURCE % {"steps": 2}, tmp_path / "single.alpha")
     per_thread = task_scratch(program, training_step(program))
@@ -290,9 +290,9 @@ def test_a_plan_of_packed_products_and_partitioned_state_has_the_single_process_
     partitioned, two threads each: packed products, the update in tasks on each owner's slice
     and the canonical tree give the bits of one process and of the reference, then resume from
     the round-2 capture to the same bits."""
-    from alpha_core.build import Deployment, build_plan
-    from alpha_core.launch import free_port_base, run_roles
-    from alpha_core.workspace import Workspace
+    from alpha_core.build.executables import Deployment, build_plan
+    from alpha_core.run.launch import free_port_base, run_roles
+    from alpha_core.workspace.analysis import Workspace
 
     learner = "adam(lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8)"
     single = (LARGE % {"learner": learner}).replace("steps 3", "steps 4")

@@ -35,7 +35,7 @@ def test_the_core_imports_no_face_library() -> None:
         "syntax.parser",
         "check.system",
         "diagnostics.render",
-        "diagnostics.docs",
-        "workspace",
+        "query.refusal_docs",
+        "workspace.analysis",
     ):
         assert f"alpha_core.{phase}" in report["imported"]

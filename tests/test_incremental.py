@@ -12,9 +12,9 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from alpha_core.check.module import CheckedModule, check_module
 from alpha_core.syntax import parser
-from alpha_core.workspace import Analysis, CheckCounts, Workspace, clear_memos
+from alpha_core.workspace.analysis import Analysis, CheckCounts, Workspace, clear_memos
+from alpha_core.workspace.module_check import CheckedModule, check_module
 
 PATH = "/project/many.alpha"
 DATA = "/project/data/rows.csv"

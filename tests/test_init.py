@@ -15,7 +15,7 @@ from reference import init_params
 from test_exact import assert_exact
 
 from alpha_core.check.init_check import fans
-from alpha_core.workspace import Workspace
+from alpha_core.workspace.analysis import Workspace
 
 SYSTEM = """system s {
   data train: synthetic(rows: 120, features: 6, classes: 3, seed: 5, noise: 0.3)

@@ -1,4 +1,4 @@
-"""The launcher (alpha_core.launch), with real processes: a role that cannot be started is
+"""The launcher (alpha_core.run.launch), with real processes: a role that cannot be started is
 refused by name (`launch-failed`) before any role is left waiting for it, and a role can be
 killed by name while the others run on."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import cli
 
-from alpha_core.launch import Launch, LaunchError
+from alpha_core.run.launch import Launch, LaunchError
 
 SLEEPER = [
     sys.executable,

@@ -16,7 +16,7 @@ from test_partitioned import build_single, written_sha
 
 from alpha_core.semantics import schedules
 from alpha_core.semantics.numpy_arith import NumpyArith
-from alpha_core.workspace import Workspace
+from alpha_core.workspace.analysis import Workspace
 
 NEW = {
     "adamw-cosine-warmup": "adamw(lr: cosine(0.01, warmup: 5, final: 0.001), weight_decay: 0.1)",

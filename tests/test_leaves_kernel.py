@@ -15,13 +15,13 @@ from conftest import EXAMPLES, program_of, run_exe
 from reference import train
 
 from alpha_core.autodiff.reverse import training_step
-from alpha_core.build import Deployment, build_plan, build_program
+from alpha_core.build.executables import Deployment, build_plan, build_program
 from alpha_core.codegen.kernels import build_kernels
 from alpha_core.codegen.leaves_kernel import batching
 from alpha_core.codegen.target import TARGETS
-from alpha_core.launch import free_port_base, run_roles
 from alpha_core.plan.model import Plan
-from alpha_core.workspace import Workspace
+from alpha_core.run.launch import free_port_base, run_roles
+from alpha_core.workspace.analysis import Workspace
 
 # Five leaves of 40 rows (a tree that is not a power of two), three layers with biases: every
 # weight gradient is a packed product per leaf (96 x 120 x 40 and 120 x 100 x 40), the output

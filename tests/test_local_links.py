@@ -22,9 +22,9 @@ import pytest
 from conftest import program_of
 from reference import train
 
-from alpha_core.build import Deployment, build_plan
-from alpha_core.launch import RoleOutcome, free_port_base, run_roles
-from alpha_core.workspace import Workspace
+from alpha_core.build.executables import Deployment, build_plan
+from alpha_core.run.launch import RoleOutcome, free_port_base, run_roles
+from alpha_core.workspace.analysis import Workspace
 
 SOURCE = """system local_pair {
   data train: synthetic(rows: 64, features: 24, classes: 3, seed: 5, holdout: 0)

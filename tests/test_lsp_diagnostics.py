@@ -9,7 +9,7 @@ from lsprotocol import types
 from test_lsp_session import CONFIG, EXAMPLES, ROOT, Client, init_params
 
 from alpha_core.diagnostics.render import render
-from alpha_core.workspace import Workspace
+from alpha_core.workspace.analysis import Workspace
 
 IN_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
 

@@ -15,7 +15,7 @@ from test_lsp_session import CONFIG, EXAMPLES, ROOT, Client, doc, init_params, p
 
 from alpha_core.plan.profiles import DEVICE_PROFILES
 from alpha_core.syntax.format import format_text
-from alpha_core.workspace import Workspace
+from alpha_core.workspace.analysis import Workspace
 
 IN_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
 DIGITS = (EXAMPLES / "digits.alpha").read_text()

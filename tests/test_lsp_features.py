@@ -12,8 +12,8 @@ from test_lsp_session import CONFIG, EXAMPLES, ROOT, Client, doc, init_params, p
 from alpha_core.check.learner_check import LEARNERS
 from alpha_core.plan.admission import admit
 from alpha_core.plan.profiles import machine_profile
-from alpha_core.sizes import human_bytes
-from alpha_core.workspace import Workspace
+from alpha_core.support.sizes import human_bytes
+from alpha_core.workspace.analysis import Workspace
 
 IN_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
 DIGITS = (EXAMPLES / "digits.alpha").read_text()

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from test_fuzz_checker import EXAMPLES, FILES, SEEDS, mutants
 
 from alpha_core.syntax.format import format_text, layout_decl, tokens
-from alpha_core.workspace import Workspace
+from alpha_core.workspace.analysis import Workspace
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 COMMENT = re.compile(r"#[^\n]*")

@@ -12,7 +12,7 @@ from test_lsp_session import CONFIG, EXAMPLES, Client, init_params
 
 from alpha_core.plan.admission import admit
 from alpha_core.plan.projection import project
-from alpha_core.workspace import Workspace
+from alpha_core.workspace.analysis import Workspace
 
 IN_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
 DIGITS = (EXAMPLES / "digits.alpha").read_text()

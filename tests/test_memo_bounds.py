@@ -10,8 +10,8 @@ re-checks only what it must.
 
 from __future__ import annotations
 
-from alpha_core.memo import Lru, live_tables
-from alpha_core.workspace import Workspace
+from alpha_core.support.memo import Lru, live_tables
+from alpha_core.workspace.analysis import Workspace
 
 
 def _system(i: int) -> str:

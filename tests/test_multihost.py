@@ -35,10 +35,10 @@ from test_partitioned import (  # noqa: F401  (_kernels_once: the autouse fixtur
     written_sha,
 )
 
-from alpha_core.build import Deployment, build_plan
+from alpha_core.build.executables import Deployment, build_plan
+from alpha_core.build.hosts_file import HostsRefused, parse_hosts
 from alpha_core.checkpoint import read_checkpoint
-from alpha_core.hosts_file import HostsRefused, parse_hosts
-from alpha_core.launch import Launch, RoleOutcome, free_port_base
+from alpha_core.run.launch import Launch, RoleOutcome, free_port_base
 
 SUBNET = "10.77.0"
 HOSTS = 3

@@ -18,8 +18,8 @@ from test_exact import assert_exact
 from test_ops_layers import assert_finite_differences
 from test_partitioned import Built, analysis, written_sha
 
-from alpha_core.build import Deployment, build_plan, build_program
-from alpha_core.launch import free_port_base
+from alpha_core.build.executables import Deployment, build_plan, build_program
+from alpha_core.run.launch import free_port_base
 
 PLAN = """
 plan p for d {
@@ -101,7 +101,7 @@ REFUSED = {
 
 @pytest.mark.parametrize("case", sorted(REFUSED))
 def test_dropout_misuse_is_refused(case: str, tmp_path: Path) -> None:
-    from alpha_core.workspace import Workspace
+    from alpha_core.workspace.analysis import Workspace
 
     line, want = REFUSED[case]
     path = tmp_path / "r.alpha"

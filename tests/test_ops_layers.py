@@ -73,7 +73,7 @@ def test_layer_gradients_match_finite_differences(body: str, tmp_path: Path) -> 
 def test_a_gpu_pairing_of_the_layer_operations_checks_clean(tmp_path: Path) -> None:
     """max and min (and every other layer operation) have GPU kernels now: a GPU pairing of
     a system using them checks clean (tests/test_gpu_roles.py runs it on the host shadow)."""
-    from alpha_core.workspace import Workspace
+    from alpha_core.workspace.analysis import Workspace
 
     text = source("extremes") + (
         "\nplan pair for s {\n  roles worker[2]\n  topology pair\n}\n"

@@ -16,7 +16,7 @@ from reference import F32, evaluate, load_data
 from test_exact import assert_exact
 from test_ops_layers import assert_finite_differences
 
-from alpha_core.workspace import Workspace
+from alpha_core.workspace.analysis import Workspace
 
 
 @pytest.mark.parametrize("case", [BINARY, SMOOTH], ids=["sigmoid", "smoothing"])

@@ -18,11 +18,11 @@ import pytest
 from auth_peer import launch_secret_file
 from conftest import EXAMPLES
 
-import alpha_core.build as build
-from alpha_core.build import Deployment, build_plan, build_program
+import alpha_core.build.executables as build
+from alpha_core.build.executables import Deployment, build_plan, build_program
 from alpha_core.checkpoint import read_checkpoint
-from alpha_core.launch import RoleOutcome, free_port_base, run_roles
-from alpha_core.workspace import Workspace
+from alpha_core.run.launch import RoleOutcome, free_port_base, run_roles
+from alpha_core.workspace.analysis import Workspace
 
 DIGITS = (EXAMPLES / "digits.alpha").read_text().replace('"data/', f'"{EXAMPLES}/data/')
 SHORT = DIGITS.replace("steps 300", "steps 40")

@@ -9,7 +9,7 @@ import pytest
 from alpha_core.plan.projection import project
 from alpha_core.plan.tree import cover, internal_nodes, is_node, split
 from alpha_core.plan.verify import simulate
-from alpha_core.workspace import Workspace
+from alpha_core.workspace.analysis import Workspace
 
 
 def system(leaves: int, workers_line: str, topology: str, extra: str = "") -> str:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 
 from alpha_core.syntax import quick
-from alpha_core.syntax.build import Build
 from alpha_core.syntax.parser import _parser
+from alpha_core.syntax.to_ast import Build
 
 
 def lark_tree(text: str, at: int) -> object:

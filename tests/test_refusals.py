@@ -14,11 +14,11 @@ import pytest
 
 from alpha_cli.main import main as alpha
 from alpha_core.diagnostics import Diagnostic
-from alpha_core.diagnostics import docs as refusal_docs
 from alpha_core.diagnostics.registry import COMPILE, REGISTRY
 from alpha_core.diagnostics.render import render
-from alpha_core.syntax.span import LineIndex, Span
-from alpha_core.workspace import Workspace
+from alpha_core.query import refusal_docs
+from alpha_core.support.span import LineIndex, Span
+from alpha_core.workspace.analysis import Workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).resolve().parent / "golden" / "refusals"
@@ -278,7 +278,7 @@ def test_the_checker_emits_only_registered_names() -> None:
 def test_refusals_doc_is_current() -> None:
     current = (ROOT / "docs" / "refusals.md").read_text(encoding="utf-8")
     assert current == refusal_docs.refusals_markdown(), (
-        "docs/refusals.md is stale: run `python -m alpha_core.diagnostics.docs`"
+        "docs/refusals.md is stale: run `python -m alpha_core.query.refusal_docs`"
     )
     assert refusal_docs.main(["--check"]) == 0
 
@@ -305,7 +305,7 @@ def test_docs_check_detects_a_stale_file(tmp_path: Path) -> None:
 
 def test_docs_module_runs_as_a_command() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "alpha_core.diagnostics.docs", "--check"],
+        [sys.executable, "-m", "alpha_core.query.refusal_docs", "--check"],
         cwd=ROOT,
         capture_output=True,
         text=True,

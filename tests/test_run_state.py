@@ -3,7 +3,7 @@ and how each role ended (done, refused by name, killed, crashed without a name).
 
 from __future__ import annotations
 
-from alpha_core.run_state import LOSS_HISTORY, RunState
+from alpha_core.run.run_state import LOSS_HISTORY, RunState
 
 
 def test_events_fold_into_each_role() -> None:

@@ -99,7 +99,7 @@ def test_a_full_device_as_stdout_keeps_the_parameters(
 def test_sigpipe_is_ignored_on_aarch64_too(blobs: tuple[Path, str], tmp_path: Path) -> None:
     """events_init calls rt_sigaction with the kernel's struct itself: the same layout must
     hold on AArch64 (run under qemu-user, as the mixed-host tests run it)."""
-    from alpha_core.launch import command_for
+    from alpha_core.run.launch import command_for
 
     _, sha = blobs
     built = cli("build", str(EXAMPLES / "blobs.alpha"), "-o", str(tmp_path), "--target", "aarch64")

@@ -27,8 +27,8 @@ from auth_peer import connect_local, dial_handshake, launch_secret_file
 from conftest import EXAMPLES, link_checked
 from test_partitioned import Built, analysis, build_plan_roles, build_single, written_sha
 
-from alpha_core.launch import RoleOutcome, free_port_base
 from alpha_core.plan.projection import project
+from alpha_core.run.launch import RoleOutcome, free_port_base
 
 DIGITS = (EXAMPLES / "digits.alpha").read_text().replace('"data/', f'"{EXAMPLES}/data/')
 # 38,410 parameters: a piece is 153,644 bytes, a quarter of the parameters 38 KB (socket)

@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import cli
 from test_partitioned import SHORT
 
-from alpha_core.launch import run_roles
+from alpha_core.run.launch import run_roles
 
 
 def _steps(events: list[dict[str, object]]) -> list[dict[str, object]]:

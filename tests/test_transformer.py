@@ -18,9 +18,9 @@ from conftest import EXAMPLES, run_exe
 from test_exact import assert_exact
 from test_partitioned import Built, analysis, written_sha
 
-from alpha_core.build import Deployment, build_plan, build_program
+from alpha_core.build.executables import Deployment, build_plan, build_program
 from alpha_core.checkpoint import read_checkpoint
-from alpha_core.launch import free_port_base
+from alpha_core.run.launch import free_port_base
 
 TEXT = (EXAMPLES / "transformer.alpha").read_text()
 SYSTEM = TEXT[: TEXT.index("\nplan ")]
@@ -136,7 +136,7 @@ def test_a_table_of_token_columns_trains_as_the_sequence_source(tmp_path: Path) 
     bad.write_text("\n".join(lines) + "\n")
     path = tmp_path / "bad.alpha"
     path.write_text(as_table.replace(str(table), str(bad)))
-    from alpha_core.workspace import Workspace
+    from alpha_core.workspace.analysis import Workspace
 
     got = [(d.name, d.message) for d in Workspace().analyze_file(str(path)).diagnostics]
     assert ("data-malformed", f"{bad} line 4: label 11 is not a class index in 0..10") in got

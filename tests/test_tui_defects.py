@@ -13,12 +13,12 @@ from conftest import EXAMPLES
 from test_tui import status, until
 from textual.widgets import DataTable, Input
 
-from alpha_core.agreement import judge
-from alpha_core.launch import free_port_base
 from alpha_core.plan.projection import project
-from alpha_core.role_views import role_views
-from alpha_core.runs import Choice
-from alpha_core.workspace import Workspace
+from alpha_core.run.agreement import judge
+from alpha_core.run.launch import free_port_base
+from alpha_core.run.role_views import role_views
+from alpha_core.run.runs import Choice
+from alpha_core.workspace.analysis import Workspace
 from alpha_tui.app import AlphaTui
 from alpha_tui.loss_plot import LossPlot
 from alpha_tui.panes import HelpScreen, RolePanes

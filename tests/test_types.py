@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import program_of
 
-from alpha_core.workspace import Workspace
+from alpha_core.workspace.analysis import Workspace
 
 SYSTEM = """system t {
   data train: synthetic(rows: 64, features: 4, classes: 3, seed: 1)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from alpha_core.diagnostics import Diagnostic, Related
 from alpha_core.ir.graph import BATCH, Shape
-from alpha_core.syntax.span import Span
+from alpha_core.support.span import Span
 
 
 def show_shape(shape: Shape) -> str:

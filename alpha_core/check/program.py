@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from alpha_core.ir.graph import Graph, Shape
 from alpha_core.semantics.learners import SCALARS, SLOTS
 from alpha_core.semantics.schedules import ScheduleSpec
-from alpha_core.syntax.span import Span
+from alpha_core.support.span import Span
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ from alpha_core.check.init_check import check_init
 from alpha_core.check.learner_check import LEARNERS as LEARNERS  # re-exported: editors
 from alpha_core.check.learner_check import check_learner
 from alpha_core.check.program import DataSpec, LearnerSpec, ParamSpec, Program
-from alpha_core.check.words import DEVICE_WORDS, device_word
 from alpha_core.diagnostics import Related
 from alpha_core.ir.graph import BATCH, Graph, GraphBuilder, GraphTooLarge, size
+from alpha_core.support.span import Span
 from alpha_core.syntax import ast
 from alpha_core.syntax.shift import node_fields
-from alpha_core.syntax.span import Span
+from alpha_core.syntax.words import DEVICE_WORDS, device_word
 
 ITEM_WORDS = {
     ast.DataItem: "data",

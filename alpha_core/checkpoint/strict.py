@@ -10,7 +10,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from alpha_core.files import kind_of
+from alpha_core.support.files import kind_of
 
 
 class CheckpointError(Exception):

@@ -18,14 +18,14 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from alpha_core.build import Deployment, build_plan, role_file_name
+from alpha_core.build.executables import Deployment, build_plan, role_file_name
+from alpha_core.build.hosts_file import parse_hosts
 from alpha_core.deploy.yaml_text import to_yaml
-from alpha_core.files import write_secret
-from alpha_core.hosts_file import parse_hosts
-from alpha_core.launch import new_secret
 from alpha_core.link.toolchain import LinkError
 from alpha_core.plan.model import Pairing, Plan
-from alpha_core.ports import DEFAULT_PORT_BASE
+from alpha_core.run.launch import new_secret
+from alpha_core.support.files import write_secret
+from alpha_core.support.ports import DEFAULT_PORT_BASE
 
 SECRET_DIR = "/var/run/alpha"
 SECRET_KEY = "secret"

@@ -23,7 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from alpha_core.build import Deployment, build_plan, role_file_name
+from alpha_core.build.executables import Deployment, build_plan, role_file_name
+from alpha_core.build.hosts_file import parse_hosts
 from alpha_core.deploy.allocation import (
     Allocation,
     Component,
@@ -45,11 +46,10 @@ from alpha_core.deploy.slurm_files import (
     srun_argv,
 )
 from alpha_core.deploy.srun_streams import labelled, task_exits
-from alpha_core.files import write_secret
-from alpha_core.hosts_file import parse_hosts
-from alpha_core.launch import RoleOutcome, new_secret
 from alpha_core.plan.model import Pairing, Plan
-from alpha_core.ports import DEFAULT_PORT_BASE
+from alpha_core.run.launch import RoleOutcome, new_secret
+from alpha_core.support.files import write_secret
+from alpha_core.support.ports import DEFAULT_PORT_BASE
 
 OnEvent = Callable[[str, str, dict[str, object]], None]  # role, node, event
 OnPhase = Callable[[str], None]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from alpha_core.syntax.span import Span
+from alpha_core.support.span import Span
 
 # What a terminal or an editor would act on rather than show: C0 controls (tab included, and
 # newline: a message is one line), DEL, C1 controls (U+009B is a CSI on some terminals), the

@@ -6,7 +6,7 @@ The CLI colours this text; golden tests compare it as it is.
 from __future__ import annotations
 
 from alpha_core.diagnostics.diagnostic import Diagnostic, visible
-from alpha_core.syntax.span import LineIndex, Span
+from alpha_core.support.span import LineIndex, Span
 
 
 def _excerpt(index: LineIndex, span: Span, label: str, width: int) -> list[str]:

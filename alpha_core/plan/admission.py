@@ -23,7 +23,7 @@ from alpha_core.plan.profiles import Profile, host_profile
 from alpha_core.plan.projection import project
 from alpha_core.plan.schedule import RoleSchedule, single_process
 from alpha_core.plan.tree import split
-from alpha_core.sizes import human_bytes
+from alpha_core.support.sizes import human_bytes
 
 FLOAT = 4
 FRAME_HEADER = 64

@@ -15,8 +15,8 @@ from alpha_core.plan.model import (
     Plan,
 )
 from alpha_core.plan.state_check import check_state
+from alpha_core.support.span import Span
 from alpha_core.syntax import ast
-from alpha_core.syntax.span import Span
 
 T = TypeVar("T")
 ORDERS = {"canonical tree": True, "sequence": False, "arrival": False, "ring": False}

@@ -7,9 +7,9 @@ from alpha_core.codegen.gpu_support import gpu_unsupported
 from alpha_core.plan.admission import admit, positions
 from alpha_core.plan.model import Family, Pairing, PairingEntry, Plan
 from alpha_core.plan.profiles import MEMORY_UNITS
-from alpha_core.sizes import human_bytes
+from alpha_core.support.sizes import human_bytes
+from alpha_core.support.span import Span
 from alpha_core.syntax import ast
-from alpha_core.syntax.span import Span
 
 HOSTS = ("x86_64", "aarch64")
 MAX_CORES = 256  # the runtime's most threads (runtime/pool.c)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from alpha_core.check.context import show_shape
-from alpha_core.check.module import CheckedModule
 from alpha_core.query.tree import walk
+from alpha_core.support.span import Span
 from alpha_core.syntax import ast
-from alpha_core.syntax.span import Span
+from alpha_core.workspace.module_check import CheckedModule
 
 
 @dataclass(frozen=True)

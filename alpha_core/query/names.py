@@ -7,10 +7,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from alpha_core.check.module import CheckedModule
 from alpha_core.query.tree import contains, decl_at, fn_signature, type_text, walk
+from alpha_core.support.span import Span
 from alpha_core.syntax import ast
-from alpha_core.syntax.span import Span
+from alpha_core.workspace.module_check import CheckedModule
 
 
 def role_decls(module: ast.Module, plan_name: str | None) -> dict[str, ast.RoleDecl]:

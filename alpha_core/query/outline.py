@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from alpha_core.query.tree import fn_signature, type_text
+from alpha_core.support.span import Span
 from alpha_core.syntax import ast
-from alpha_core.syntax.span import Span
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from alpha_core.check.module import CheckedModule
 from alpha_core.query.names import names_in_scope, references_at
 from alpha_core.query.words import BUILTINS, KEYWORDS
+from alpha_core.support.span import Span
 from alpha_core.syntax import ast
-from alpha_core.syntax.span import Span
+from alpha_core.workspace.module_check import CheckedModule
 
 # the keywords, and the words a plan or pairing reads as keywords (`state`, `host`, ...)
 RESERVED = KEYWORDS | frozenset(

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from alpha_core.query.rename import word_at
 from alpha_core.query.tree import enclosing
+from alpha_core.support.span import Span
 from alpha_core.syntax import ast
-from alpha_core.syntax.span import Span
 
 
 def selection_chain(module: ast.Module, text: str, offset: int) -> list[Span]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from alpha_core.check.module import CheckedModule
 from alpha_core.ir.graph import Shape
+from alpha_core.support.span import Span
 from alpha_core.syntax import ast
-from alpha_core.syntax.span import Span
+from alpha_core.workspace.module_check import CheckedModule
 
 _FIELDS: dict[type, tuple[str, ...]] = {}  # a node class → the names of its fields
 

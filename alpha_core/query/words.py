@@ -6,12 +6,12 @@ import re
 from typing import NamedTuple
 
 from alpha_core.check.builtins import CALLS, REDUCE, UNARY
-from alpha_core.check.module import CheckedModule
 from alpha_core.check.system import INITS, LEARNERS, LOSSES
 from alpha_core.query.names import links
 from alpha_core.query.tree import walk
+from alpha_core.support.span import Span
 from alpha_core.syntax import ast
-from alpha_core.syntax.span import Span
+from alpha_core.workspace.module_check import CheckedModule
 
 KEYWORDS = frozenset(
     "system plan pairing for data batch leaves shuffle param fn let return loss learner steps "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from alpha_core.syntax.span import Span
+from alpha_core.support.span import Span
 
 # ---- expressions ---------------------------------------------------------------------------
 

@@ -25,9 +25,9 @@ import dataclasses
 import re
 from typing import NamedTuple
 
+from alpha_core.support.span import Span
 from alpha_core.syntax.parser import parse_decl
 from alpha_core.syntax.pieces import cut_decls
-from alpha_core.syntax.span import Span
 
 _TOKEN = re.compile(
     r"(?P<comment>#[^\n]*)|(?P<string>\"[^\"\n]*\"?)"

@@ -21,16 +21,16 @@ from typing import Any
 
 import lark
 
-from alpha_core.collector import collector_paused
 from alpha_core.diagnostics import Diagnostic, Related
-from alpha_core.memo import CacheInfo, Lru, memoized
+from alpha_core.support.collector import collector_paused
+from alpha_core.support.memo import CacheInfo, Lru, memoized
+from alpha_core.support.span import Span
 from alpha_core.syntax import ast
 from alpha_core.syntax import quick as syntax_quick
-from alpha_core.syntax.build import Build, SyntaxFailure
 from alpha_core.syntax.pieces import DeclPieces, cut_decls, scan_decl
 from alpha_core.syntax.shift import shift
 from alpha_core.syntax.shift import span as shift_span
-from alpha_core.syntax.span import Span
+from alpha_core.syntax.to_ast import Build, SyntaxFailure
 
 GRAMMAR_PATH = Path(__file__).resolve().parents[2] / "grammars" / "alpha.lark"
 ITEM_START = {"system": "system_item", "plan": "plan_item", "pairing": "pairing_item"}
@@ -111,7 +111,7 @@ def _placement_item(text: str, at: int) -> Diagnostic | None:
     """A system item that does not parse and opens with a placement word (`device gpu`,
     `host: x86_64`): the mistake is where it says it, not its grammar, so it is refused as
     such, once, with where placement is said instead."""
-    from alpha_core.check.words import device_word
+    from alpha_core.syntax.words import device_word
 
     word = text.split(maxsplit=1)[0].rstrip(":") if text.strip() else ""
     if not word or not device_word(word):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from alpha_core.syntax.span import Span
+from alpha_core.support.span import Span
 
 DECL_KEYWORDS = ("system", "plan", "pairing")
 OPEN = "({["

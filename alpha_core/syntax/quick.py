@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 
+from alpha_core.support.span import Span
 from alpha_core.syntax import ast
-from alpha_core.syntax.span import Span
 
 _WS = r"[ \t\f\r\n]+"
 _NAME = r"([A-Za-z_][A-Za-z0-9_]*)"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, TypeVar
 
-from alpha_core.syntax.span import Span
+from alpha_core.support.span import Span
 
 T = TypeVar("T")
 

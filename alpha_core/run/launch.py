@@ -319,7 +319,7 @@ def free_port_base(count: int, host: str = "127.0.0.1") -> int:
     import random
     import socket
 
-    from alpha_core.ports import HIGHEST_PORT, ephemeral_range
+    from alpha_core.support.ports import HIGHEST_PORT, ephemeral_range
 
     low, high = ephemeral_range()
     floor = 20_000 if low - count > 20_000 else 1024  # clear of well-known services

@@ -13,10 +13,10 @@ import ipaddress
 import re
 from collections.abc import Iterable
 
-from alpha_core.build import Deployment
+from alpha_core.build.executables import Deployment
 from alpha_core.codegen.target import cpu_problem
 from alpha_core.diagnostics import Diagnostic
-from alpha_core.ports import HIGHEST_PORT, LOWEST_PORT
+from alpha_core.support.ports import HIGHEST_PORT, LOWEST_PORT
 
 UINT32_MAX = 2**32 - 1
 TIMEOUT_MS = (1, 86_400_000)  # a millisecond to a day: longer is a unit mistake, not a deadline

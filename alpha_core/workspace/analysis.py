@@ -18,7 +18,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from alpha_core.check.module import (
+from alpha_core.check.program import Program
+from alpha_core.data import csv_rows, synthetic
+from alpha_core.diagnostics import Diagnostic
+from alpha_core.plan.model import Pairing, Plan
+from alpha_core.support.collector import collector_paused
+from alpha_core.support.files import DATA_LIMIT, NotReadable, read_regular
+from alpha_core.support.memo import Lru, MemoStats
+from alpha_core.syntax import ast, parser
+from alpha_core.syntax.parser import ParsedFile, parse_file
+from alpha_core.workspace.module_check import (
     CheckedModule,
     DeclCheck,
     Placed,
@@ -28,15 +37,6 @@ from alpha_core.check.module import (
     check_system_decl,
     shift_check,
 )
-from alpha_core.check.program import Program
-from alpha_core.collector import collector_paused
-from alpha_core.data import csv_rows, synthetic
-from alpha_core.diagnostics import Diagnostic
-from alpha_core.files import DATA_LIMIT, NotReadable, read_regular
-from alpha_core.memo import Lru, MemoStats
-from alpha_core.plan.model import Pairing, Plan
-from alpha_core.syntax import ast, parser
-from alpha_core.syntax.parser import ParsedFile, parse_file
 
 
 @dataclass(frozen=True)
@@ -245,7 +245,7 @@ class _Checker:
 
 
 class Workspace:
-    """Analyses of files, and the memos they share, each bounded (`alpha_core.memo.Lru`,
+    """Analyses of files, and the memos they share, each bounded (`alpha_core.support.memo.Lru`,
     least recently used out): whole analyses by (path, text), up to `capacity` of them and
     `text_budget` characters of their texts together; per declaration (checks of systems, plans
     and pairings) up to `declarations` entries and `text_budget` characters of declaration text

@@ -21,11 +21,11 @@ from alpha_core.ir.graph import Shape
 from alpha_core.plan.check import check_plan
 from alpha_core.plan.model import Pairing, Plan
 from alpha_core.plan.pairing_check import check_pairing
+from alpha_core.support.span import Span
 from alpha_core.syntax import ast
 from alpha_core.syntax.parser import shift_diagnostic
 from alpha_core.syntax.shift import replaced
 from alpha_core.syntax.shift import span as shift_span
-from alpha_core.syntax.span import Span
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Reading a source file for a face: its text, or the named refusal that says why there is none.
 
 The CLI and alpha-tui both read sources through `read_source`, so they refuse alike. Only a
-regular file is read (`alpha_core.files.read_regular`: a folder, a FIFO, a device or a socket is
+regular file is read (`alpha_core.support.files.read_regular`: a folder, a FIFO, a device or a
+socket is
 refused by what it is, checked on the descriptor opened without blocking, so a FIFO never hangs
 the reader). The bytes are decoded as UTF-8 with replacement: a byte that is not UTF-8 becomes
 U+FFFD, which the parser refuses as a `syntax-error` where it stands, in every face.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from alpha_core.files import NotReadable, read_regular
+from alpha_core.support.files import NotReadable, read_regular
 
 SOURCE_UNREADABLE = "source-unreadable"
 # Far above any real source (a 10 MB file of 32,870 systems checks in seconds), far below what

@@ -11,8 +11,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from alpha_core.agreement import Agreement
-from alpha_core.launch import ended
+from alpha_core.run.agreement import Agreement
+from alpha_core.run.launch import ended
 
 LOSS_HISTORY = 4096  # the losses kept per role, for a curve
 PACE_SAMPLES = 64  # the step events a role's rate is measured over

@@ -27,7 +27,7 @@ from pathlib import Path
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.diagnostic import Related
 from alpha_core.plan.schedule import RoleSchedule
-from alpha_core.syntax.span import LineIndex, Span
+from alpha_core.support.span import LineIndex, Span
 
 _LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOSTNAME = re.compile(rf"{_LABEL}(\.{_LABEL})*\.?")

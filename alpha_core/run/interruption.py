@@ -9,9 +9,9 @@ import signal
 from collections.abc import Sequence
 from pathlib import Path
 
-from alpha_core.captures import newest_capture
-from alpha_core.run_state import RunState
-from alpha_core.runs import Choice
+from alpha_core.run.captures import newest_capture
+from alpha_core.run.run_state import RunState
+from alpha_core.run.runs import Choice
 
 # the options whose value a resume replaces: the capture to start from is the new one
 _REPLACED = {"--resume"}

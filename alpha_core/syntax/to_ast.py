@@ -11,8 +11,8 @@ from typing import Any
 import lark
 
 from alpha_core.diagnostics import Diagnostic
+from alpha_core.support.span import Span
 from alpha_core.syntax import ast
-from alpha_core.syntax.span import Span
 
 
 class SyntaxFailure(Exception):

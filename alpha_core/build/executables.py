@@ -15,12 +15,12 @@ import llvmlite.binding as llvm
 
 import alpha_core.codegen.target as codegen_target
 from alpha_core.autodiff.reverse import training_step
+from alpha_core.build.gpu_objects import gpu_objects
+from alpha_core.build.hosts_file import HostsFile, check_hosts, placed, role_addresses
 from alpha_core.check.program import Program
 from alpha_core.codegen.kernels import build_kernels
 from alpha_core.codegen.program_c import program_part, role_part_c
 from alpha_core.codegen.target import TARGETS, object_code
-from alpha_core.gpu_build import gpu_objects
-from alpha_core.hosts_file import HostsFile, check_hosts, placed, role_addresses
 from alpha_core.link.link import link_role
 from alpha_core.link.object_cache import bytes_object, c_object, content_key
 from alpha_core.link.toolchain import LinkError, os_reason, runtime_objects, writable_folder
@@ -29,7 +29,7 @@ from alpha_core.plan.model import Pairing, Plan
 from alpha_core.plan.profiles import machine_profile
 from alpha_core.plan.projection import project
 from alpha_core.plan.schedule import RoleSchedule, single_process
-from alpha_core.ports import DEFAULT_PORT_BASE
+from alpha_core.support.ports import DEFAULT_PORT_BASE
 
 MANIFEST = "alpha-build.json"
 

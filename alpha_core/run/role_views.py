@@ -12,8 +12,8 @@ from alpha_core.plan.model import Pairing, Plan
 from alpha_core.plan.profiles import machine_profile
 from alpha_core.plan.projection import project
 from alpha_core.plan.schedule import single_process
-from alpha_core.runs import Choice, overridden, with_steps
-from alpha_core.workspace import Analysis
+from alpha_core.run.runs import Choice, overridden, with_steps
+from alpha_core.workspace.analysis import Analysis
 
 
 @dataclass(frozen=True)

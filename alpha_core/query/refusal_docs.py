@@ -1,7 +1,7 @@
 """docs/refusals.md, generated from the registry: every refusal by moment, with its story and,
 for the compile-time ones, the example and the exact text the renderer prints for it.
 
-`python -m alpha_core.diagnostics.docs` writes the file; `--check` fails when it is stale.
+`python -m alpha_core.query.refusal_docs` writes the file; `--check` fails when it is stale.
 """
 
 from __future__ import annotations
@@ -53,7 +53,9 @@ def _no_file(path: str) -> bytes | None:
 def example_diagnostics(refusal: Refusal) -> list[Diagnostic]:
     """What analysing the refusal's example reports: the file's refusals, or, when the file has
     none, the refusals of choosing a system to build (`no-system`)."""
-    from alpha_core.workspace import Workspace  # the workspace itself depends on diagnostics
+    from alpha_core.workspace.analysis import (
+        Workspace,  # the workspace itself depends on diagnostics
+    )
 
     assert refusal.example is not None
     analysis = Workspace(read_file=_no_file).analyze(
@@ -111,7 +113,7 @@ def refusals_markdown() -> str:
         "# Refusals",
         "",
         "<!-- Generated from alpha_core/diagnostics/registry.py by "
-        "`python -m alpha_core.diagnostics.docs`; do not edit by hand. -->",
+        "`python -m alpha_core.query.refusal_docs`; do not edit by hand. -->",
         "",
         "Every refusal Alpha gives has a stable name. The compiler, the executables, the editor "
         "and `alpha explain NAME` all read the same registry; this page is generated from it. "
@@ -134,7 +136,7 @@ def refusals_markdown() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m alpha_core.diagnostics.docs",
+        prog="python -m alpha_core.query.refusal_docs",
         description="Write docs/refusals.md from the refusal registry.",
     )
     p.add_argument(
@@ -147,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         current = args.path.read_text(encoding="utf-8") if args.path.is_file() else None
         if current != text:
             print(
-                f"{args.path} is out of date; run `python -m alpha_core.diagnostics.docs`",
+                f"{args.path} is out of date; run `python -m alpha_core.query.refusal_docs`",
                 file=sys.stderr,
             )
             return 1

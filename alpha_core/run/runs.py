@@ -9,16 +9,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from alpha_core.build import BuildResult, BuiltExecutable, Deployment, build_plan, build_program
+from alpha_core.build.deployment_check import deployment_refusals
+from alpha_core.build.executables import (
+    BuildResult,
+    BuiltExecutable,
+    Deployment,
+    build_plan,
+    build_program,
+)
 from alpha_core.check.program import Program
-from alpha_core.deployment_check import deployment_refusals
 from alpha_core.diagnostics import Diagnostic
-from alpha_core.launch import command_for
 from alpha_core.link.toolchain import LinkError
 from alpha_core.plan.admission import AdmissionRefused
 from alpha_core.plan.model import Plan
 from alpha_core.plan.projection import project
-from alpha_core.workspace import Analysis
+from alpha_core.run.launch import command_for
+from alpha_core.workspace.analysis import Analysis
 
 STEPS_LIMIT = 4_294_967_295  # a round counter of the runtime is 32 bits
 ALL_ROLES_LIMIT = 64  # a plan with more roles is built (and projected) one role at a time
