@@ -18,8 +18,8 @@ from alpha_cli.environment import Refused, StdoutUnwritable, drop_stdout, guard_
 from alpha_cli.help_text import decorate
 from alpha_cli.render import diagnostic_json, err, error_line, op_json, out, show_refusals
 from alpha_cli.run_view import Interrupted, gpu_lines, run_with_progress, training_line
-from alpha_core.build.executables import BuildResult, BuiltExecutable, Deployment, build_program
 from alpha_core.build.hosts_file import HostsRefused, read_hosts
+from alpha_core.build.outputs import BuildResult, BuiltExecutable, Deployment
 from alpha_core.checkpoint import CheckpointError, read_checkpoint
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.link.toolchain import LinkError
@@ -331,6 +331,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     program, diags = a.program(args.system)
     if program is None:
         return _refused(a, diags, args.json)
+    from alpha_core.build.executables import build_program  # LLVM loads when eval builds
+
     with tempfile.TemporaryDirectory(prefix="alpha-eval-") as tmp:
         try:
             result = build_program(program, Path(tmp), "x86_64", args.data)

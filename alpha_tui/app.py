@@ -31,8 +31,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, RichLog, Select, Static
 
-from alpha_core.build.executables import BuildResult, BuiltExecutable, Deployment
 from alpha_core.build.hosts_file import HostsFile, HostsRefused, read_hosts
+from alpha_core.build.outputs import BuildResult, BuiltExecutable, Deployment
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.run.captures import CaptureFolders
 from alpha_core.run.interruption import interrupted_line, run_argv

@@ -44,7 +44,8 @@ sys.path.insert(0, str(BENCH))
 
 from machine import machine  # noqa: E402
 
-from alpha_core.build.executables import Deployment, build_plan, build_program  # noqa: E402
+from alpha_core.build.executables import build_plan, build_program  # noqa: E402
+from alpha_core.build.outputs import Deployment  # noqa: E402
 from alpha_core.link.toolchain import cache_root  # noqa: E402
 from alpha_core.run.launch import free_port_base  # noqa: E402
 from alpha_core.workspace.analysis import Workspace  # noqa: E402

@@ -95,7 +95,8 @@ def events(command: list[str]) -> list[dict[str, Any]]:
 
 
 def build(source: str, folder: Path, every: int) -> str:
-    from alpha_core.build.executables import Deployment, build_program
+    from alpha_core.build.executables import build_program
+    from alpha_core.build.outputs import Deployment
     from alpha_core.workspace.analysis import Workspace
 
     path = folder / "system.alpha"

@@ -122,7 +122,8 @@ class AlphaBuilds:
 
     def build(self) -> None:
         sys.path.insert(0, str(REPO))
-        from alpha_core.build.executables import Deployment, build_plan, build_program
+        from alpha_core.build.executables import build_plan, build_program
+        from alpha_core.build.outputs import Deployment
         from alpha_core.run.launch import free_port_base
         from alpha_core.workspace.analysis import Workspace
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from alpha_core.build.executables import BuildResult, build_program
+from alpha_core.build.executables import build_program
+from alpha_core.build.outputs import BuildResult
 from alpha_core.check.program import Program
 from alpha_core.plan.schedule import RoleSchedule
 from alpha_core.workspace.analysis import Workspace

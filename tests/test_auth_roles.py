@@ -26,7 +26,8 @@ import pytest
 from auth_peer import connect, connect_local, read_exactly, write_secret
 from conftest import EXAMPLES, run_exe
 
-from alpha_core.build.executables import Deployment, build_plan, build_program
+from alpha_core.build.executables import build_plan, build_program
+from alpha_core.build.outputs import Deployment
 from alpha_core.diagnostics.registry import REGISTRY
 from alpha_core.link import frames
 from alpha_core.run.launch import Launch, RoleOutcome, free_port_base, new_secret, run_roles

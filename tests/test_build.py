@@ -140,7 +140,7 @@ def test_every_runtime_refusal_is_registered() -> None:
 def test_wider_vectors_change_speed_not_bits(tmp_path: Path) -> None:
     """x86-64-v3 (AVX2) kernels give the bits of the x86-64-v2 baseline."""
     assert " avx2" in Path("/proc/cpuinfo").read_text(), "this test needs an AVX2 machine"
-    from alpha_core.build.executables import Deployment
+    from alpha_core.build.outputs import Deployment
 
     program = _digits_program()
     shas = []

@@ -24,10 +24,10 @@ from alpha_core.check.expressions import ExprLowering
 from alpha_core.check.program import Program
 from alpha_core.check.system import MAX_MODEL_NODES, MAX_PARAM_TENSORS
 from alpha_core.codegen.kernels import build_kernels
-from alpha_core.codegen.leaves_kernel import OUTLINE_SUMS_FROM, batching
 from alpha_core.codegen.parts import PART_CALLS
 from alpha_core.codegen.target import TARGETS, optimized_ir
 from alpha_core.ir.graph import GraphBuilder
+from alpha_core.lower.batching import OUTLINE_SUMS_FROM, batching
 from alpha_core.workspace.analysis import Workspace
 
 

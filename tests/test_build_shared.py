@@ -13,14 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import run_exe
 
-from alpha_core.build.executables import (
-    BuiltExecutable,
-    Deployment,
-    build_plan,
-    build_program,
-    kernels_file,
-    kernels_object,
-)
+from alpha_core.build.executables import build_plan, build_program, kernels_file, kernels_object
+from alpha_core.build.outputs import BuiltExecutable, Deployment
 from alpha_core.check.program import Program
 from alpha_core.codegen.program_c import program_c, program_part
 from alpha_core.link.link import link_executable

@@ -22,8 +22,8 @@ import pytest_lsp
 from conftest import build, cli, program_of, run_exe
 from test_lsp_session import CONFIG, Client, init_params
 
-from alpha_core.check.program import DataSpec
 from alpha_core.data import csv_rows
+from alpha_core.data.spec import DataSpec
 from alpha_core.workspace.analysis import Workspace
 
 SOURCE = """system tiny {

@@ -18,7 +18,7 @@ import pytest
 from conftest import EXAMPLES, ROOT, cli
 
 from alpha_core.build.deployment_check import deployment_refusals
-from alpha_core.build.executables import Deployment
+from alpha_core.build.outputs import Deployment
 from alpha_core.codegen.target import TARGETS, known_cpus
 from alpha_core.run.launch import free_port_base
 from alpha_core.support.ports import DEFAULT_PORT_BASE, ephemeral_range

@@ -199,7 +199,8 @@ def test_mixed_instruction_sets_take_the_same_decision(tmp_path: Path) -> None:
     reference's bits."""
     from test_partitioned import analysis
 
-    from alpha_core.build.executables import Deployment, build_plan
+    from alpha_core.build.executables import build_plan
+    from alpha_core.build.outputs import Deployment
     from alpha_core.run.launch import free_port_base, run_roles
 
     text = system(CLIPPED, 8)

@@ -13,8 +13,9 @@ import pytest
 from auth_peer import launch_secret_file
 from conftest import EXAMPLES, run_exe
 
-from alpha_core.build.executables import Deployment, build_plan, build_program
-from alpha_core.plan.tree import internal_nodes, split
+from alpha_core.build.executables import build_plan, build_program
+from alpha_core.build.outputs import Deployment
+from alpha_core.lower.tree import internal_nodes, split
 from alpha_core.run.launch import RoleOutcome, free_port_base, run_roles
 from alpha_core.workspace.analysis import Workspace
 

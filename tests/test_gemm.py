@@ -18,10 +18,11 @@ import pytest
 from conftest import EXAMPLES, cli, program_of, run_exe
 from reference import train
 
-from alpha_core.build.executables import Deployment, build_program
-from alpha_core.codegen.gemm import GEMM_MIN_WORK
+from alpha_core.build.executables import build_program
+from alpha_core.build.outputs import Deployment
 from alpha_core.codegen.target import TARGETS
-from alpha_core.codegen.tiles import blocking_for, vector_width
+from alpha_core.codegen.tiles import vector_width
+from alpha_core.lower.blocking import GEMM_MIN_WORK, blocking_for
 
 # Leaf 13 x 300 features -> 270 -> 260 -> 5 classes: 13 rows fill no register tile; k = 300
 # and 270 each take two blocks of 256; n = 270 and 260 take two column tasks; the weight
@@ -290,7 +291,8 @@ def test_a_plan_of_packed_products_and_partitioned_state_has_the_single_process_
     partitioned, two threads each: packed products, the update in tasks on each owner's slice
     and the canonical tree give the bits of one process and of the reference, then resume from
     the round-2 capture to the same bits."""
-    from alpha_core.build.executables import Deployment, build_plan
+    from alpha_core.build.executables import build_plan
+    from alpha_core.build.outputs import Deployment
     from alpha_core.run.launch import free_port_base, run_roles
     from alpha_core.workspace.analysis import Workspace
 

@@ -16,8 +16,8 @@ from conftest import EXAMPLES, cli, program_of
 
 from alpha_core.autodiff.reverse import training_step
 from alpha_core.codegen.gpu_kernels import build_gpu_kernels
-from alpha_core.codegen.gpu_support import gpu_unsupported
 from alpha_core.codegen.ptx import PTX_CPU, emit_ptx, kernel_names, lint_ptx
+from alpha_core.lower.gpu_support import gpu_unsupported
 
 PTXAS = Path(next(iter(nvidia.__path__))) / "cu13" / "bin" / "ptxas"
 ARCHES = ("sm_80", "sm_86", "sm_90")

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, ROOT, program_of
 
-from alpha_core.build.executables import Deployment, build_program
+from alpha_core.build.executables import build_program
+from alpha_core.build.outputs import Deployment
 from alpha_core.checkpoint import read_checkpoint
 
 BLOBS = (EXAMPLES / "blobs.alpha").read_text()

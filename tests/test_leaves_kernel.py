@@ -15,10 +15,11 @@ from conftest import EXAMPLES, program_of, run_exe
 from reference import train
 
 from alpha_core.autodiff.reverse import training_step
-from alpha_core.build.executables import Deployment, build_plan, build_program
+from alpha_core.build.executables import build_plan, build_program
+from alpha_core.build.outputs import Deployment
 from alpha_core.codegen.kernels import build_kernels
-from alpha_core.codegen.leaves_kernel import batching
 from alpha_core.codegen.target import TARGETS
+from alpha_core.lower.batching import batching
 from alpha_core.plan.model import Plan
 from alpha_core.run.launch import free_port_base, run_roles
 from alpha_core.workspace.analysis import Workspace

@@ -22,7 +22,8 @@ import pytest
 from conftest import program_of
 from reference import train
 
-from alpha_core.build.executables import Deployment, build_plan
+from alpha_core.build.executables import build_plan
+from alpha_core.build.outputs import Deployment
 from alpha_core.run.launch import RoleOutcome, free_port_base, run_roles
 from alpha_core.workspace.analysis import Workspace
 

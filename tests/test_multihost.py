@@ -35,8 +35,9 @@ from test_partitioned import (  # noqa: F401  (_kernels_once: the autouse fixtur
     written_sha,
 )
 
-from alpha_core.build.executables import Deployment, build_plan
+from alpha_core.build.executables import build_plan
 from alpha_core.build.hosts_file import HostsRefused, parse_hosts
+from alpha_core.build.outputs import Deployment
 from alpha_core.checkpoint import read_checkpoint
 from alpha_core.run.launch import Launch, RoleOutcome, free_port_base
 

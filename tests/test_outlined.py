@@ -10,9 +10,10 @@ from conftest import build, program_of, run_exe
 from reference import train
 
 from alpha_core.autodiff.reverse import training_step
-from alpha_core.codegen.graph_emit import OUTLINE_FROM, live_nodes
+from alpha_core.codegen.graph_emit import OUTLINE_FROM
 from alpha_core.codegen.kernels import build_kernels
 from alpha_core.codegen.target import TARGETS
+from alpha_core.lower.live import live_nodes
 
 
 def residual(blocks: int, width: int = 6) -> str:

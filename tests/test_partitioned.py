@@ -19,7 +19,8 @@ from auth_peer import launch_secret_file
 from conftest import EXAMPLES
 
 import alpha_core.build.executables as build
-from alpha_core.build.executables import Deployment, build_plan, build_program
+from alpha_core.build.executables import build_plan, build_program
+from alpha_core.build.outputs import Deployment
 from alpha_core.checkpoint import read_checkpoint
 from alpha_core.run.launch import RoleOutcome, free_port_base, run_roles
 from alpha_core.workspace.analysis import Workspace

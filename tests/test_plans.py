@@ -6,8 +6,8 @@ import random
 
 import pytest
 
+from alpha_core.lower.tree import cover, internal_nodes, is_node, split
 from alpha_core.plan.projection import project
-from alpha_core.plan.tree import cover, internal_nodes, is_node, split
 from alpha_core.plan.verify import simulate
 from alpha_core.workspace.analysis import Workspace
 

@@ -19,7 +19,7 @@ import pytest
 from alpha_core.link import LinkError, compile_c, link_executable
 from alpha_core.link.batch_reference import example_rows
 from alpha_core.link.toolchain import runtime_dir
-from alpha_core.link.tree_reference import tree_combine
+from alpha_core.lower.tree import tree_combine
 
 TARGET = "x86_64-linux-musl"
 FIXTURES = Path(__file__).parent / "fixtures" / "runtime"

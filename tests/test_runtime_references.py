@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from alpha_core.link.batch_reference import example_rows, permute, splitmix64
-from alpha_core.link.tree_reference import tree_combine, tree_shape, tree_split
+from alpha_core.lower.tree import tree_combine, tree_shape, tree_split
 
 
 def test_splitmix64_matches_the_published_sequence() -> None:

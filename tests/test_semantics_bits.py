@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from llvmlite import ir
 
-from alpha_core.semantics import mathfuncs, rng
+from alpha_core.semantics import llvm_arith, mathfuncs, rng, rng_llvm
 from alpha_core.semantics.arith import Arith
 from alpha_core.semantics.harness import build_shared, emit_unary_kernel, unary_caller
 from alpha_core.semantics.llvm_arith import F32, I32, I64, LlvmArith
@@ -96,7 +96,7 @@ def _emit_dynamic_seed_init(module: ir.Module, name: str, kind: str, params: Any
     )
     out, count, first, seed = fn.args
     bld = ir.IRBuilder(fn.append_basic_block("entry"))
-    rng.emit_init(bld, kind, params, seed, out, count, first)
+    rng_llvm.emit_init(bld, kind, params, seed, out, count, first)
     bld.ret_void()
 
 
@@ -141,10 +141,10 @@ DYN_PARAMS = {"uniform": (-2.0, 3.0), "normal": (0.25, 1.5)}
 @pytest.fixture(scope="module")
 def native(tmp_path_factory: pytest.TempPathFactory) -> Native:
     module = ir.Module(name="semantics_test")
-    for name, fn in mathfuncs.emit_math_functions(module).items():
+    for name, fn in llvm_arith.emit_math_functions(module).items():
         emit_unary_kernel(module, f"k_{name}", fn)
     for idx, (kind, params, seed) in enumerate(INIT_CASES):
-        rng.emit_init_function(module, f"init_{idx}", kind, params, seed)
+        rng_llvm.emit_init_function(module, f"init_{idx}", kind, params, seed)
     for kind, params in DYN_PARAMS.items():
         _emit_dynamic_seed_init(module, f"dyn_{kind}", kind, params)
     for name, spec in PRIMITIVES.items():

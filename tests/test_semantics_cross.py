@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from llvmlite import ir
 
-from alpha_core.semantics import mathfuncs, rng
+from alpha_core.semantics import llvm_arith, mathfuncs, rng, rng_llvm
 from alpha_core.semantics.harness import emit_unary_kernel, optimise, target_machine
 
 NAMES = list(mathfuncs.RECIPES)
@@ -60,10 +60,10 @@ int main(int argc, char **argv) {
 
 def _module() -> ir.Module:
     module = ir.Module(name="semantics_cross")
-    for name, fn in mathfuncs.emit_math_functions(module).items():
+    for name, fn in llvm_arith.emit_math_functions(module).items():
         emit_unary_kernel(module, f"k_{name}", fn)
     for i, (kind, params, seed) in enumerate(INITS):
-        rng.emit_init_function(module, f"init_{i}", kind, params, seed)
+        rng_llvm.emit_init_function(module, f"init_{i}", kind, params, seed)
     return module
 
 

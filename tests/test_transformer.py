@@ -18,7 +18,8 @@ from conftest import EXAMPLES, run_exe
 from test_exact import assert_exact
 from test_partitioned import Built, analysis, written_sha
 
-from alpha_core.build.executables import Deployment, build_plan, build_program
+from alpha_core.build.executables import build_plan, build_program
+from alpha_core.build.outputs import Deployment
 from alpha_core.checkpoint import read_checkpoint
 from alpha_core.run.launch import free_port_base
 

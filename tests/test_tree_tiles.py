@@ -28,7 +28,7 @@ from alpha_core.codegen.target import TARGETS, HostTarget, object_code
 from alpha_core.codegen.tiles import blocking_of
 from alpha_core.codegen.tree_tiles import TREE_TILE_MAX_K, tile_rows
 from alpha_core.link.toolchain import link_kernels_driver
-from alpha_core.link.tree_reference import tree_combine
+from alpha_core.lower.tree import tree_combine
 
 # (leaves, m, n, k): m rows of C (A is k x m per leaf, stored transposed as the gradients read
 # it), n columns (B is k x n per leaf, row-major)

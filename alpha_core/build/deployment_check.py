@@ -13,7 +13,7 @@ import ipaddress
 import re
 from collections.abc import Iterable
 
-from alpha_core.build.executables import Deployment
+from alpha_core.build.outputs import Deployment
 from alpha_core.codegen.target import cpu_problem
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.support.ports import HIGHEST_PORT, LOWEST_PORT

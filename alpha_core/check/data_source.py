@@ -9,9 +9,9 @@ from pathlib import PurePosixPath
 
 from alpha_core.check import arguments as A
 from alpha_core.check.context import CheckContext
-from alpha_core.check.program import DataSpec
 from alpha_core.data import sequences, synthetic
 from alpha_core.data.csv_rows import Shape, checked_rows
+from alpha_core.data.spec import DataSpec
 from alpha_core.support.files import DATA_LIMIT, why_not_read
 from alpha_core.syntax import ast
 

@@ -14,7 +14,8 @@ from alpha_core.check.init_check import INITS as INITS  # re-exported: editors
 from alpha_core.check.init_check import check_init
 from alpha_core.check.learner_check import LEARNERS as LEARNERS  # re-exported: editors
 from alpha_core.check.learner_check import check_learner
-from alpha_core.check.program import DataSpec, LearnerSpec, ParamSpec, Program
+from alpha_core.check.program import LearnerSpec, ParamSpec, Program
+from alpha_core.data.spec import DataSpec
 from alpha_core.diagnostics import Related
 from alpha_core.ir.graph import BATCH, Graph, GraphBuilder, GraphTooLarge, size
 from alpha_core.support.span import Span

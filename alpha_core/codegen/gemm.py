@@ -24,29 +24,16 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from alpha_core.codegen.combine_walk import tree_walk
 from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, for_count, gep, i64, splat
 from alpha_core.codegen.packing import ceil_div, copy_tile, min_i64, pack_panels
-from alpha_core.codegen.tiles import Blocking
 from alpha_core.codegen.tree_tiles import (
     TREE_TILE_MAX_K,
     emit_blocked_tree_task,
     emit_tree_tiles_task,
 )
+from alpha_core.lower.blocking import TREE_MC, Blocking
+from alpha_core.lower.tree import tree_walk
 
-# A product below this many multiply-adds runs the plain loop in place (no packing, no tasks):
-# for the small layers of small models the packing would cost more than it saves.
-GEMM_MIN_WORK = 1 << 18
-
-
-def packed(m: int, n: int, k: int) -> bool:
-    """Whether an m x k by k x n product takes the packed GEMM."""
-    return m * n * k >= GEMM_MIN_WORK
-
-
-# Rows of a tree task's block of C: each leaf's block and the tree's pending values stay in the
-# core's L2 beside the panels (a multiple of every MR).
-TREE_MC = 96
 DIRECT_ROWS = 96  # B is read in place by one row of tasks of at most this many rows
 # ... a global the runtime lowers to 0 in a role that shares its machine with other roles
 DIRECT_ROWS_SYMBOL = "alpha_direct_rows"

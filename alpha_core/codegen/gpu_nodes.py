@@ -14,7 +14,6 @@ finds t from its block and thread) and, for the host shadow, for the host.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llvmlite import ir
@@ -47,8 +46,7 @@ from alpha_core.codegen.tensor_ops import EXTREME_OPS, LAYER_OPS
 from alpha_core.ir.graph import Graph, Node, concrete, size
 from alpha_core.semantics import activations
 from alpha_core.semantics import learners as recipes
-from alpha_core.semantics.llvm_arith import LlvmArith
-from alpha_core.semantics.mathfuncs import emit_math_functions
+from alpha_core.semantics.llvm_arith import LlvmArith, emit_math_functions
 
 ELEMENTWISE = ("add", "sub", "mul", "div")
 # the layer operations (tensor_ops.py on the host) that have a GPU body here, from the same
@@ -111,16 +109,6 @@ class NodeKernel:
     threads: int
     inputs: tuple[int, ...]  # graph nodes whose addresses follow the output's in args
     leaf: bool = False  # then the leaf's round and index (2 x u32) follow them (dropout)
-
-
-def unsupported_ops(graph: Graph, live: Sequence[int]) -> list[str]:
-    """The ops of the live nodes that have no GPU kernel, each once, in graph order."""
-    seen: list[str] = []
-    for i in live:
-        op = graph[i].op
-        if op not in SUPPORTED and op not in seen:
-            seen.append(op)
-    return seen
 
 
 class NodeBodies(LayerBodies):

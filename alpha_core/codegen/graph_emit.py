@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from llvmlite import ir
 
 from alpha_core.codegen.conv_ops import CONV_OPS, emit_conv_op
-from alpha_core.codegen.gemm import GemmEmitter, packed
+from alpha_core.codegen.gemm import GemmEmitter
 from alpha_core.codegen.loops import (
     F32,
     I32,
@@ -33,22 +33,14 @@ from alpha_core.codegen.loss_ops import LOSS_OPS, emit_loss_op
 from alpha_core.codegen.parts import CallRun
 from alpha_core.codegen.tensor_ops import EXTREME_OPS, LAYER_OPS, emit_layer_op
 from alpha_core.ir.graph import Graph, Node, concrete, size
+from alpha_core.lower.blocking import packed
+from alpha_core.lower.live import live_nodes
 from alpha_core.semantics import learners as recipes
-from alpha_core.semantics.llvm_arith import LlvmArith
-from alpha_core.semantics.mathfuncs import emit_math_functions
+from alpha_core.semantics.llvm_arith import LlvmArith, emit_math_functions
 
 ROWS = 4  # rows of a matmul computed together
 Chain = tuple[ir.Value, ir.Value] | None  # pointers to the arrays added as a product is stored
 OUTLINE_FROM = 160  # live nodes from which a kernel calls one function per kind of node
-
-
-def live_nodes(graph: Graph, roots: Sequence[int]) -> list[int]:
-    """The nodes the roots depend on, in graph order."""
-    need = set(roots)
-    for i in range(len(graph) - 1, -1, -1):
-        if i in need:
-            need.update(graph[i].inputs)
-    return sorted(need)
 
 
 class GraphEmitter:

@@ -14,9 +14,9 @@ from alpha_core.autodiff.reverse import StepGraph
 from alpha_core.check.program import InitSpec, Program
 from alpha_core.codegen import learner_emit
 from alpha_core.codegen.gemm import GemmEmitter
-from alpha_core.codegen.graph_emit import GraphEmitter, live_nodes
+from alpha_core.codegen.graph_emit import GraphEmitter
 from alpha_core.codegen.kernel_entry import bind_inputs, bind_params, copy, function
-from alpha_core.codegen.leaves_kernel import batching, emit_leaves_grad
+from alpha_core.codegen.leaves_kernel import emit_leaves_grad
 from alpha_core.codegen.loops import (
     F32,
     I32,
@@ -32,6 +32,8 @@ from alpha_core.codegen.loops import (
 )
 from alpha_core.codegen.parts import CallRun
 from alpha_core.codegen.tiles import blocking_of
+from alpha_core.lower.batching import batching
+from alpha_core.lower.live import live_nodes
 from alpha_core.semantics import learners
 from alpha_core.semantics.llvm_arith import LlvmArith
 
@@ -388,7 +390,7 @@ def emit_apply_element(
 
 
 def emit_init(module: ir.Module, program: Program) -> None:
-    from alpha_core.semantics import rng
+    from alpha_core.semantics import rng_llvm
 
     fn, b = function(module, "alpha_init_params", ir.VoidType(), [PTR], ["params"])
     (params,) = fn.args
@@ -411,7 +413,7 @@ def emit_init(module: ir.Module, program: Program) -> None:
             loop.attributes.add("noinline")
             out, seed_arg, count = loop.args
             inner = ir.IRBuilder(loop.append_basic_block("entry"))
-            rng.emit_init(inner, kind, args, seed_arg, out, count)
+            rng_llvm.emit_init(inner, kind, args, seed_arg, out, count)
             inner.ret_void()
             loops[(kind, args)] = loop
         u = seed % (1 << 64)  # the seed's 64 bits, as rng takes them

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from alpha_core.codegen.combine_walk import tree_walk
 from alpha_core.codegen.loops import F32, I64, PTR, entry_alloca, for_count, gep, i64, splat
+from alpha_core.lower.tree import tree_walk
 
 if TYPE_CHECKING:
     from alpha_core.codegen.gemm import GemmEmitter

@@ -17,7 +17,7 @@ from alpha_core.data import sequences
 from alpha_core.semantics.rng import numpy_init
 
 if TYPE_CHECKING:
-    from alpha_core.check.program import DataSpec
+    from alpha_core.data.spec import DataSpec
 
 
 def _normal(seed: int, stream: int, count: int) -> np.ndarray:

@@ -18,8 +18,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from alpha_core.build.executables import Deployment, build_plan, role_file_name
 from alpha_core.build.hosts_file import parse_hosts
+from alpha_core.build.outputs import Deployment, role_file_name
 from alpha_core.deploy.yaml_text import to_yaml
 from alpha_core.link.toolchain import LinkError
 from alpha_core.plan.model import Pairing, Plan
@@ -245,6 +245,8 @@ def emit_k8s(
         hosts=parse_hosts(text, str(into / "hosts")),
         listen_any=True,
     )
+    from alpha_core.build.executables import build_plan  # LLVM loads when it builds
+
     build_plan(plan, pairing, into / "build", deployment)
     copied = None
     if csv:

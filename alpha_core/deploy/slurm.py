@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from alpha_core.build.executables import Deployment, build_plan, role_file_name
 from alpha_core.build.hosts_file import parse_hosts
+from alpha_core.build.outputs import Deployment, role_file_name
 from alpha_core.deploy.allocation import (
     Allocation,
     Component,
@@ -136,6 +136,8 @@ def _build(
         secret_file=paths.secret,  # the node-local path, never the secret
         hosts=parse_hosts(text, str(work / "hosts")),
     )
+    from alpha_core.build.executables import build_plan  # LLVM loads when it builds
+
     build_plan(plan, pairing, work / "build", deployment)
 
 

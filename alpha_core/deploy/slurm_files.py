@@ -8,7 +8,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from alpha_core.build.executables import role_file_name
+from alpha_core.build.outputs import role_file_name
 from alpha_core.deploy.placement import Kind, Placed
 
 _ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}

@@ -11,18 +11,16 @@ from dataclasses import dataclass
 
 from alpha_core.autodiff.reverse import StepGraph, training_step
 from alpha_core.check.program import Program
-from alpha_core.codegen.combine_walk import tree_walk
-from alpha_core.codegen.gemm import TREE_MC, packed
-from alpha_core.codegen.graph_emit import live_nodes
-from alpha_core.codegen.leaves_kernel import batching, subtree_sizes
-from alpha_core.codegen.tiles import blocking_for
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.ir.graph import concrete, size
+from alpha_core.lower.batching import batching, subtree_sizes
+from alpha_core.lower.blocking import TREE_MC, blocking_for, packed
+from alpha_core.lower.live import live_nodes
+from alpha_core.lower.tree import split, tree_walk
 from alpha_core.plan.model import Pairing, Plan
 from alpha_core.plan.profiles import Profile, host_profile
 from alpha_core.plan.projection import project
 from alpha_core.plan.schedule import RoleSchedule, single_process
-from alpha_core.plan.tree import split
 from alpha_core.support.sizes import human_bytes
 
 FLOAT = 4

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from alpha_core.check.context import CheckContext
-from alpha_core.codegen.gpu_support import gpu_unsupported
+from alpha_core.lower.gpu_support import gpu_unsupported
 from alpha_core.plan.admission import admit, positions
 from alpha_core.plan.model import Family, Pairing, PairingEntry, Plan
 from alpha_core.plan.profiles import MEMORY_UNITS

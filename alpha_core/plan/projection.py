@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from alpha_core.lower.tree import cover
 from alpha_core.plan.model import Plan
 from alpha_core.plan.schedule import (
     WRITES_OPTIMIZER,
@@ -36,7 +37,6 @@ from alpha_core.plan.schedule import (
     Op,
     RoleSchedule,
 )
-from alpha_core.plan.tree import cover
 
 Range = tuple[int, int]
 

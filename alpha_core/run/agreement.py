@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from alpha_core.plan.tree import internal_nodes, split
+from alpha_core.lower.tree import internal_nodes, split
 
 KEPT_ROUNDS = 4096  # rounds waiting for a slow role's report, at most
 

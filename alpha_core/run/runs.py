@@ -9,14 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from alpha_core.build.deployment_check import deployment_refusals
-from alpha_core.build.executables import (
-    BuildResult,
-    BuiltExecutable,
-    Deployment,
-    build_plan,
-    build_program,
-)
+from alpha_core.build.outputs import MANIFEST, BuildResult, BuiltExecutable, Deployment
 from alpha_core.check.program import Program
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.link.toolchain import LinkError
@@ -56,6 +49,11 @@ def build_choice(
     """The executables of `choice` in out_dir, or the refusals that stop them. `deployment`
     gives the deployment inputs for a number of roles (ports are chosen per build);
     `on_built(executable, done, total)` is told of each role as it is linked."""
+    # the compiler is loaded here, when a choice is built: a face that only checks, projects
+    # or runs what was built never loads LLVM
+    from alpha_core.build.deployment_check import deployment_refusals
+    from alpha_core.build.executables import build_plan, build_program
+
     into = out_dir
     if choice.plan is None and (choice.pairing is not None or choice.role is not None):
         raise ChoiceError(without_plan(a, choice))
@@ -91,9 +89,6 @@ def build_choice(
         return None, [e.diagnostic]
     except LinkError as e:
         return None, [Diagnostic(e.name, e.message, None)]
-
-
-MANIFEST = "alpha-build.json"
 
 
 def another_build(out_dir: Path, system: str, plan: str | None) -> Diagnostic | None:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from llvmlite import ir
 
-from alpha_core.semantics import mathfuncs
+from alpha_core.semantics import llvm_arith, mathfuncs
 
 
 def _sigmoid64(x: Any) -> Any:
@@ -74,7 +74,7 @@ def _compiled(out_dir: Path) -> dict[str, Callable[[Any], Any]]:
     from alpha_core.semantics.harness import build_shared, emit_unary_kernel, unary_caller
 
     module = ir.Module(name="accuracy")
-    for name, fn in mathfuncs.emit_math_functions(module).items():
+    for name, fn in llvm_arith.emit_math_functions(module).items():
         emit_unary_kernel(module, f"k_{name}", fn)
     lib = ctypes.CDLL(str(build_shared(module, out_dir, "accuracy")))
     return {name: unary_caller(lib, f"k_{name}") for name in mathfuncs.RECIPES}

@@ -24,6 +24,7 @@ import numpy as np
 from llvmlite import ir
 
 from alpha_core.semantics.arith import check_shift, to_int32, to_uint64
+from alpha_core.semantics.mathfuncs import RECIPES
 
 F32 = ir.FloatType()
 I32 = ir.IntType(32)
@@ -155,3 +156,28 @@ class LlvmArith:
 
     def u64_low32(self, a: ir.Value) -> ir.Value:
         return self.b.trunc(a, I32)
+
+
+def emit_math_functions(module: ir.Module) -> dict[str, ir.Function]:
+    """Emit ``alpha_exp``, ``alpha_log``, ``alpha_tanh``, ``alpha_sigmoid`` into ``module``.
+
+    Each is ``float (float)``, ``internal`` and ``alwaysinline`` so it disappears into the
+    caller's loop, where LLVM can vectorise it.  Functions already present in the module
+    are reused, so calling this twice is harmless.  Returns ``{"exp": fn, ...}``.
+    """
+    out: dict[str, ir.Function] = {}
+    for name, recipe in RECIPES.items():
+        fname = f"alpha_{name}"
+        existing = module.globals.get(fname)
+        if isinstance(existing, ir.Function):
+            out[name] = existing
+            continue
+        fn = ir.Function(module, ir.FunctionType(F32, [F32]), name=fname)
+        fn.linkage = "internal"
+        fn.attributes.add("alwaysinline")
+        fn.attributes.add("nounwind")
+        fn.args[0].name = "x"
+        builder = ir.IRBuilder(fn.append_basic_block("entry"))
+        builder.ret(recipe(LlvmArith(builder), fn.args[0]))
+        out[name] = fn
+    return out

@@ -6,8 +6,9 @@ a *recipe*: a straight-line sequence of correctly rounded float32 operations, in
 operations on bit patterns and selects.  Running a recipe through
 :class:`~alpha_core.semantics.numpy_arith.NumpyArith` gives the reference; running it
 through :class:`~alpha_core.semantics.llvm_arith.LlvmArith` gives the compiled code
-(:func:`emit_math_functions`).  Because both see the same operations in the same order and
-every operation is exactly specified by IEEE 754, they agree bit for bit.
+(:func:`~alpha_core.semantics.llvm_arith.emit_math_functions`).  Because both see the same
+operations in the same order and every operation is exactly specified by IEEE 754, they
+agree bit for bit.
 
 Design rules:
 
@@ -29,10 +30,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
-from llvmlite import ir
 
 from alpha_core.semantics.arith import Arith
-from alpha_core.semantics.llvm_arith import F32, LlvmArith
 from alpha_core.semantics.numpy_arith import NumpyArith
 
 F = TypeVar("F")
@@ -248,28 +247,3 @@ def numpy_math(name: str, x: Any) -> Any:
     if arr.dtype != np.float32:
         raise TypeError(f"numpy_math expects float32 input, got {arr.dtype}")
     return RECIPES[name](NumpyArith(), arr)
-
-
-def emit_math_functions(module: ir.Module) -> dict[str, ir.Function]:
-    """Emit ``alpha_exp``, ``alpha_log``, ``alpha_tanh``, ``alpha_sigmoid`` into ``module``.
-
-    Each is ``float (float)``, ``internal`` and ``alwaysinline`` so it disappears into the
-    caller's loop, where LLVM can vectorise it.  Functions already present in the module
-    are reused, so calling this twice is harmless.  Returns ``{"exp": fn, ...}``.
-    """
-    out: dict[str, ir.Function] = {}
-    for name, recipe in RECIPES.items():
-        fname = f"alpha_{name}"
-        existing = module.globals.get(fname)
-        if isinstance(existing, ir.Function):
-            out[name] = existing
-            continue
-        fn = ir.Function(module, ir.FunctionType(F32, [F32]), name=fname)
-        fn.linkage = "internal"
-        fn.attributes.add("alwaysinline")
-        fn.attributes.add("nounwind")
-        fn.args[0].name = "x"
-        builder = ir.IRBuilder(fn.append_basic_block("entry"))
-        builder.ret(recipe(LlvmArith(builder), fn.args[0]))
-        out[name] = fn
-    return out
