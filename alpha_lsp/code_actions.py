@@ -13,7 +13,7 @@ from alpha_core.diagnostics import Diagnostic
 from alpha_core.support.span import Span
 from alpha_core.syntax import ast
 from alpha_lsp import diagnostics
-from alpha_lsp.server import AlphaServer, Snapshot, guarded
+from alpha_lsp.kernel import AlphaServer, Snapshot, guarded
 
 DEFAULT_HOST = "x86_64"
 _SUGGESTED = re.compile(r"`([^`]+)`")

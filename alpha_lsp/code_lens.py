@@ -9,7 +9,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from alpha_core.support.span import Span
-from alpha_lsp.server import AlphaServer, Snapshot, guarded
+from alpha_lsp.kernel import AlphaServer, Snapshot, guarded
 
 RUN = "alpha.run"
 RUN_PLAN = "alpha.runPlan"

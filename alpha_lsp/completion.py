@@ -15,7 +15,7 @@ from alpha_core.check.init_check import INIT_POSITIONAL
 from alpha_core.check.system import INITS, LEARNERS, LOSSES
 from alpha_core.plan.pairing_check import GPU_PROFILES, HOSTS
 from alpha_core.syntax import ast
-from alpha_lsp.server import AlphaServer, Snapshot, guarded
+from alpha_lsp.kernel import AlphaServer, Snapshot, guarded
 
 CK = types.CompletionItemKind
 SNIPPET = types.InsertTextFormat.Snippet

@@ -20,7 +20,7 @@ from pygls.exceptions import JsonRpcException
 
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.render import render
-from alpha_lsp.server import AlphaServer, Snapshot
+from alpha_lsp.kernel import AlphaServer, Snapshot
 
 logger = logging.getLogger(__name__)
 SOURCE = "alpha"

@@ -10,7 +10,7 @@ import re
 from lsprotocol import types
 
 from alpha_core.syntax.format import format_text
-from alpha_lsp.server import AlphaServer, Snapshot, guarded
+from alpha_lsp.kernel import AlphaServer, Snapshot, guarded
 
 # lines with their breaks, cut where the server's line index cuts (\n, \r\n, \r: not at the
 # other characters str.splitlines breaks at)

@@ -13,7 +13,7 @@ from alpha_core.query.keywords import keyword_doc
 from alpha_core.query.rename import word_at
 from alpha_core.support.span import Span
 from alpha_core.syntax import ast
-from alpha_lsp.server import AlphaServer, Snapshot, guarded
+from alpha_lsp.kernel import AlphaServer, Snapshot, guarded
 
 MAX_ROLES_SHOWN = 4
 MAX_ROLES_ADMITTED = 64  # a hierarchy has one distinct demand a level: far fewer in practice

@@ -7,7 +7,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from alpha_core import query
-from alpha_lsp.server import AlphaServer, guarded
+from alpha_lsp.kernel import AlphaServer, guarded
 
 
 def register(server: AlphaServer) -> None:

@@ -16,7 +16,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from alpha_core.plan.projection import project
 from alpha_lsp.errors import RequestFailed
-from alpha_lsp.server import AlphaServer
+from alpha_lsp.kernel import AlphaServer
 
 METHOD = "alpha/projection"
 # the ops that talk to a peer: their `link` indexes `links`

@@ -15,7 +15,7 @@ from alpha_core.query.rename import (
     rename_target,
 )
 from alpha_lsp.errors import RequestFailed
-from alpha_lsp.server import AlphaServer, Snapshot, guarded
+from alpha_lsp.kernel import AlphaServer, Snapshot, guarded
 
 
 def _target(snap: Snapshot, position: types.Position) -> RenameTarget:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from alpha_core import query
-from alpha_lsp.server import AlphaServer, Snapshot, guarded
+from alpha_lsp.kernel import AlphaServer, Snapshot, guarded
 
 TOKEN_TYPES = [
     "keyword",

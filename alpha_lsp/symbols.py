@@ -6,8 +6,8 @@ from __future__ import annotations
 from lsprotocol import types
 
 from alpha_core import query
+from alpha_lsp.kernel import AlphaServer, guarded
 from alpha_lsp.positions import Lines
-from alpha_lsp.server import AlphaServer, guarded
 
 K = types.SymbolKind
 KINDS = {

@@ -14,7 +14,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from alpha_core import query
 from alpha_core.query.symbols import flat
-from alpha_lsp.server import AlphaServer, guarded
+from alpha_lsp.kernel import AlphaServer, guarded
 from alpha_lsp.symbols import KINDS
 
 MAX_FILES = 500

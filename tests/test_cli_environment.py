@@ -194,6 +194,8 @@ def test_the_default_cpus_are_known_to_llvm() -> None:
         (["--port-base", "70000"], "--port-base 70000 is out of range"),
         (["--port-base", "-1"], "--port-base -1 is out of range"),
         (["--host", "not a host!"], "--host 'not a host!' is neither"),
+        # the hosts file's rule: dotted digits that are no address are no host name either
+        (["--host", "10.0.1"], "--host '10.0.1' is neither"),
     ],
 )
 def test_deployment_inputs_out_of_range_are_refused(

@@ -69,7 +69,7 @@ LAYERS = (
 )
 
 
-def _imports_of(path: Path, module: str) -> list[tuple[int, str]]:
+def _imports_of(path: Path, module: str, prefix: str = "alpha_core.") -> list[tuple[int, str]]:
     """Every alpha_core module a file imports (at any depth: local and TYPE_CHECKING imports
     count, since a name's type is a dependency too), with its line."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -84,7 +84,7 @@ def _imports_of(path: Path, module: str) -> list[tuple[int, str]]:
                 parts = package.split(".")
                 base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
             found += [(node.lineno, f"{base}.{a.name}") for a in node.names]
-    return [(line, name) for line, name in found if name.startswith("alpha_core.")]
+    return [(line, name) for line, name in found if name.startswith(prefix)]
 
 
 def _layer(name: str) -> str | None:
@@ -128,3 +128,16 @@ def test_checking_a_file_loads_no_llvm() -> None:
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[-1] == "none"
+
+
+def test_no_lsp_feature_imports_the_module_that_registers_it() -> None:
+    """alpha_lsp/server.py registers every feature; the features share alpha_lsp/kernel.py."""
+    faces = ROOT / "alpha_lsp"
+    back = [
+        f"{path.name}:{line}"
+        for path in sorted(faces.glob("*.py"))
+        if path.name not in ("server.py", "__main__.py")
+        for line, name in _imports_of(path, f"alpha_lsp.{path.stem}", "alpha_lsp.")
+        if name.startswith("alpha_lsp.server")
+    ]
+    assert back == []

@@ -9,10 +9,9 @@ range-checked here, before anything is compiled, and refused as `bad-argument` w
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from collections.abc import Iterable
 
+from alpha_core.build.hosts_file import is_host
 from alpha_core.build.outputs import Deployment
 from alpha_core.codegen.target import cpu_problem
 from alpha_core.diagnostics import Diagnostic
@@ -22,19 +21,10 @@ UINT32_MAX = 2**32 - 1
 TIMEOUT_MS = (1, 86_400_000)  # a millisecond to a day: longer is a unit mistake, not a deadline
 KEEP_MAX = 999_999_999  # as the executable's own --checkpoint-keep
 PATH_BYTES = 4095  # PATH_MAX less its NUL
-_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_HOSTNAME = re.compile(rf"{_LABEL}(\.{_LABEL})*\.?")
 
 
 def _host_problem(host: str) -> str | None:
-    try:
-        ipaddress.ip_address(host)
-        return None
-    except ValueError:
-        pass
-    if len(host) <= 253 and _HOSTNAME.fullmatch(host):
-        return None
-    return f"--host {host!r} is neither an IP address nor a host name"
+    return None if is_host(host) else f"--host {host!r} is neither an IP address nor a host name"
 
 
 def _range(flag: str, value: int, low: int, high: int, unit: str) -> str | None:

@@ -78,16 +78,23 @@ class HostsRefused(Exception):
         return out
 
 
-def host_problem(host: str) -> str | None:
-    """Why `host` is neither an IP address nor a host name, or None."""
+def is_host(host: str) -> bool:
+    """Whether `host` is an IP address or a host name: the one rule for `--host` and for the
+    addresses of a hosts file. Dotted digits that are not an address (`10.0.1`) are neither,
+    though the resolver would read them as one (10.0.0.1)."""
     try:
         ipaddress.ip_address(host)
-        return None
+        return True
     except ValueError:
         pass
-    if len(host) <= 253 and _HOSTNAME.fullmatch(host) and not host.replace(".", "").isdigit():
-        return None
-    return f"`{host}` is neither an IP address nor a host name"
+    return bool(
+        len(host) <= 253 and _HOSTNAME.fullmatch(host) and not host.replace(".", "").isdigit()
+    )
+
+
+def host_problem(host: str) -> str | None:
+    """Why `host` is neither an IP address nor a host name, or None."""
+    return None if is_host(host) else f"`{host}` is neither an IP address nor a host name"
 
 
 def split_address(word: str) -> tuple[str, str | None]:

@@ -5,17 +5,14 @@ that starts at +0.0 (such a sum is never -0.0), so it gives the bits of skipping
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
 from alpha_core.codegen.loops import F32, I64, entry_alloca, for_range, i64, load, store
+from alpha_core.codegen.node_context import NodeContext
 from alpha_core.ir.conv import Window, window_of
 from alpha_core.ir.graph import Node, size
 from alpha_core.semantics.llvm_arith import LlvmArith
-
-if TYPE_CHECKING:
-    from alpha_core.codegen.graph_emit import GraphEmitter
 
 CONV_OPS = (
     "conv2d",
@@ -100,7 +97,7 @@ def _target(
 
 
 def emit_conv_op(
-    em: GraphEmitter, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value
+    em: NodeContext, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value
 ) -> None:
     win = window_of(node.attrs)
     shape = em.shape(i)
@@ -172,7 +169,7 @@ def emit_conv_op(
 
 
 def _pool(
-    em: GraphEmitter,
+    em: NodeContext,
     b: ir.IRBuilder,
     A: LlvmArith,
     node: Node,

@@ -333,8 +333,8 @@ class GemmEmitter:
         b.ret_void()
         return fn
 
-    # -- one task: an MC x NC block of C ---------------------------------------------------------
-    def _task_frame(
+    # -- one task: an MC x NC block of C (also the tree tasks' frame, tree_tiles.py) ----------
+    def task_frame(
         self, name: str, fields: int, mc: int
     ) -> tuple[ir.Function, ir.IRBuilder, list[ir.Value], ir.Value, dict[str, ir.Value]]:
         """A task function(ctx, index, scratch) and its block of C: the ctx's fields, and i0,
@@ -390,7 +390,7 @@ class GemmEmitter:
         rows.initializer = ir.Constant(I64, DIRECT_ROWS)
         return rows
 
-    def _call_block(self, b: ir.IRBuilder, mc: ir.Value, args: list[ir.Value]) -> None:
+    def call_block(self, b: ir.IRBuilder, mc: ir.Value, args: list[ir.Value]) -> None:
         """The block on panels of MR rows, or of the small MR where that pads a fifth fewer
         rows of A (a block of few rows: a leaf's examples, a small batch); the taller tile is
         the faster per product, so it keeps the blocks where the padding is alike."""
@@ -411,7 +411,7 @@ class GemmEmitter:
 
     def _emit_task(self) -> ir.Function:
         K = self.k
-        fn, b, f, scratch, blk = self._task_frame("alpha.gemm.task", 13, K.mc)
+        fn, b, f, scratch, blk = self.task_frame("alpha.gemm.task", 13, K.mc)
         c, a, bm, _, n, k, a0, a1, b0, b1, _, chain, links = f
         i0, j0 = blk["i0"], blk["j0"]
         origin = b.add(b.mul(i0, n), j0)
@@ -423,7 +423,7 @@ class GemmEmitter:
             b.store(gep(b, vector, origin), gep(b, shifted, t, PTR))
 
         for_count(b, links, shift, "shift")
-        self._call_block(
+        self.call_block(
             b,
             blk["mc"],
             [gep(b, c, origin), n, gep(b, a, b.mul(i0, a0)), gep(b, bm, b.mul(j0, b1))]

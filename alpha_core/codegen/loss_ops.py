@@ -3,23 +3,19 @@ cross-entropy with label smoothing, each per example in the order docs/language.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from llvmlite import ir
 
 from alpha_core.codegen.loops import F32, I32, entry_alloca, for_range, i64, load, store
+from alpha_core.codegen.node_context import NodeContext
 from alpha_core.ir.graph import Node
 from alpha_core.semantics import activations
 from alpha_core.semantics.llvm_arith import LlvmArith
-
-if TYPE_CHECKING:
-    from alpha_core.codegen.graph_emit import GraphEmitter
 
 LOSS_OPS = ("sigmoid_xent", "sigmoid_xent_grad", "xent_smooth", "xent_smooth_grad")
 
 
 def emit_loss_op(
-    em: GraphEmitter, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value
+    em: NodeContext, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value
 ) -> None:
     z, labels = em.ptrs[node.inputs[0]], em.ptrs[node.inputs[1]]
     rows = em.shape(node.inputs[0])[0]
@@ -39,7 +35,7 @@ def emit_loss_op(
 
 
 def _smooth(
-    em: GraphEmitter,
+    em: NodeContext,
     b: ir.IRBuilder,
     A: LlvmArith,
     node: Node,

@@ -8,7 +8,6 @@ that run over independent outputs may be vectorised by LLVM, which never changes
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
@@ -26,12 +25,10 @@ from alpha_core.codegen.loops import (
     row_major_strides,
     store,
 )
+from alpha_core.codegen.node_context import NodeContext
 from alpha_core.ir.graph import Node, size
 from alpha_core.semantics import activations
 from alpha_core.semantics.llvm_arith import LlvmArith
-
-if TYPE_CHECKING:
-    from alpha_core.codegen.graph_emit import GraphEmitter
 
 LAYER_OPS = (
     *activations.UNARY,
@@ -57,7 +54,7 @@ EXTREME_OPS = ("max", "min", "max_grad", "min_grad")
 
 
 def emit_layer_op(
-    em: GraphEmitter, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value
+    em: NodeContext, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value
 ) -> None:
     op = node.op
     shape = em.shape(i)
@@ -111,7 +108,7 @@ def emit_layer_op(
 
 
 def _broadcast_map(
-    em: GraphEmitter,
+    em: NodeContext,
     b: ir.IRBuilder,
     node: Node,
     shape: tuple[int, ...],
@@ -130,7 +127,7 @@ def _broadcast_map(
 
 
 def _softmax(
-    em: GraphEmitter,
+    em: NodeContext,
     b: ir.IRBuilder,
     A: LlvmArith,
     node: Node,
@@ -190,7 +187,7 @@ def _softmax(
 
 
 def _bmatmul(
-    em: GraphEmitter,
+    em: NodeContext,
     b: ir.IRBuilder,
     A: LlvmArith,
     node: Node,
@@ -226,7 +223,7 @@ def _bmatmul(
 
 
 def _causal_mask(
-    em: GraphEmitter,
+    em: NodeContext,
     b: ir.IRBuilder,
     A: LlvmArith,
     node: Node,
@@ -257,7 +254,7 @@ def token_index(b: ir.IRBuilder, A: LlvmArith, v: ir.Value, rows: int) -> ir.Val
 
 
 def _embed(
-    em: GraphEmitter,
+    em: NodeContext,
     b: ir.IRBuilder,
     A: LlvmArith,
     node: Node,
@@ -279,7 +276,7 @@ def _embed(
 
 
 def _embed_grad(
-    em: GraphEmitter,
+    em: NodeContext,
     b: ir.IRBuilder,
     A: LlvmArith,
     node: Node,
@@ -307,7 +304,7 @@ def _embed_grad(
 
 
 def _slice(
-    em: GraphEmitter, b: ir.IRBuilder, node: Node, shape: tuple[int, ...], out: ir.Value
+    em: NodeContext, b: ir.IRBuilder, node: Node, shape: tuple[int, ...], out: ir.Value
 ) -> None:
     """slice: out = x[..., start:start+n, ...] along the axis; slice_grad: the adjoint, +0.0
     outside the range."""
@@ -344,7 +341,7 @@ def _leaf_context(module: ir.Module) -> tuple[ir.GlobalVariable, ir.GlobalVariab
 
 
 def _dropout(
-    em: GraphEmitter,
+    em: NodeContext,
     b: ir.IRBuilder,
     A: LlvmArith,
     node: Node,
@@ -377,7 +374,7 @@ def _dropout(
     for_range(b, n, element, "dr")
 
 
-def _extreme(em: GraphEmitter, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value) -> None:
+def _extreme(em: NodeContext, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value) -> None:
     """max/min along an axis (every axis when it is None): m = the first element, then
     m = v > m ? v : m (v < m for min) ascending; the adjoint gives d to the first element
     holding m and +0 to the others."""

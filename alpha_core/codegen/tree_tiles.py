@@ -5,7 +5,7 @@ added by the canonical tree. When k is small the blocked GEMM (gemm.py) spends i
 everything but the products: per leaf it packs panels, starts and stores every tile, and the
 tree's pending values travel through block buffers in the task's scratch. Here a tile of C
 instead stays in registers for the whole tree: each leaf's sum from +0.0 in ascending p (k
-steps, unrolled), the tree's pending values held beside it (combine_walk.tree_walk, the same
+steps, unrolled), the tree's pending values held beside it (lower/tree.py's tree_walk, the same
 walk, so the same additions of the same operands in the same order), and only the root stored,
 once. A and B are read in place (B's rows must be contiguous: one vector of lanes per row).
 
@@ -26,15 +26,28 @@ additions, not a multiply and two additions.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from llvmlite import ir
 
 from alpha_core.codegen.loops import F32, I64, PTR, entry_alloca, for_count, gep, i64, splat
+from alpha_core.lower.blocking import Blocking
 from alpha_core.lower.tree import tree_walk
 
-if TYPE_CHECKING:
-    from alpha_core.codegen.gemm import GemmEmitter
+
+class TaskFrames(Protocol):
+    """What a tree task takes from the GEMM (gemm.py's GemmEmitter): its module and blocking,
+    the frame of a task over a block of C, and the call of a block's micro-kernel loops."""
+
+    module: ir.Module
+    k: Blocking
+
+    def task_frame(
+        self, name: str, fields: int, mc: int
+    ) -> tuple[ir.Function, ir.IRBuilder, list[ir.Value], ir.Value, dict[str, ir.Value]]: ...
+
+    def call_block(self, b: ir.IRBuilder, mc: ir.Value, args: list[ir.Value]) -> None: ...
+
 
 # Leaves of at most this many examples take the register tree (each leaf's steps are unrolled);
 # longer leaves amortise the blocked GEMM's packing and tile stores.
@@ -90,7 +103,7 @@ def emit_tile(
 
 
 def emit_tree_tiles_task(
-    emitter: GemmEmitter, leaves: int, k: int, most_rows: int
+    emitter: TaskFrames, leaves: int, k: int, most_rows: int
 ) -> tuple[ir.Function, int]:
     """The task of a tree product over leaves of k examples, and its rows (whole tiles, about
     most_rows): its block of C in tiles of tile_rows x one vector, the rows left over a row at a
@@ -103,7 +116,7 @@ def emit_tree_tiles_task(
     full = emit_tile(module, f"{stem}.tile", leaves, k, rows, K.width)
     row = emit_tile(module, f"{stem}.row", leaves, k, 1, K.width) if rows > 1 else full
     lane = emit_tile(module, f"{stem}.lane", leaves, k, 1, 1)
-    fn, b, f, _, blk = emitter._task_frame(f"{stem}.task", 15, task_rows)
+    fn, b, f, _, blk = emitter.task_frame(f"{stem}.task", 15, task_rows)
     c, a, bm, _, n, _, a0, a1, b0, _, _, _, _, a_step, b_step = f
     i0, j0, mc, nc = blk["i0"], blk["j0"], blk["mc"], blk["nc"]
     c_block = gep(b, c, b.add(b.mul(i0, n), j0))
@@ -142,13 +155,13 @@ def emit_tree_tiles_task(
     return fn, task_rows
 
 
-def emit_blocked_tree_task(emitter: GemmEmitter, leaves: int, rows: int) -> ir.Function:
+def emit_blocked_tree_task(emitter: TaskFrames, leaves: int, rows: int) -> ir.Function:
     """The task of a product summed over `leaves` leaves by the canonical tree: each leaf's
     block (its own rows of p) into a block buffer of the task's scratch, with the chain of
     the tree's pending values added as it is stored (tree_walk), the root's into C; tasks of
     `rows` rows. The blocked GEMM's way, for leaves of more than TREE_TILE_MAX_K examples."""
     K = emitter.k
-    fn, b, f, scratch, blk = emitter._task_frame(f"alpha.gemm.tree{leaves}.task", 15, rows)
+    fn, b, f, scratch, blk = emitter.task_frame(f"alpha.gemm.tree{leaves}.task", 15, rows)
     c, a, bm, _, n, k, a0, a1, b0, b1, _, _, _, a_step, b_step = f
     i0, j0 = blk["i0"], blk["j0"]
     steps, buffers = tree_walk(leaves)
@@ -166,7 +179,7 @@ def emit_blocked_tree_task(emitter: GemmEmitter, leaves: int, rows: int) -> ir.F
         dst, ld = (
             (gep(b, c, b.add(b.mul(i0, n), j0)), n) if into is None else (buf[into], i64(K.nc))
         )
-        emitter._call_block(
+        emitter.call_block(
             b,
             blk["mc"],
             [dst, ld, gep(b, a_block, b.mul(i64(leaf), a_step))]
