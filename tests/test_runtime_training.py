@@ -1,6 +1,6 @@
 """End to end exactness: the executable built from the linear fixture kernels trains to exactly
 the bits of a NumPy float32 reference that follows the same specification (batch_reference,
-tree_reference, the operation order of tests/fixtures/runtime/linear_kernels.c)."""
+lower.tree, the operation order of tests/fixtures/runtime/linear_kernels.c)."""
 
 from __future__ import annotations
 
