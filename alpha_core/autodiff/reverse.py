@@ -4,15 +4,19 @@ The gradient of a parameter is the sum over the leaf's examples in index order: 
 takes a per-example tensor to a parameter-shaped one (a matmul over the batch axis, a reduction
 over broadcast axes) adds from +0.0 in index order. When a node feeds several consumers, their
 contributions are added in reverse graph order, so the step is one fixed expression.
+
+Each differentiable op names its adjoint rule in the operation table (alpha_core/ops): ADJOINTS
+below, by that name.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from alpha_core.check.program import Program
-from alpha_core.ir.graph import BATCH, Graph, GraphBuilder, Shape
-from alpha_core.semantics.activations import GRAD_READS
+from alpha_core.ir.graph import BATCH, Graph, GraphBuilder, Node, Shape
+from alpha_core.ops import LEAF, OPS
 
 
 @dataclass(frozen=True)
@@ -69,129 +73,241 @@ def training_step(program: Program) -> StepGraph:
     return StepGraph(b.graph(), loss_sum, tuple(param_grads), out)
 
 
-def _backward(b: GraphBuilder, out: int, seed: int, n_forward: int) -> dict[int, int]:
-    grads: dict[int, int] = {out: seed}
+class _Adjoints:
+    """The adjoints of one step as reverse mode accumulates them: node -> its adjoint's node."""
 
-    def acc(node: int, g: int) -> None:
-        if node in grads:
-            grads[node] = b.add("add", (grads[node], g), b.shape(node))
+    def __init__(self, b: GraphBuilder, out: int, seed: int) -> None:
+        self.b = b
+        self.grads: dict[int, int] = {out: seed}
+
+    def acc(self, node: int, g: int) -> None:
+        """Add `g` to the adjoint of `node` (contributions in reverse graph order)."""
+        if node in self.grads:
+            self.grads[node] = self.b.add("add", (self.grads[node], g), self.b.shape(node))
         else:
-            grads[node] = g
+            self.grads[node] = g
 
-    def reduce_to(g: int, shape: Shape) -> int:
-        if b.shape(g) == shape:
+    def reduce_to(self, g: int, shape: Shape) -> int:
+        """`g` summed down to `shape`, over the axes a broadcast made."""
+        if self.b.shape(g) == shape:
             return g
-        return b.add("reduce_to", (g,), shape)
+        return self.b.add("reduce_to", (g,), shape)
 
+
+# An adjoint rule: given node i and its adjoint d, add each input's contribution (ops/table.py
+# names one per differentiable op).
+Rule = Callable[[_Adjoints, int, Node, int], None]
+
+
+def _add_sub(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    b = a.b
+    x, c = node.inputs
+    a.acc(x, a.reduce_to(d, b.shape(x)))
+    dc = d if node.op == "add" else b.add("neg", (d,), b.shape(d))
+    a.acc(c, a.reduce_to(dc, b.shape(c)))
+
+
+def _mul(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    b = a.b
+    x, c = node.inputs
+    a.acc(x, a.reduce_to(b.add("mul", (d, c), node.shape), b.shape(x)))
+    a.acc(c, a.reduce_to(b.add("mul", (d, x), node.shape), b.shape(c)))
+
+
+def _div(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    b = a.b
+    x, c = node.inputs
+    a.acc(x, a.reduce_to(b.add("div", (d, c), node.shape), b.shape(x)))
+    if b.nodes[c].op != "const":
+        # d(x/c)/dc = -(d * (x/c)) / c
+        t = b.add("div", (b.add("mul", (d, i), node.shape), c), node.shape)
+        a.acc(c, a.reduce_to(b.add("neg", (t,), node.shape), b.shape(c)))
+
+
+def _matmul(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    b = a.b
+    x, c = node.inputs
+    sx, sc = b.shape(x), b.shape(c)
+    ct = b.add("transpose", (c,), (sc[1], sc[0]))
+    a.acc(x, b.add("matmul", (d, ct), sx))
+    xt = b.add("transpose", (x,), (sx[1], sx[0]))
+    a.acc(c, b.add("matmul", (xt, d), sc))
+
+
+def _bmatmul(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    b = a.b
+    x, c = node.inputs
+    sx, sc = b.shape(x), b.shape(c)
+    ct = b.add("transpose", (c,), sc[:-2] + (sc[-1], sc[-2]))
+    a.acc(x, b.add("bmatmul", (d, ct), sx))
+    xt = b.add("transpose", (x,), sx[:-2] + (sx[-1], sx[-2]))
+    a.acc(c, b.add("bmatmul", (xt, d), sc))
+
+
+def _transpose(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    (x,) = node.inputs
+    a.acc(x, a.b.add("transpose", (d,), a.b.shape(x)))
+
+
+def _neg(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    a.acc(node.inputs[0], a.b.add("neg", (d,), node.shape))
+
+
+def _unary(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    """An activation: its adjoint op (the table's `grad`) of the input or the output, and d."""
+    entry = OPS[node.op]
+    assert entry.grad is not None
+    reads = i if entry.grad_reads == "y" else node.inputs[0]
+    a.acc(node.inputs[0], a.b.add(entry.grad, (reads, d), node.shape))
+
+
+def _exp(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    a.acc(node.inputs[0], a.b.add("mul", (d, i), node.shape))
+
+
+def _log(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    a.acc(node.inputs[0], a.b.add("div", (d, node.inputs[0]), node.shape))
+
+
+def _pick(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    """maximum/minimum: d to the operand chosen, +0 to the other."""
+    x, c = node.inputs
+    for side, operand in enumerate((x, c)):
+        attrs = (("kind", node.op), ("side", side))
+        g = a.b.add("pick_grad", (x, c, d), node.shape, attrs)
+        a.acc(operand, a.reduce_to(g, a.b.shape(operand)))
+
+
+def _softmax(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    b = a.b
+    axis = node.attr("axis")
+    assert isinstance(axis, int)
+    dy = b.add("mul", (d, i), node.shape)
+    total = _kept_sum(b, dy, axis)
+    a.acc(node.inputs[0], b.add("mul", (i, b.add("sub", (d, total), node.shape)), node.shape))
+
+
+def _log_softmax(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    b = a.b
+    axis = node.attr("axis")
+    assert isinstance(axis, int)
+    soft = b.add("softmax", (node.inputs[0],), node.shape, node.attrs)
+    total = _kept_sum(b, d, axis)
+    scaled = b.add("mul", (soft, total), node.shape)
+    a.acc(node.inputs[0], b.add("sub", (d, scaled), node.shape))
+
+
+def _reshape_back(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    a.acc(node.inputs[0], _reshape(a.b, d, a.b.shape(node.inputs[0])))
+
+
+def _causal_mask(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    a.acc(node.inputs[0], a.b.add("causal_mask", (d,), node.shape, (("fill", 0.0),)))
+
+
+def _embed(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    table, tokens = node.inputs
+    a.acc(table, a.b.add("embed_grad", (d, tokens), a.b.shape(table)))
+
+
+def _dropout(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    """The same mask and scale, applied to the adjoint."""
+    a.acc(node.inputs[0], a.b.add("dropout", (d,), node.shape, node.attrs))
+
+
+def _extreme(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    """max/min: to the first extreme element along the axis."""
+    grad = OPS[node.op].grad
+    assert grad is not None
+    x = node.inputs[0]
+    a.acc(x, a.b.add(grad, (x, d), a.b.shape(x), node.attrs))
+
+
+def _swap_axes(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    """Its own inverse."""
+    x = node.inputs[0]
+    a.acc(x, a.b.add("swap_axes", (d,), a.b.shape(x), node.attrs))
+
+
+def _slice(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    x = node.inputs[0]
+    a.acc(x, a.b.add("slice_grad", (d,), a.b.shape(x), node.attrs))
+
+
+def _conv2d(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    b = a.b
+    x, w = node.inputs
+    a.acc(x, b.add("conv2d_dx", (d, w), b.shape(x), node.attrs))
+    a.acc(w, b.add("conv2d_dw", (x, d), b.shape(w), node.attrs))
+
+
+def _max_pool(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    x = node.inputs[0]
+    a.acc(x, a.b.add("max_pool_grad", (x, d), a.b.shape(x), node.attrs))
+
+
+def _avg_pool(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    x = node.inputs[0]
+    a.acc(x, a.b.add("avg_pool_grad", (d,), a.b.shape(x), node.attrs))
+
+
+def _reduce(a: _Adjoints, i: int, node: Node, d: int) -> None:
+    """sum/mean: the adjoint spread back over the reduced axes (divided by the count)."""
+    b = a.b
+    (x,) = node.inputs
+    axis = node.attr("axis")
+    g = b.add("broadcast", (d,), b.shape(x), (("axis", axis),))
+    if node.op == "mean":
+        sx = b.shape(x)
+        n = sx[axis] if isinstance(axis, int) else _count(sx)
+        g = b.add("div", (g, b.add("const", (), (), (("value", float(n)),))), sx)
+    a.acc(x, g)
+
+
+#: the adjoint rules, by the name ops/table.py gives each differentiable op
+ADJOINTS: dict[str, Rule] = {
+    "add": _add_sub,
+    "sub": _add_sub,
+    "mul": _mul,
+    "div": _div,
+    "matmul": _matmul,
+    "bmatmul": _bmatmul,
+    "transpose": _transpose,
+    "neg": _neg,
+    "unary": _unary,
+    "exp": _exp,
+    "log": _log,
+    "pick": _pick,
+    "softmax": _softmax,
+    "log_softmax": _log_softmax,
+    "reshape": _reshape_back,
+    "causal_mask": _causal_mask,
+    "embed": _embed,
+    "dropout": _dropout,
+    "extreme": _extreme,
+    "swap_axes": _swap_axes,
+    "slice": _slice,
+    "conv2d": _conv2d,
+    "max_pool": _max_pool,
+    "avg_pool": _avg_pool,
+    "reduce": _reduce,
+}
+
+
+def _backward(b: GraphBuilder, out: int, seed: int, n_forward: int) -> dict[int, int]:
+    adjoints = _Adjoints(b, out, seed)
+    grads = adjoints.grads
     for i in range(n_forward - 1, -1, -1):
         if i not in grads:
             continue
         node = b.nodes[i]
-        d = grads[i]
-        op, ins = node.op, node.inputs
-        if op in ("param", "input_x", "const"):
+        entry = OPS.get(node.op)
+        if entry is not None and entry.adjoint == LEAF:
             continue
-        if op in ("add", "sub"):
-            a, c = ins
-            acc(a, reduce_to(d, b.shape(a)))
-            dc = d if op == "add" else b.add("neg", (d,), b.shape(d))
-            acc(c, reduce_to(dc, b.shape(c)))
-        elif op == "mul":
-            a, c = ins
-            acc(a, reduce_to(b.add("mul", (d, c), node.shape), b.shape(a)))
-            acc(c, reduce_to(b.add("mul", (d, a), node.shape), b.shape(c)))
-        elif op == "div":
-            a, c = ins
-            acc(a, reduce_to(b.add("div", (d, c), node.shape), b.shape(a)))
-            if b.nodes[c].op != "const":
-                # d(a/c)/dc = -(d * (a/c)) / c
-                t = b.add("div", (b.add("mul", (d, i), node.shape), c), node.shape)
-                acc(c, reduce_to(b.add("neg", (t,), node.shape), b.shape(c)))
-        elif op == "matmul":
-            a, c = ins
-            sa, sc = b.shape(a), b.shape(c)
-            ct = b.add("transpose", (c,), (sc[1], sc[0]))
-            acc(a, b.add("matmul", (d, ct), sa))
-            at = b.add("transpose", (a,), (sa[1], sa[0]))
-            acc(c, b.add("matmul", (at, d), sc))
-        elif op == "transpose":
-            (a,) = ins
-            acc(a, b.add("transpose", (d,), b.shape(a)))
-        elif op == "neg":
-            acc(ins[0], b.add("neg", (d,), node.shape))
-        elif op == "relu":
-            acc(ins[0], b.add("relu_grad", (ins[0], d), node.shape))
-        elif op == "tanh":
-            acc(ins[0], b.add("tanh_grad", (i, d), node.shape))
-        elif op == "sigmoid":
-            acc(ins[0], b.add("sigmoid_grad", (i, d), node.shape))
-        elif op == "exp":
-            acc(ins[0], b.add("mul", (d, i), node.shape))
-        elif op == "log":
-            acc(ins[0], b.add("div", (d, ins[0]), node.shape))
-        elif op in GRAD_READS:
-            reads = i if GRAD_READS[op] == "y" else ins[0]
-            acc(ins[0], b.add(f"{op}_grad", (reads, d), node.shape))
-        elif op in ("maximum", "minimum"):
-            a, c = ins
-            for side, operand in enumerate((a, c)):
-                g = b.add("pick_grad", (a, c, d), node.shape, (("kind", op), ("side", side)))
-                acc(operand, reduce_to(g, b.shape(operand)))
-        elif op == "softmax":
-            axis = node.attr("axis")
-            assert isinstance(axis, int)
-            dy = b.add("mul", (d, i), node.shape)
-            total = _kept_sum(b, dy, axis)
-            acc(ins[0], b.add("mul", (i, b.add("sub", (d, total), node.shape)), node.shape))
-        elif op == "log_softmax":
-            axis = node.attr("axis")
-            assert isinstance(axis, int)
-            soft = b.add("softmax", (ins[0],), node.shape, node.attrs)
-            total = _kept_sum(b, d, axis)
-            scaled = b.add("mul", (soft, total), node.shape)
-            acc(ins[0], b.add("sub", (d, scaled), node.shape))
-        elif op == "reshape":
-            acc(ins[0], _reshape(b, d, b.shape(ins[0])))
-        elif op == "bmatmul":
-            a, c = ins
-            sa, sc = b.shape(a), b.shape(c)
-            ct = b.add("transpose", (c,), sc[:-2] + (sc[-1], sc[-2]))
-            acc(a, b.add("bmatmul", (d, ct), sa))
-            at = b.add("transpose", (a,), sa[:-2] + (sa[-1], sa[-2]))
-            acc(c, b.add("bmatmul", (at, d), sc))
-        elif op == "causal_mask":
-            acc(ins[0], b.add("causal_mask", (d,), node.shape, (("fill", 0.0),)))
-        elif op == "embed":
-            table, tokens = ins
-            acc(table, b.add("embed_grad", (d, tokens), b.shape(table)))
-        elif op == "dropout":  # the same mask and scale, applied to the adjoint
-            acc(ins[0], b.add("dropout", (d,), node.shape, node.attrs))
-        elif op in ("max", "min"):  # to the first extreme element along the axis
-            grad = b.add(f"{op}_grad", (ins[0], d), b.shape(ins[0]), node.attrs)
-            acc(ins[0], grad)
-        elif op == "swap_axes":  # its own inverse
-            acc(ins[0], b.add("swap_axes", (d,), b.shape(ins[0]), node.attrs))
-        elif op == "slice":
-            acc(ins[0], b.add("slice_grad", (d,), b.shape(ins[0]), node.attrs))
-        elif op == "conv2d":
-            x, w = ins
-            acc(x, b.add("conv2d_dx", (d, w), b.shape(x), node.attrs))
-            acc(w, b.add("conv2d_dw", (x, d), b.shape(w), node.attrs))
-        elif op == "max_pool":
-            acc(ins[0], b.add("max_pool_grad", (ins[0], d), b.shape(ins[0]), node.attrs))
-        elif op == "avg_pool":
-            acc(ins[0], b.add("avg_pool_grad", (d,), b.shape(ins[0]), node.attrs))
-        elif op in ("sum", "mean"):
-            (a,) = ins
-            axis = node.attr("axis")
-            g = b.add("broadcast", (d,), b.shape(a), (("axis", axis),))
-            if op == "mean":
-                sa = b.shape(a)
-                n = sa[axis] if isinstance(axis, int) else _count(sa)
-                g = b.add("div", (g, b.add("const", (), (), (("value", float(n)),))), sa)
-            acc(a, g)
-        else:
-            raise AssertionError(f"no derivative for {op}")
+        rule = ADJOINTS.get(entry.adjoint) if entry is not None else None
+        if rule is None:
+            raise AssertionError(f"no derivative for {node.op}")
+        rule(adjoints, i, node, grads[i])
     return grads
 
 

@@ -12,41 +12,19 @@ from typing import TYPE_CHECKING
 from alpha_core.check.context import show_shape
 from alpha_core.diagnostics import Related
 from alpha_core.ir.graph import BATCH, Shape, broadcast_shapes
+from alpha_core.ops import BUILTINS, builtins_of
 from alpha_core.syntax import ast
 
 if TYPE_CHECKING:
     from alpha_core.check.expressions import Binding, ExprLowering
 
-# one tensor in, the same shape out
-UNARY = {
-    n: n
-    for n in (
-        "relu",
-        "tanh",
-        "sigmoid",
-        "exp",
-        "log",
-        "sqrt",
-        "abs",
-        "square",
-        "gelu",
-        "silu",
-    )
-}
-REDUCE = ("sum", "mean", "max", "min")
-PAIRWISE = ("maximum", "minimum")
+# the built-ins by kind, in the operation table's order (alpha_core/ops: BUILTINS)
+# one tensor in, the same shape out: source name -> graph op
+UNARY = {n: BUILTINS[n].ops[0] for n in builtins_of("unary")}
+REDUCE = builtins_of("reduce")
+PAIRWISE = builtins_of("pairwise")
 # the other built-ins and how they are called (for messages)
-CALLS = {
-    "maximum": "maximum(a, b)",
-    "minimum": "minimum(a, b)",
-    "clamp": "clamp(t, low, high)",
-    "softmax": "softmax(t, axis: k)",
-    "log_softmax": "log_softmax(t, axis: k)",
-    "reshape": "reshape(t, D1, ..., Dn)",
-    "transpose": "transpose(t) or transpose(t, a, b)",
-    "causal_mask": "causal_mask(t)",
-    "embed": "embed(table, tokens)",
-}
+CALLS = {n: b.call for n, b in BUILTINS.items() if b.kind in ("pairwise", "call")}
 
 # the names an expression sees: a function body's own over the system's (expressions.inline)
 Env = MutableMapping[str, "Binding"]
@@ -414,10 +392,4 @@ def _dropout(lw: ExprLowering, e: ast.Call, env: Env) -> int | None:
     return lw.b.add("dropout", (x,), shape, attrs)
 
 
-CALLS.update(
-    {
-        "dropout": "dropout(t, rate: p, seed: s)",
-        "slice": "slice(t, axis: k, start: a, stop: b)",
-    }
-)
 HANDLERS.update({"dropout": _dropout, "slice": _slice})

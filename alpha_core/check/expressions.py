@@ -17,10 +17,11 @@ from alpha_core.check.context import CheckContext, show_shape
 from alpha_core.check.signature import Sizes, bind_sizes, declared_text, result_shape
 from alpha_core.diagnostics import Related
 from alpha_core.ir.graph import BATCH, GraphBuilder, Shape
+from alpha_core.ops import BINARY_OPERATORS
 from alpha_core.syntax import ast
 
 __all__ = ["UNARY", "REDUCE", "CALLS", "Binding", "ExprLowering", "declared_shape"]
-BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
+BINARY = BINARY_OPERATORS  # `a + b` and the others to their ops (alpha_core/ops)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The image built-ins of expressions: conv2d and the max and average pools over per-example
 images f32[B, C, H, W], their arguments, result shapes and lowering (registered into
-builtins.HANDLERS and CALLS when imported, as expressions.py does)."""
+builtins.HANDLERS when imported, as expressions.py does; how each is called: alpha_core/ops)."""
 
 from __future__ import annotations
 
@@ -117,11 +117,4 @@ def _pool(lw: ExprLowering, e: ast.Call, env: Env) -> int | None:
     return lw.b.add(e.func, (x,), sx[:-2] + (oh, ow), win.attrs())
 
 
-CALLS.update(
-    {
-        "conv2d": "conv2d(images, kernels, stride: s, padding: p)",
-        "max_pool": "max_pool(images, size: k, stride: s)",
-        "avg_pool": "avg_pool(images, size: k, stride: s)",
-    }
-)
 HANDLERS.update({"conv2d": _conv2d, "max_pool": _pool, "avg_pool": _pool})

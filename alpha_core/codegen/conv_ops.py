@@ -14,16 +14,6 @@ from alpha_core.ir.conv import Window, window_of
 from alpha_core.ir.graph import Node, size
 from alpha_core.semantics.llvm_arith import LlvmArith
 
-CONV_OPS = (
-    "conv2d",
-    "conv2d_dx",
-    "conv2d_dw",
-    "max_pool",
-    "max_pool_grad",
-    "avg_pool",
-    "avg_pool_grad",
-)
-
 Loop = Callable[[ir.Value], None]
 
 

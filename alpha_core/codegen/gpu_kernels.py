@@ -20,12 +20,13 @@ from llvmlite import ir
 from alpha_core.autodiff.reverse import StepGraph
 from alpha_core.check.program import Program
 from alpha_core.codegen import learner_emit
-from alpha_core.codegen.gpu_nodes import BOUND, NodeBodies, UnsupportedOnGpu
+from alpha_core.codegen.gpu_nodes import NodeBodies, UnsupportedOnGpu
 from alpha_core.codegen.kernels import emit_apply_element, init_arguments
 from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, i64, load, store
 from alpha_core.ir.graph import Graph, concrete, size
 from alpha_core.lower.gpu_support import unsupported_ops
 from alpha_core.lower.live import live_nodes
+from alpha_core.ops import BOUND
 from alpha_core.semantics import learners, rng
 from alpha_core.semantics.llvm_arith import LlvmArith
 

@@ -14,11 +14,12 @@ finds t from its block and thread) and, for the host shadow, for the host.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from llvmlite import ir
 
-from alpha_core.codegen.conv_ops import CONV_OPS
 from alpha_core.codegen.gpu_conv import ConvBody
 from alpha_core.codegen.gpu_ir import (
     OpaqueZero,
@@ -41,64 +42,36 @@ from alpha_core.codegen.loops import (
     row_major_strides,
     store,
 )
-from alpha_core.codegen.loss_ops import LOSS_OPS
-from alpha_core.codegen.tensor_ops import EXTREME_OPS, LAYER_OPS
 from alpha_core.ir.graph import Graph, Node, concrete, size
-from alpha_core.semantics import activations
+from alpha_core.ops import BOUND, GPU_REFUSAL, GPU_SUPPORTED, OPS
 from alpha_core.semantics import learners as recipes
 from alpha_core.semantics.llvm_arith import LlvmArith, emit_math_functions
 
-ELEMENTWISE = ("add", "sub", "mul", "div")
-# the layer operations (tensor_ops.py on the host) that have a GPU body here, from the same
-# recipes; named one by one, so an op the host learns later is refused until it has one
-LAYER = (
-    *activations.UNARY,
-    *activations.GRADS,
-    "maximum",
-    "minimum",
-    "pick_grad",
-    "reshape",
-    "softmax",
-    "log_softmax",
-    "bmatmul",
-    "causal_mask",
-    "embed",
-    "embed_grad",
-    "slice",
-    "slice_grad",
-    "dropout",
-    "swap_axes",
-)
-assert set(LAYER) <= set(LAYER_OPS)
-EXTREMES = EXTREME_OPS  # max/min along an axis, or every axis, and their adjoints
-UNARY = ("neg", "relu", "tanh", "sigmoid", "exp", "log")
-GRADS = ("relu_grad", "tanh_grad", "sigmoid_grad")
-BOUND = ("param", "input_x", "label_class", "label_reg")
-# every op a GPU role computes; any other is refused `unsupported-on-target` at compile time
-SUPPORTED = frozenset(
-    (
-        "const",
-        "zeros",
-        "matmul",
-        "transpose",
-        "sum",
-        "mean",
-        "reduce_to",
-        "broadcast",
-        "xent",
-        "xent_grad",
-        "mse",
-        "mse_grad",
-        *ELEMENTWISE,
-        *UNARY,
-        *GRADS,
-        *BOUND,
-        *LAYER,
-        *CONV_OPS,
-        *LOSS_OPS,
-        *EXTREMES,
-    )
-)
+# every op a GPU role computes (bound and constant nodes included): the operation table's
+# (alpha_core/ops); any other is refused `unsupported-on-target` at compile time
+SUPPORTED = GPU_SUPPORTED
+# the body of one family of ops: (bodies, builder, arith, node, index, shape, output buffer,
+# input buffers, output index t) -> the thread count (None: one per output)
+Body = Callable[
+    [
+        "NodeBodies",
+        ir.IRBuilder,
+        LlvmArith,
+        Node,
+        int,
+        tuple[int, ...],
+        ir.Value,
+        dict[int, ir.Value],
+        ir.Value,
+    ],
+    int | None,
+]
+
+
+def gpu_family(op: str) -> str:
+    """The GPU body family the operation table gives `op` (GPU_REFUSAL: none)."""
+    entry = OPS.get(op)
+    return GPU_REFUSAL if entry is None else entry.gpu
 
 
 @dataclass(frozen=True)
@@ -181,95 +154,256 @@ class NodeBodies(LayerBodies):
         ptrs: dict[int, ir.Value],
         t: ir.Value,
     ) -> int:
-        """Emit output t of node i; returns the thread count."""
+        """Emit output t of node i by the body of its family in the operation table
+        (alpha_core/ops); returns the thread count."""
         shape = self.shape(i)
         n = max(1, size(shape))
+        body = NodeBodies.FAMILIES.get(gpu_family(node.op))
+        if body is None:  # bound, constant or refused: no kernel (kernel() refuses it first)
+            raise UnsupportedOnGpu(node.op)
+        threads = body(self, b, A, node, i, shape, out, ptrs, t)
+        return n if threads is None else threads
+
+    def _zeros(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        i: int,
+        shape: tuple[int, ...],
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> int | None:
+        store(b, ir.Constant(F32, 0.0), out, t)
+        return None
+
+    def _arith(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        i: int,
+        shape: tuple[int, ...],
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> int | None:
+        coords = unravel(b, t, shape)
+        ja, jc = node.inputs
+        va = self._read(b, ptrs, ja, linear_at(b, coords, broadcast_strides(self.shape(ja), shape)))
+        vc = self._read(b, ptrs, jc, linear_at(b, coords, broadcast_strides(self.shape(jc), shape)))
+        fn = {"add": A.add, "sub": A.sub, "mul": A.mul, "div": A.div}[node.op]
+        store(b, fn(va, vc), out, t)
+        return None
+
+    def _math(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        i: int,
+        shape: tuple[int, ...],
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> int | None:
         op = node.op
-        if op == "zeros":
-            store(b, ir.Constant(F32, 0.0), out, t)
-        elif op in ELEMENTWISE:
-            coords = unravel(b, t, shape)
-            ja, jc = node.inputs
-            va = self._read(
-                b, ptrs, ja, linear_at(b, coords, broadcast_strides(self.shape(ja), shape))
+        v = self._read(b, ptrs, node.inputs[0], t)
+        if op == "neg":
+            r = A.neg(v)
+        elif op == "relu":
+            r = recipes.relu(OpaqueZero(b) if self.ptx else A, v)
+        else:
+            r = b.call(self.math[op], [v])
+        store(b, r, out, t)
+        return None
+
+    def _math_grad(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        i: int,
+        shape: tuple[int, ...],
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> int | None:
+        rec = {
+            "relu_grad": recipes.relu_grad,
+            "tanh_grad": recipes.tanh_grad,
+            "sigmoid_grad": recipes.sigmoid_grad,
+        }[node.op]
+        x = self._read(b, ptrs, node.inputs[0], t)
+        d = self._read(b, ptrs, node.inputs[1], t)
+        store(b, rec(A, x, d), out, t)
+        return None
+
+    def _matmul_node(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        i: int,
+        shape: tuple[int, ...],
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> int | None:
+        self._matmul(b, A, node, out, ptrs, t)
+        return None
+
+    def _transpose(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        i: int,
+        shape: tuple[int, ...],
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> int | None:
+        # the last two axes swapped, for every index before them: output (g, c, r) of the
+        # n x m transposes is input (g, r, c)
+        (m, cols) = self.shape(node.inputs[0])[-2:]
+        g, within = b.udiv(t, i64(m * cols)), b.urem(t, i64(m * cols))
+        c, r = b.udiv(within, i64(m)), b.urem(within, i64(m))
+        at_in = b.add(b.mul(g, i64(m * cols)), b.add(b.mul(r, i64(cols)), c))
+        store(b, self._read(b, ptrs, node.inputs[0], at_in), out, t)
+        return None
+
+    def _reduce_node(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        i: int,
+        shape: tuple[int, ...],
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> int | None:
+        self._reduce(b, A, node, shape, out, ptrs, t)
+        return None
+
+    def _broadcast(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        i: int,
+        shape: tuple[int, ...],
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> int | None:
+        axis = node.axis()
+        if axis is None:
+            strides = [0] * len(shape)
+        else:
+            own = row_major_strides(shape[:axis] + shape[axis + 1 :])
+            strides = own[:axis] + [0] + own[axis:]
+        coords = unravel(b, t, shape)
+        store(b, self._read(b, ptrs, node.inputs[0], linear_at(b, coords, strides)), out, t)
+        return None
+
+    def _xent_node(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        i: int,
+        shape: tuple[int, ...],
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> int | None:
+        self._xent(b, A, node, out, ptrs, t, grad=node.op == "xent_grad")
+        return self.shape(node.inputs[0])[0]
+
+    def _mse_node(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        i: int,
+        shape: tuple[int, ...],
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> int | None:
+        if node.op == "mse_grad":
+            _, width = self.shape(node.inputs[0])
+            d = A.sub(
+                self._read(b, ptrs, node.inputs[0], t), self._read(b, ptrs, node.inputs[1], t)
             )
-            vc = self._read(
-                b, ptrs, jc, linear_at(b, coords, broadcast_strides(self.shape(jc), shape))
-            )
-            fn = {"add": A.add, "sub": A.sub, "mul": A.mul, "div": A.div}[op]
-            store(b, fn(va, vc), out, t)
-        elif op in UNARY:
-            v = self._read(b, ptrs, node.inputs[0], t)
-            if op == "neg":
-                r = A.neg(v)
-            elif op == "relu":
-                r = recipes.relu(OpaqueZero(b) if self.ptx else A, v)
-            else:
-                r = b.call(self.math[op], [v])
-            store(b, r, out, t)
-        elif op in GRADS:
-            rec = {
-                "relu_grad": recipes.relu_grad,
-                "tanh_grad": recipes.tanh_grad,
-                "sigmoid_grad": recipes.sigmoid_grad,
-            }[op]
-            x = self._read(b, ptrs, node.inputs[0], t)
-            d = self._read(b, ptrs, node.inputs[1], t)
-            store(b, rec(A, x, d), out, t)
-        elif op == "matmul":
-            self._matmul(b, A, node, out, ptrs, t)
-        elif op == "transpose":
-            # the last two axes swapped, for every index before them: output (g, c, r) of the
-            # n x m transposes is input (g, r, c)
-            (m, cols) = self.shape(node.inputs[0])[-2:]
-            g, within = b.udiv(t, i64(m * cols)), b.urem(t, i64(m * cols))
-            c, r = b.udiv(within, i64(m)), b.urem(within, i64(m))
-            at = b.add(b.mul(g, i64(m * cols)), b.add(b.mul(r, i64(cols)), c))
-            store(b, self._read(b, ptrs, node.inputs[0], at), out, t)
-        elif op in ("sum", "mean", "reduce_to"):
-            self._reduce(b, A, node, shape, out, ptrs, t)
-        elif op == "broadcast":
-            axis = node.axis()
-            if axis is None:
-                strides = [0] * len(shape)
-            else:
-                own = row_major_strides(shape[:axis] + shape[axis + 1 :])
-                strides = own[:axis] + [0] + own[axis:]
-            coords = unravel(b, t, shape)
-            store(b, self._read(b, ptrs, node.inputs[0], linear_at(b, coords, strides)), out, t)
-        elif op in ("xent", "xent_grad"):
-            self._xent(b, A, node, out, ptrs, t, grad=op == "xent_grad")
-            return self.shape(node.inputs[0])[0]
-        elif op in ("mse", "mse_grad"):
-            if op == "mse_grad":
-                _, width = self.shape(node.inputs[0])
-                d = A.sub(
-                    self._read(b, ptrs, node.inputs[0], t), self._read(b, ptrs, node.inputs[1], t)
-                )
-                store(b, A.div(A.add(d, d), A.const(float(width))), out, t)
-            else:
-                self._mse(b, A, node, out, ptrs, t)
-                return self.shape(node.inputs[0])[0]
-        elif op in LAYER:
-            return self._layer(b, A, node, i, shape, out, ptrs, t)
-        elif op in LOSS_OPS:
-            return self._loss(b, A, node, out, ptrs, t)
-        elif op in EXTREMES:
-            return self._extreme(b, A, node, out, ptrs, t)
-        elif op in CONV_OPS:
-            conv = ConvBody(
-                b,
-                A,
-                node,
-                [self.shape(j) for j in node.inputs],
-                lambda k, at: self._read(b, ptrs, node.inputs[k], at),
-                lambda n, body, name: loop(b, n, body, name),
-                lambda at, dims: unravel(b, at, dims),
-            )
-            return conv.emit(shape, out, t)
-        else:  # pragma: no cover - SUPPORTED lists exactly the ops above
-            raise UnsupportedOnGpu(op)
-        return n
+            store(b, A.div(A.add(d, d), A.const(float(width))), out, t)
+            return None
+        self._mse(b, A, node, out, ptrs, t)
+        return self.shape(node.inputs[0])[0]
+
+    def _layer_node(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        i: int,
+        shape: tuple[int, ...],
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> int | None:
+        return self._layer(b, A, node, i, shape, out, ptrs, t)  # gpu_layers.py
+
+    def _loss_node(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        i: int,
+        shape: tuple[int, ...],
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> int | None:
+        return self._loss(b, A, node, out, ptrs, t)  # gpu_layers.py
+
+    def _extreme_node(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        i: int,
+        shape: tuple[int, ...],
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> int | None:
+        return self._extreme(b, A, node, out, ptrs, t)  # gpu_layers.py
+
+    def _conv(
+        self,
+        b: ir.IRBuilder,
+        A: LlvmArith,
+        node: Node,
+        i: int,
+        shape: tuple[int, ...],
+        out: ir.Value,
+        ptrs: dict[int, ir.Value],
+        t: ir.Value,
+    ) -> int | None:
+        conv = ConvBody(  # gpu_conv.py
+            b,
+            A,
+            node,
+            [self.shape(j) for j in node.inputs],
+            lambda k, at: self._read(b, ptrs, node.inputs[k], at),
+            lambda n, body, name: loop(b, n, body, name),
+            lambda at, dims: unravel(b, at, dims),
+        )
+        return conv.emit(shape, out, t)
 
     def _matmul(
         self,
@@ -406,3 +540,24 @@ class NodeBodies(LayerBodies):
 
         loop(b, width, term, "sq")
         store(b, A.div(b.load(s_slot, typ=F32), A.const(float(width))), out, r)
+
+    #: the body of each GPU family the operation table names (alpha_core/ops: Op.gpu); bound
+    #: and constant nodes have none: gpu_kernels.py binds them to buffers or reads the value
+    FAMILIES: ClassVar[dict[str, Body | None]] = {
+        "bound": None,
+        "const": None,
+        "zeros": _zeros,
+        "arith": _arith,
+        "math": _math,
+        "math_grad": _math_grad,
+        "matmul": _matmul_node,
+        "transpose": _transpose,
+        "reduce": _reduce_node,
+        "broadcast": _broadcast,
+        "xent": _xent_node,
+        "mse": _mse_node,
+        "layer": _layer_node,
+        "loss": _loss_node,
+        "extreme": _extreme_node,
+        "conv": _conv,
+    }

@@ -7,11 +7,12 @@ outputs. Sums are never reassociated: each accumulates from +0.0 in index order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 from llvmlite import ir
 
-from alpha_core.codegen.conv_ops import CONV_OPS, emit_conv_op
+from alpha_core.codegen.conv_ops import emit_conv_op
 from alpha_core.codegen.gemm import GemmEmitter
 from alpha_core.codegen.loops import (
     F32,
@@ -29,18 +30,21 @@ from alpha_core.codegen.loops import (
     splat,
     store,
 )
-from alpha_core.codegen.loss_ops import LOSS_OPS, emit_loss_op
+from alpha_core.codegen.loss_ops import emit_loss_op
 from alpha_core.codegen.parts import CallRun
-from alpha_core.codegen.tensor_ops import EXTREME_OPS, LAYER_OPS, emit_layer_op
+from alpha_core.codegen.tensor_ops import emit_layer_op
 from alpha_core.ir.graph import Graph, Node, concrete, size
 from alpha_core.lower.blocking import packed
 from alpha_core.lower.live import live_nodes
+from alpha_core.ops import BOUND, OPS
 from alpha_core.semantics import learners as recipes
 from alpha_core.semantics.llvm_arith import LlvmArith, emit_math_functions
 
 ROWS = 4  # rows of a matmul computed together
 Chain = tuple[ir.Value, ir.Value] | None  # pointers to the arrays added as a product is stored
 OUTLINE_FROM = 160  # live nodes from which a kernel calls one function per kind of node
+# the emitter of one family of ops: (emitter, builder, arith, node index, node, output buffer)
+Family = Callable[["GraphEmitter", ir.IRBuilder, LlvmArith, int, Node, ir.Value], None]
 
 
 class GraphEmitter:
@@ -120,7 +124,7 @@ class GraphEmitter:
             node = self.graph[i]
             if i in self.folded:
                 continue
-            if i in bound or node.op in ("param", "input_x", "label_class", "label_reg"):
+            if i in bound or node.op in BOUND:
                 if i not in self.ptrs:
                     raise AssertionError(f"{node.op} %{i} is not bound")
                 continue
@@ -225,89 +229,120 @@ class GraphEmitter:
         return self.ptrs[node.inputs[k]]
 
     def _emit(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node) -> None:
+        """Node i by the emitter of its family in the operation table (alpha_core/ops)."""
         out = self.buffer(i)
+        entry = OPS.get(node.op)
+        if entry is None:
+            raise AssertionError(f"no code for {node.op}")
+        GraphEmitter.FAMILIES[entry.host](self, b, A, i, node, out)
+
+    def _bound(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
+        raise AssertionError(f"no code for {node.op}")  # bound to an argument by emit
+
+    def _const(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
+        pass  # initialised at its definition
+
+    def _zeros(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
+        self._fill(b, out, size(self.shape(i)))
+
+    def _arith(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
+        """add, sub, mul, div with NumPy broadcasting."""
         shape = self.shape(i)
+        sa, sc = self.shape(node.inputs[0]), self.shape(node.inputs[1])
+        st_a, st_c = broadcast_strides(sa, shape), broadcast_strides(sc, shape)
+        st_o = row_major_strides(shape)
+        a, c = self._in(node, 0), self._in(node, 1)
+        fn = {"add": A.add, "sub": A.sub, "mul": A.mul, "div": A.div}[node.op]
+
+        def body(idx: list[ir.Value]) -> None:
+            va = load(b, a, linear(b, idx, st_a))
+            vc = load(b, c, linear(b, idx, st_c))
+            store(b, fn(va, vc), out, linear(b, idx, st_o))
+
+        nest(b, shape, body)
+
+    def _math(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
+        """neg, relu, and the math functions' recipes (exp, log, tanh, sigmoid)."""
         op = node.op
-        if op == "const":
-            pass  # initialised at its definition
-        elif op == "zeros":
-            self._fill(b, out, size(shape))
-        elif op in ("add", "sub", "mul", "div"):
-            sa, sc = self.shape(node.inputs[0]), self.shape(node.inputs[1])
-            st_a, st_c = broadcast_strides(sa, shape), broadcast_strides(sc, shape)
-            st_o = row_major_strides(shape)
-            a, c = self._in(node, 0), self._in(node, 1)
-            fn = {"add": A.add, "sub": A.sub, "mul": A.mul, "div": A.div}[op]
+        a = self._in(node, 0)
 
-            def body(idx: list[ir.Value]) -> None:
-                va = load(b, a, linear(b, idx, st_a))
-                vc = load(b, c, linear(b, idx, st_c))
-                store(b, fn(va, vc), out, linear(b, idx, st_o))
+        def unary(v: ir.Value) -> ir.Value:
+            if op == "neg":
+                return A.neg(v)
+            if op == "relu":
+                return recipes.relu(A, v)
+            return b.call(self.math[op], [v])
 
-            nest(b, shape, body)
-        elif op in ("neg", "relu", "tanh", "sigmoid", "exp", "log"):
-            a = self._in(node, 0)
+        for_range(b, size(self.shape(i)), lambda j: store(b, unary(load(b, a, j)), out, j))
 
-            def unary(v: ir.Value) -> ir.Value:
-                if op == "neg":
-                    return A.neg(v)
-                if op == "relu":
-                    return recipes.relu(A, v)
-                return b.call(self.math[op], [v])
+    def _math_grad(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
+        x, d = self._in(node, 0), self._in(node, 1)
+        rec = {
+            "relu_grad": recipes.relu_grad,
+            "tanh_grad": recipes.tanh_grad,
+            "sigmoid_grad": recipes.sigmoid_grad,
+        }[node.op]
+        for_range(
+            b,
+            size(self.shape(i)),
+            lambda j: store(b, rec(A, load(b, x, j), load(b, d, j)), out, j),
+        )
 
-            for_range(b, size(shape), lambda j: store(b, unary(load(b, a, j)), out, j))
-        elif op in ("relu_grad", "tanh_grad", "sigmoid_grad"):
-            x, d = self._in(node, 0), self._in(node, 1)
-            rec = {
-                "relu_grad": recipes.relu_grad,
-                "tanh_grad": recipes.tanh_grad,
-                "sigmoid_grad": recipes.sigmoid_grad,
-            }[op]
-            for_range(
-                b, size(shape), lambda j: store(b, rec(A, load(b, x, j), load(b, d, j)), out, j)
-            )
-        elif op == "matmul":
-            self._matmul(b, A, node, out)
-        elif op == "transpose":  # the last two axes swapped, for every index before them
-            src_shape = self.shape(node.inputs[0])
-            (m, n) = src_shape[-2:]
-            lead = size(src_shape[:-2])
-            a = self._in(node, 0)
-            if lead == 1:  # a matrix: the loops as they always were
-                nest(
-                    b,
-                    (m, n),
-                    lambda idx: store(
-                        b, load(b, a, linear(b, idx, (n, 1))), out, linear(b, idx, (1, m))
-                    ),
-                )
-                return
+    def _transpose(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
+        """The last two axes swapped, for every index before them."""
+        src_shape = self.shape(node.inputs[0])
+        (m, n) = src_shape[-2:]
+        lead = size(src_shape[:-2])
+        a = self._in(node, 0)
+        if lead == 1:  # a matrix: the loops as they always were
             nest(
                 b,
-                (lead, m, n),
+                (m, n),
                 lambda idx: store(
-                    b,
-                    load(b, a, linear(b, idx, (m * n, n, 1))),
-                    out,
-                    linear(b, idx, (m * n, 1, m)),
+                    b, load(b, a, linear(b, idx, (n, 1))), out, linear(b, idx, (1, m))
                 ),
             )
-        elif op in ("sum", "mean", "reduce_to"):
-            self._reduce(b, A, i, node, out)
-        elif op == "broadcast":
-            self._broadcast(b, node, out, shape)
-        elif op in ("xent", "xent_grad"):
-            self._xent(b, A, node, out, grad=op == "xent_grad")
-        elif op in ("mse", "mse_grad"):
-            self._mse(b, A, node, out, grad=op == "mse_grad")
-        elif op in LAYER_OPS or op in EXTREME_OPS:
-            emit_layer_op(self, b, A, i, node, out)
-        elif op in CONV_OPS:
-            emit_conv_op(self, b, A, i, node, out)
-        elif op in LOSS_OPS:
-            emit_loss_op(self, b, A, i, node, out)
-        else:
-            raise AssertionError(f"no code for {op}")
+            return
+        nest(
+            b,
+            (lead, m, n),
+            lambda idx: store(
+                b,
+                load(b, a, linear(b, idx, (m * n, n, 1))),
+                out,
+                linear(b, idx, (m * n, 1, m)),
+            ),
+        )
+
+    def _matmul_node(
+        self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value
+    ) -> None:
+        self._matmul(b, A, node, out)
+
+    def _reduce_node(
+        self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value
+    ) -> None:
+        self._reduce(b, A, i, node, out)
+
+    def _broadcast_node(
+        self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value
+    ) -> None:
+        self._broadcast(b, node, out, self.shape(i))
+
+    def _xent_node(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
+        self._xent(b, A, node, out, grad=node.op == "xent_grad")
+
+    def _mse_node(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
+        self._mse(b, A, node, out, grad=node.op == "mse_grad")
+
+    def _layer(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
+        emit_layer_op(self, b, A, i, node, out)  # tensor_ops.py
+
+    def _conv(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
+        emit_conv_op(self, b, A, i, node, out)  # conv_ops.py
+
+    def _loss(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
+        emit_loss_op(self, b, A, i, node, out)  # loss_ops.py
 
     def _fill(self, b: ir.IRBuilder, out: ir.Value, n: int) -> None:
         for_range(b, n, lambda j: store(b, ir.Constant(F32, 0.0), out, j))
@@ -503,3 +538,22 @@ class GraphEmitter:
             store(b, A.div(b.load(s_slot, typ=F32), n), out, r)
 
         for_range(b, rows, example, "ex")
+
+    #: the emitter of each host family the operation table names (alpha_core/ops: Op.host)
+    FAMILIES: ClassVar[dict[str, Family]] = {
+        "bound": _bound,
+        "const": _const,
+        "zeros": _zeros,
+        "arith": _arith,
+        "math": _math,
+        "math_grad": _math_grad,
+        "matmul": _matmul_node,
+        "transpose": _transpose,
+        "reduce": _reduce_node,
+        "broadcast": _broadcast_node,
+        "xent": _xent_node,
+        "mse": _mse_node,
+        "layer": _layer,
+        "conv": _conv,
+        "loss": _loss,
+    }

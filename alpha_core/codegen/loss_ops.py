@@ -11,8 +11,6 @@ from alpha_core.ir.graph import Node
 from alpha_core.semantics import activations
 from alpha_core.semantics.llvm_arith import LlvmArith
 
-LOSS_OPS = ("sigmoid_xent", "sigmoid_xent_grad", "xent_smooth", "xent_smooth_grad")
-
 
 def emit_loss_op(
     em: NodeContext, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value

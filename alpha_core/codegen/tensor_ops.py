@@ -30,32 +30,11 @@ from alpha_core.ir.graph import Node, size
 from alpha_core.semantics import activations
 from alpha_core.semantics.llvm_arith import LlvmArith
 
-LAYER_OPS = (
-    *activations.UNARY,
-    *activations.GRADS,
-    "maximum",
-    "minimum",
-    "pick_grad",
-    "softmax",
-    "log_softmax",
-    "reshape",
-    "bmatmul",
-    "causal_mask",
-    "embed",
-    "embed_grad",
-    "slice",
-    "slice_grad",
-    "dropout",
-    "swap_axes",
-)
-# reductions to the extreme element: kept out of LAYER_OPS, which GPU roles take as the ops
-# they have kernels for (gpu_nodes.py), until they have theirs
-EXTREME_OPS = ("max", "min", "max_grad", "min_grad")
-
 
 def emit_layer_op(
     em: NodeContext, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value
 ) -> None:
+    """A node of the host family `layer` (alpha_core/ops), into `out`."""
     op = node.op
     shape = em.shape(i)
     if op in activations.UNARY:
@@ -90,7 +69,7 @@ def emit_layer_op(
         _slice(em, b, node, shape, out)
     elif op == "dropout":
         _dropout(em, b, A, node, shape, out)
-    elif op in EXTREME_OPS:
+    elif op in ("max", "min", "max_grad", "min_grad"):
         _extreme(em, b, A, node, out)
     elif op == "swap_axes":
         a, c = int(node.attr("a")), int(node.attr("b"))  # type: ignore[call-overload]

@@ -16,25 +16,11 @@ BATCH = -1
 
 Shape = tuple[int, ...]
 
-ELEMENTWISE_BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
-ELEMENTWISE_UNARY = (
-    "neg",
-    "relu",
-    "tanh",
-    "sigmoid",
-    "exp",
-    "log",
-    "sqrt",
-    "abs",
-    "square",
-    "gelu",
-    "silu",
-)
-
 
 @dataclass(frozen=True)
 class Node:
-    """One operation. `attrs` holds op-specific constants (value, axis, index, shape)."""
+    """One operation. `attrs` holds op-specific constants (value, axis, index, shape). What
+    each op is to every phase (arity, shape rule, adjoint, emitters): alpha_core/ops."""
 
     op: str
     inputs: tuple[int, ...]

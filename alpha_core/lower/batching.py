@@ -14,35 +14,11 @@ from alpha_core.ir.graph import Graph, concrete, size
 from alpha_core.lower.blocking import packed
 from alpha_core.lower.live import live_nodes
 from alpha_core.lower.tree import tree_split
+from alpha_core.ops import ROW_WISE
 
-# Operations whose every output row is a function of the same rows of its inputs (an example's
-# rows stay the example's): computed over all the leaves' rows at once, each row is the same.
-ROW_WISE = frozenset(
-    {
-        "input_x",
-        "label_class",
-        "label_reg",
-        "matmul",
-        "add",
-        "sub",
-        "mul",
-        "div",
-        "neg",
-        "relu",
-        "tanh",
-        "sigmoid",
-        "exp",
-        "log",
-        "relu_grad",
-        "tanh_grad",
-        "sigmoid_grad",
-        "xent",
-        "xent_grad",
-        "mse",
-        "mse_grad",
-        "reshape",
-    }
-)
+# ROW_WISE (the operation table's row_wise entries): the ops whose every output row is a
+# function of the same rows of their inputs (an example's rows stay the example's), computed
+# over all the leaves' rows at once, each row the same.
 REDUCING = frozenset({"sum", "mean", "reduce_to"})  # over a leaf's rows, by the sub-emitter
 MAX_LEAVES = 64  # a walk's chain stays under CHAIN_MAX (the tree's depth) for fewer
 MAX_BATCH_BYTES = 64 << 20  # the most the rows of every leaf at once may take

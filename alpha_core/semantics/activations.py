@@ -121,6 +121,10 @@ def dropout_scale(A: Arith[F, I, M], rate: float) -> F:
     return A.div(A.const(1.0), A.sub(A.const(1.0), A.const(rate)))
 
 
+# The recipe of each activation op and of its adjoint op. Which ops there are, their adjoint
+# ops and what each adjoint reads (the input x or the output y): alpha_core/ops/table.py
+# (tests/test_op_table.py holds the two equal).
+
 #: one input, one output, by graph op
 UNARY: dict[str, Callable[[Any, Any], Any]] = {
     "sqrt": sqrt,
@@ -137,5 +141,3 @@ GRADS: dict[str, Callable[[Any, Any, Any], Any]] = {
     "gelu_grad": gelu_grad,
     "silu_grad": silu_grad,
 }
-#: which forward value a gradient op reads: the op's input (x) or its output (y)
-GRAD_READS = {"sqrt": "y", "abs": "x", "square": "x", "gelu": "x", "silu": "x"}
