@@ -21,13 +21,18 @@ TABS = ("events", "projection", "memory", "device")
 LOG_LINES = 400  # the newest matching lines the pane shows
 
 
-def device_text(view: RoleView | None, opened: dict[str, object] | None = None) -> str:
+def device_text(
+    view: RoleView | None, opened: dict[str, object] | None = None, cpu: str | None = None
+) -> str:
     """Where the role runs: a host, or the device profile of a GPU role, and once it has
     started, the device it opened (its `device` event: name, UUID, memory, demand)."""
     if view is None:
         return "build the choice (b) to see where this role runs"
     if view.device is None:
-        return f"{view.role} runs on a host: {view.host}, no device"
+        line = f"{view.role} runs on a host: {view.host}, no device"
+        if cpu:
+            line += f"\n  kernels             {cpu} (the widest this CPU runs, chosen at start-up)"
+        return line
     lines = [f"{view.role} runs on a GPU: device profile {view.device} (host {view.host})"]
     if opened is None:
         lines.append("not started yet: the device it opens is shown once it runs")
@@ -79,10 +84,11 @@ class RolePanes(ModalScreen[None]):
         first: str = "events",
         device: Callable[[], dict[str, object] | None] = lambda: None,
         usage: Callable[[], str] = lambda: "",
+        cpu: Callable[[], str | None] = lambda: None,
     ) -> None:
         super().__init__()
         self.role, self.view, self.events, self.first = role, view, events, first
-        self.device, self.usage = device, usage
+        self.device, self.usage, self.cpu = device, usage, cpu
         self.query_text = ""
         self._last: dict[str, object] | None = None  # the newest event written to the log
         self._query: str | None = None  # the filter it was written under
@@ -101,7 +107,7 @@ class RolePanes(ModalScreen[None]):
                 yield Static(escape(text), id="memory-text")
                 yield Static(escape(self.usage()), id="memory-now")
             with TabPane("device", id="device"):
-                yield Static(escape(device_text(v, self.device())), id="device-text")
+                yield Static(escape(device_text(v, self.device(), self.cpu())), id="device-text")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -115,7 +121,7 @@ class RolePanes(ModalScreen[None]):
         """Four times a second: the live figures, and the events that came since the last
         call appended (a run reports thousands; formatting and writing all of them again on
         every call kept the app busy while the pane was open)."""
-        text = escape(device_text(self.view, self.device()))
+        text = escape(device_text(self.view, self.device(), self.cpu()))
         self.query_one("#device-text", Static).update(text)
         self.query_one("#memory-now", Static).update(escape(self.usage()))
         events = list(self.events())

@@ -149,7 +149,12 @@ class Views(_App):
             r = current.roles.get(role) if current is not None else None
             return T.usage_line(r) if r is not None else ""
 
-        panes = RolePanes(role, self.views.get(role), events, tab, device, usage)
+        def cpu() -> str | None:
+            current = self.state if self.state is not None else state
+            r = current.roles.get(role) if current is not None else None
+            return r.cpu if r is not None else None
+
+        panes = RolePanes(role, self.views.get(role), events, tab, device, usage, cpu)
         self.push_screen(panes, callback=self.uncovered)
 
     def action_log_scale(self) -> None:

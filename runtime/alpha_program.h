@@ -190,6 +190,11 @@ void alpha_apply_pair(float *params, float *state, const float *left, const floa
                       uint32_t step, uint64_t start, uint64_t count) __attribute__((weak));
 /* Forward pass on leaf_size examples: out is leaf_size * outputs floats. */
 void alpha_forward(const float *params, const float *x, float *out);
+/* The CPU level the kernels run at, chosen once at start-up (cpu_level.c): the widest the CPU
+ * supports of the levels the executable carries, or ALPHA_CPU_LEVEL's; NULL with *refused set
+ * when ALPHA_CPU_LEVEL names one it cannot run. Defined by the compiler's CPU kernels
+ * (codegen/levels.py); NULL for a GPU role's and the tests' fixtures. */
+const char *alpha_cpu_level(const char **refused) __attribute__((weak));
 /* The kernels also define alpha_scratch_floats and alpha_threads_hook, and call
  * alpha_parallel (pool.h): 0 and NULL, and no call, for kernels without tasks. */
 

@@ -6,6 +6,8 @@
 #define _DEFAULT_SOURCE /* syscall() */
 #include "events.h"
 
+#include "cpu_level.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -106,9 +108,14 @@ void event_start(const struct alpha_program *p)
     json_string(stdout, p->system);
     fputs(",\"identity\":", stdout);
     json_string(stdout, p->identity);
-    printf(",\"params\":%llu,\"steps\":%u,\"batch\":%u,\"leaves\":%u,\"leaf_size\":%u}\n",
+    printf(",\"params\":%llu,\"steps\":%u,\"batch\":%u,\"leaves\":%u,\"leaf_size\":%u",
            (unsigned long long)p->n_params, (unsigned)p->steps, (unsigned)p->batch,
            (unsigned)p->leaves, (unsigned)p->leaf_size);
+    if (cpu_level_name()) { /* the copy of the kernels this CPU runs (cpu_level.c) */
+        fputs(",\"cpu\":", stdout);
+        json_string(stdout, cpu_level_name());
+    }
+    fputs("}\n", stdout);
     event_end();
 }
 

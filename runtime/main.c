@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "alpha_program.h"
+#include "cpu_level.h"
 #include "data.h"
 #include "evaluate.h"
 #include "events.h"
@@ -244,6 +245,7 @@ int main(int argc, char **argv)
     const struct alpha_role *role = &ALPHA_ROLE;
     events_init();
     refusal_context(role->name, 0);
+    cpu_level_start(); /* which copy of the kernels runs: before anything can call one */
     struct options o = parse_options(argc, argv);
     lifeline_watch(); /* started by alpha run or alpha-tui: end with it, however it ends */
     check_program(p);

@@ -8,6 +8,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "net.h"
 
+#include "cpu_level.h"
+
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -354,7 +356,9 @@ __attribute__((minsize)) void net_describe(const struct alpha_role *r)
     json_string(stdout, r->name);
     printf(",\"index\":%u,\"listen_host\":", (unsigned)r->index);
     json_string(stdout, r->listen_host ? r->listen_host : "");
-    printf(",\"listen_port\":%u,\"secret_file\":", (unsigned)r->listen_port);
+    printf(",\"listen_port\":%u,\"cpu\":", (unsigned)r->listen_port);
+    json_string(stdout, cpu_level_name() ? cpu_level_name() : "");
+    printf(",\"secret_file\":");
     json_string(stdout, r->secret_file ? r->secret_file : "");
     printf(",\"links\":[");
     for (uint32_t k = 0; k < r->n_links; k++) {

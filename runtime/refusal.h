@@ -52,6 +52,8 @@
 #define REFUSAL_GPU_JIT_FAILED "gpu-jit-failed"       /* the driver's JIT refused the PTX */
 #define REFUSAL_GPU_LAUNCH_FAILED "gpu-launch-failed" /* a kernel launch or the device failed */
 #define REFUSAL_MEMORY_ADMISSION "memory-admission"   /* the device has too little free memory */
+/* The kernels' CPU level (cpu_level.c). */
+#define REFUSAL_CPU_LEVEL "cpu-level-unsupported" /* ALPHA_CPU_LEVEL names a level not here */
 
 /* What every refused event names besides the refusal: the role and the round (1-based, as in
  * step events; 0 before and after the rounds, printed as null). */

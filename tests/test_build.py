@@ -48,8 +48,8 @@ def test_static_and_small(digits_exe: Path) -> None:
     types = program_headers(digits_exe)
     assert 3 not in types, "PT_INTERP: the executable asks for a dynamic loader"
     assert 2 not in types, "PT_DYNAMIC: the executable links shared libraries"
-    size = digits_exe.stat().st_size
-    assert size < 200_000, f"{size} bytes"
+    size = digits_exe.stat().st_size  # the kernels three times (x86-64-v2, v3, v4): levels.py
+    assert size < 256_000, f"{size} bytes"
     if shutil.which("file"):
         assert (
             "statically linked"

@@ -332,6 +332,25 @@ def test_a_round_whose_roles_disagree_is_named() -> None:
     assert "no role added node [0, 4)" in judge(7, missing, 4).why
 
 
+@IN_LOOP
+async def test_the_device_pane_names_the_cpu_level_a_host_role_runs() -> None:
+    """A host role's kernels: the level it chose at start-up (its start event's `cpu`)."""
+    from test_cpu_levels import widest_here
+
+    app = AlphaTui(DIGITS, plan="pair")
+    async with app.run_test(size=LARGE) as pilot:
+        await pilot.pause()
+        await pilot.press("r")
+        await until(pilot, lambda: app.result is not None, "the run to end")
+        await pilot.press("d")
+        await pilot.pause()
+        panes = app.screen
+        assert isinstance(panes, RolePanes)
+        text = str(panes.query_one("#device-text").render())
+        assert "runs on a host: x86_64" in text
+        assert f"kernels             {widest_here()} (the widest this CPU runs" in text
+
+
 # ---- the device of a GPU role -------------------------------------------------------------------
 
 

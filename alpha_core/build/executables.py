@@ -25,9 +25,10 @@ from alpha_core.build.outputs import (
     role_file_name,
 )
 from alpha_core.check.program import Program
+from alpha_core.codegen import levels
 from alpha_core.codegen.kernels import build_kernels
 from alpha_core.codegen.program_c import program_part, role_part_c
-from alpha_core.codegen.target import TARGETS, object_code
+from alpha_core.codegen.target import TARGETS, HostTarget, object_code
 from alpha_core.link.link import link_role
 from alpha_core.link.object_cache import bytes_object, c_object, content_key
 from alpha_core.link.toolchain import LinkError, os_reason, runtime_objects, writable_folder
@@ -39,23 +40,20 @@ from alpha_core.plan.schedule import RoleSchedule, single_process
 
 
 def kernels_object(program: Program, target: str, cpu: str | None = None) -> bytes:
-    """The kernels for a target; `cpu` (e.g. x86-64-v3) widens the vectors, never the bits."""
-    host = TARGETS[target]
-    if cpu:
-        host = replace(host, cpu=cpu)
+    """The kernels for a target and one CPU (e.g. x86-64-v3): it widens the vectors, never the
+    bits."""
     return kernels_file(program, target, cpu).read_bytes()
 
 
-def kernels_file(program: Program, target: str, cpu: str | None = None) -> Path:
-    """The kernels object in the object cache, optimised by LLVM only when no earlier build
-    made the same module for the same machine: the key is the module's text, the CPU, the
-    LLVM and llvmlite versions and the source of the pipeline that turns it into code."""
+def _host(target: str, cpu: str | None) -> HostTarget:
     host = TARGETS[target]
-    if cpu:
-        host = replace(host, cpu=cpu)
-    module = build_kernels(program, training_step(program), host.triple, host.cpu, host.features)
-    text = str(module)  # made once: the key, and what LLVM reads
-    key = content_key(
+    return replace(host, cpu=cpu) if cpu else host
+
+
+def _object_key(host: HostTarget, text: str, *more: bytes) -> str:
+    """An object's key: the module's text, the machine, the LLVM and llvmlite versions and the
+    source of the pipeline that turns it into code (and of the renaming, for a level's copy)."""
+    return content_key(
         [
             b"kernels",
             llvmlite.__version__.encode(),
@@ -64,10 +62,51 @@ def kernels_file(program: Program, target: str, cpu: str | None = None) -> Path:
             host.triple.encode(),
             host.cpu.encode(),
             host.features.encode(),
+            *more,
             text.encode(),
         ]
     )
+
+
+def _kernels_text(program: Program, host: HostTarget) -> str:
+    return str(build_kernels(program, training_step(program), host.triple, host.cpu, host.features))
+
+
+def kernels_file(program: Program, target: str, cpu: str | None = None) -> Path:
+    """The kernels object for one CPU in the object cache, optimised by LLVM only when no
+    earlier build made the same module for the same machine."""
+    host = _host(target, cpu)
+    text = _kernels_text(program, host)  # made once: the key, and what LLVM reads
+    key = _object_key(host, text)
     return bytes_object("kernels", host.zig, key, lambda: object_code(text, host))
+
+
+def _level_code(text: str, level: str, host: HostTarget) -> Callable[[], bytes]:
+    """Makes one level's copy of the kernels, its symbols suffixed (on a cache miss only)."""
+    return lambda: object_code(levels.renamed(text, level), host)
+
+
+def kernels_objects(program: Program, target: str, cpu: str | None = None) -> tuple[Path, ...]:
+    """What a role links for its kernels. A default x86-64 build: a copy of the kernels per
+    level (v2, v3, v4) and the dispatcher that picks one at start-up (codegen/levels.py); a
+    build for one CPU (`--cpu`, or AArch64): its kernels and a dispatcher naming that CPU."""
+    host = TARGETS[target]
+    zig = host.zig
+    if cpu or target != "x86_64":
+        name = cpu or (host.cpu if not host.features else f"{host.cpu} {host.features}")
+        pinned = c_object("kernels-level", zig, levels.pinned_c(name))
+        return kernels_file(program, target, cpu), pinned
+    copies: list[levels.LevelCopy] = []
+    objects: list[Path] = []
+    renaming = Path(levels.__file__).read_bytes()
+    for level in levels.X86_LEVELS:
+        h = _host(target, level)
+        text = _kernels_text(program, h)
+        copies.append(levels.copy_of(text, level))
+        key = _object_key(h, text, renaming, level.encode())
+        objects.append(bytes_object("kernels", zig, key, _level_code(text, level, h)))
+    objects.append(c_object("kernels-levels", zig, levels.dispatcher_c(copies)))
+    return tuple(objects)
 
 
 @dataclass(frozen=True)
@@ -76,21 +115,21 @@ class _Shared:
 
     target: str  # as a pairing names it (a GPU role: "gpu h200", "gpu h200 (shadow)")
     objects: tuple[Path, ...]  # the runtime's objects, then the program part
-    kernels: Path
+    kernels: tuple[Path, ...]
     zig: str = ""  # zig's target when it is not the host target's (GPU roles)
 
 
 def _gpu_shared(program: Program, profile: str, d: Deployment) -> _Shared:
     g = gpu_objects(program, profile, d.gpu_shadow, d.data_path, d.gpu_uuid, d.gpu_index)
     label = f"gpu {profile}" + (" (shadow)" if d.gpu_shadow else "")
-    return _Shared(label, g.objects, g.kernels, g.zig)
+    return _Shared(label, g.objects, (g.kernels,), g.zig)
 
 
 def _shared(program: Program, target: str, data_path: str | None, cpu: str | None) -> _Shared:
     zig = TARGETS[target].zig
     part = program_part(program, data_path)
     obj = c_object("program", zig, part.c, part.blobs)
-    return _Shared(target, (*runtime_objects(zig), obj), kernels_file(program, target, cpu))
+    return _Shared(target, (*runtime_objects(zig), obj), kernels_objects(program, target, cpu))
 
 
 def _link(shared: _Shared, role: RoleSchedule, exe: Path, admission: Admission) -> BuiltExecutable:

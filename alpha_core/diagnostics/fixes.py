@@ -278,6 +278,12 @@ ADVICE: dict[str, tuple[str, str]] = {
         "Install the emulator (`apt-get install qemu-user`) to run an AArch64 role here, or "
         "pair the role with this machine's instruction set.",
     ),
+    "cpu-level-unsupported": (
+        "error[cpu-level-unsupported]: ALPHA_CPU_LEVEL=x86-64-v4: this CPU lacks what "
+        "x86-64-v4 needs (or the OS does not save its registers)",
+        "Unset ALPHA_CPU_LEVEL to run the widest level this CPU supports (the bits are the "
+        "same at every level), or name one the executable carries.",
+    ),
     "gpu-driver-missing": (
         "error[gpu-driver-missing]: cannot load the NVIDIA driver (libcuda.so.1): "
         "libcuda.so.1: cannot open shared object file: No such file or directory; a GPU role "

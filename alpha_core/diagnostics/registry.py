@@ -350,6 +350,17 @@ _ENTRIES = [
         _tiny() + _PLAN + "pairing lab for duo {\n  worker[*]: host x86_64, memory 1 mib\n}\n",
     ),
     Refusal(
+        "cpu-level-unsupported",
+        START_UP,
+        "ALPHA_CPU_LEVEL names kernels the executable cannot run",
+        "A default x86-64 build carries its kernels for x86-64-v2, v3 and v4 and runs the widest "
+        "the CPU supports (the start event's `cpu` names it); every level gives the same bits. "
+        "The environment variable ALPHA_CPU_LEVEL chooses one instead, for tests and "
+        "comparisons. A level the executable does not carry (a build pinned with `--cpu` "
+        "carries one), or one this CPU lacks (or whose registers the OS does not save), is "
+        "refused at start-up, before anything is read or written.",
+    ),
+    Refusal(
         "data-digest-mismatch",
         START_UP,
         "the data set is not the one the executable was built for",

@@ -45,10 +45,13 @@ def link_executable(target: str, kernels_object: bytes, program_c: str, out: Pat
         return link_role(target, runtime_objects(target), program_c, kernels, out)
 
 
-def link_role(target: str, objects: Sequence[Path], role_c: str, kernels: Path, out: Path) -> Path:
+def link_role(
+    target: str, objects: Sequence[Path], role_c: str, kernels: Path | Sequence[Path], out: Path
+) -> Path:
     """The executable at out (replaced atomically) from objects, the C source role_c and the
-    kernels object, in that order, in one zig process: role_c is compiled with the runtime's
-    flags (compile_c's) as it is linked.
+    kernels' objects (one, or a copy per CPU level and their dispatcher: codegen/levels.py), in
+    that order, in one zig process: role_c is compiled with the runtime's flags (compile_c's)
+    as it is linked.
 
     A build shares the objects between its roles (runtime, program description, kernels:
     object_cache.py), so a role costs only this call; the roles of a plan may run it side by
@@ -64,7 +67,8 @@ def link_role(target: str, objects: Sequence[Path], role_c: str, kernels: Path, 
         folder = runtime_dir()
         flags = [*C_FLAGS, f"-ffile-prefix-map={work}=.", f"-I{folder}"]
         flags.append(f"-ffile-prefix-map={folder}=runtime")
-        inputs = [*map(str, objects), "role.c", str(kernels)]
+        kernel_objects = [kernels] if isinstance(kernels, Path) else list(kernels)
+        inputs = [*map(str, objects), "role.c", *map(str, kernel_objects)]
         link_flags = list(LINK_FLAGS)
         if target == GPU_ZIG_TARGET:  # dynamic against glibc, to dlopen libcuda.so.1
             link_flags = [f for f in link_flags if f != "-static"] + ["-ldl"]

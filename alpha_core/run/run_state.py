@@ -42,6 +42,7 @@ class RoleState:
     message: str | None = None
     done: dict[str, object] | None = None
     device: dict[str, object] | None = None  # a GPU role's `device` event: target, name, ...
+    cpu: str | None = None  # the CPU level its kernels run at (the start event's `cpu`)
     kernel_us: int | None = None  # a GPU role's kernel time in its newest round
     # when its recent rounds ended (monotonic seconds, round), for its rate and ETA
     pace: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=PACE_SAMPLES))
@@ -101,6 +102,8 @@ class RunState:
         kind = event.get("event")
         if kind == "start":
             self.agreement.start(event)
+            cpu = event.get("cpu")
+            r.cpu = cpu if isinstance(cpu, str) else None
             if r.state == "starting":
                 r.state = "running"
         elif kind == "resumed":

@@ -1,0 +1,219 @@
+"""One executable, every x86-64 level: the kernels compiled once per level and a dispatcher that
+picks, at start-up, the widest level the CPU (and the OS's saved register state) supports.
+
+A default x86-64 build carries the kernels three times, for x86-64-v2 (SSE4.2, 4 lanes), v3
+(AVX2, 8 lanes) and v4 (AVX-512, 16 lanes). Each copy's exported symbols get the level's suffix
+(`alpha_leaf_grad__v3`); the dispatcher (C, generated here) defines the unsuffixed symbols the
+runtime calls (runtime/alpha_program.h) as calls through the chosen level's table. Vector width
+never changes a bit (only independent outputs are computed side by side, and no level contracts
+a multiply and an add), so the choice changes the speed and nothing else; tests force each
+level (`ALPHA_CPU_LEVEL`) and compare the parameters' SHA-256.
+
+What the levels share is defined once, by the dispatcher: `alpha_direct_rows` (the runtime
+writes it; each copy reads it as an external), the scratch each worker needs (the largest of the
+copies'), and the thread hook (the chosen copy's). A build pinned with `--cpu` carries one copy
+and a dispatcher that only names its level.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+
+# the x86-64 levels a default build carries, narrowest first, and each one's suffix
+X86_LEVELS = ("x86-64-v2", "x86-64-v3", "x86-64-v4")
+LEVEL_VARIABLE = "ALPHA_CPU_LEVEL"  # names a level to use instead of the widest (for tests)
+
+# the kernels' functions (runtime/alpha_program.h), with their C prototypes for the dispatcher
+KERNELS: dict[str, tuple[str, str, str]] = {
+    # name: (return type, parameters, arguments)
+    "alpha_init_params": ("void", "float *params", "params"),
+    "alpha_leaf_grad": (
+        "float",
+        "const float *params, const float *x, const int32_t *y_class, const float *y_reg, "
+        "float *grad",
+        "params, x, y_class, y_reg, grad",
+    ),
+    "alpha_leaf_grad_chain": (
+        "float",
+        "const float *params, const float *x, const int32_t *y_class, const float *y_reg, "
+        "float *grad, const float *const *chain, uint32_t n",
+        "params, x, y_class, y_reg, grad, chain, n",
+    ),
+    "alpha_leaves_grad": (
+        "float",
+        "const float *params, const float *x, const int32_t *y_class, const float *y_reg, "
+        "float *grad, uint32_t count",
+        "params, x, y_class, y_reg, grad, count",
+    ),
+    "alpha_leaves_batch": ("int", "uint32_t count", "count"),
+    "alpha_apply": (
+        "void",
+        "float *params, float *state, const float *grad_sum, uint32_t step, uint64_t start, "
+        "uint64_t count",
+        "params, state, grad_sum, step, start, count",
+    ),
+    "alpha_apply_pair": (
+        "void",
+        "float *params, float *state, const float *left, const float *right, uint32_t step, "
+        "uint64_t start, uint64_t count",
+        "params, state, left, right, step, start, count",
+    ),
+    "alpha_forward": ("void", "const float *params, const float *x, float *out", "params, x, out"),
+}
+# kernels that run once (the initialiser): every level calls the narrowest copy's, and the
+# others' are dropped by LLVM (made internal and unused), which keeps the executable small
+ONCE = ("alpha_init_params",)
+SCRATCH = "alpha_scratch_floats"
+HOOK = "alpha_threads_hook"
+DIRECT_ROWS = "alpha_direct_rows"
+
+
+class UnknownExport(Exception):
+    """A kernels module defines an external symbol the dispatcher does not know: a new kernel
+    must be added to KERNELS, or it would be called unsuffixed and fail to link."""
+
+
+def suffix_of(level: str) -> str:
+    """`x86-64-v3` → `__v3`."""
+    return "__" + level.rsplit("-", 1)[-1]
+
+
+@dataclass(frozen=True)
+class LevelCopy:
+    """One level's kernels as the dispatcher sees them."""
+
+    level: str
+    kernels: tuple[str, ...]  # the KERNELS it defines, in module order
+    scratch: int  # floats of scratch per worker (0: no tasks)
+    hook: bool  # it defines a thread hook
+    direct_rows: int | None  # alpha_direct_rows' initial value, when it has one
+
+
+_DEFINE = re.compile(r'^define (?!(?:internal|private) )[^@\n]*@"?([\w.$]+)"?\(', re.M)
+_GLOBAL = re.compile(r'^@"?([\w.$]+)"? = (?!(?:internal|private) )[^\n]*', re.M)
+_DIRECT = re.compile(rf'^@"?{DIRECT_ROWS}"? = (?:dso_local )?global i64 (-?\d+)', re.M)
+
+
+def copy_of(text: str, level: str) -> LevelCopy:
+    """What the dispatcher needs of the kernels module `text` built for `level`, read from its
+    text (so that a cached object needs no parse): its kernels, scratch, hook, direct rows."""
+    kernels = [name for name in _DEFINE.findall(text)]
+    unknown = [name for name in kernels if name not in KERNELS]
+    if unknown:
+        raise UnknownExport(f"the kernels define {unknown}, which no dispatcher knows")
+    scratch, hook, direct_rows = 0, False, None
+    for m in _GLOBAL.finditer(text):
+        name, line = m.group(1), m.group(0)
+        if " external " in line or line.split(" = ", 1)[1].startswith("external"):
+            continue
+        if name == SCRATCH:
+            scratch = int(line.rsplit(" ", 1)[-1])
+        elif name == HOOK:
+            hook = True
+        elif name == DIRECT_ROWS:
+            found = _DIRECT.match(line)
+            assert found is not None, line
+            direct_rows = int(found.group(1))
+        else:
+            raise UnknownExport(f"the kernels define `{name}`, which no dispatcher knows")
+    return LevelCopy(level, tuple(kernels), scratch, hook, direct_rows)
+
+
+def renamed(text: str, level: str) -> str:
+    """The kernels module `text` with its external definitions suffixed for `level`, and
+    `alpha_direct_rows` made an external the dispatcher defines."""
+    text = _DIRECT.sub(f"@{DIRECT_ROWS} = external global i64", text)
+    module = llvm.parse_assembly(text)
+    suffix = suffix_of(level)
+    for f in module.functions:
+        if not f.is_declaration and f.linkage == llvm.Linkage.external:
+            if level != X86_LEVELS[0] and f.name in ONCE:
+                f.linkage = llvm.Linkage.internal  # the narrowest copy's runs instead
+            f.name = f.name + suffix
+    for g in module.global_variables:
+        if not g.is_declaration and g.linkage == llvm.Linkage.external:
+            g.name = g.name + suffix
+    return str(module)
+
+
+def dispatcher_c(copies: list[LevelCopy]) -> str:
+    """C defining the runtime's kernel symbols as calls into the chosen copy, and
+    `alpha_cpu_level`: the level chosen at start-up from CPUID (or ALPHA_CPU_LEVEL)."""
+    names = copies[0].kernels
+    if any(c.kernels != names for c in copies):
+        raise UnknownExport("the levels' kernels differ: " + ", ".join(map(str, copies)))
+    out = [
+        "/* Generated by alpha_core/codegen/levels.py: the kernels of every x86-64 level, one",
+        " * chosen at start-up (runtime/cpu_level.h). */",
+        "#include <stdint.h>",
+        '#include "cpu_level.h"',
+        "",
+    ]
+    for c in copies:
+        s = suffix_of(c.level)
+        for name in names:
+            if name in ONCE and c is not copies[0]:
+                continue
+            ret, params, _ = KERNELS[name]
+            out.append(f"{ret} {name}{s}({params});")
+        if c.hook:
+            out.append(f"extern void (*const {HOOK}{s})(uint32_t);")
+    out.append("")
+    out.append("struct kernels {")
+    for name in names:
+        ret, params, _ = KERNELS[name]
+        out.append(f"    {ret} (*{name.removeprefix('alpha_')})({params});")
+    out.append("    void (*const *hook)(uint32_t);")
+    out.append("};")
+    out.append(f"static const struct kernels levels[{len(copies)}] = {{")
+    for c in copies:
+        s = suffix_of(c.level)
+        once = suffix_of(copies[0].level)
+        fields = [f"{name}{once if name in ONCE else s}" for name in names]
+        fields.append(f"&{HOOK}{s}" if c.hook else "0")
+        out.append("    {" + ", ".join(fields) + "},")
+    out.append("};")
+    level_names = ", ".join(f'"{c.level}"' for c in copies)
+    out.append(f"static const char *const level_names[{len(copies)}] = {{{level_names}}};")
+    out.append("static const struct kernels *chosen = &levels[0];")
+    out.append("")
+    out.append("const char *alpha_cpu_level(const char **refused)")
+    out.append("{")
+    out.append(f"    int i = cpu_level_choose(level_names, {len(copies)}, refused);")
+    out.append("    chosen = &levels[i < 0 ? 0 : i];")
+    out.append("    return i < 0 ? 0 : level_names[i];")
+    out.append("}")
+    out.append("")
+    for name in names:
+        ret, params, args = KERNELS[name]
+        call = f"chosen->{name.removeprefix('alpha_')}({args})"
+        body = f"return {call};" if ret != "void" else f"{call};"
+        out.append(f"{ret} {name}({params}) {{ {body} }}")
+    scratch = max(c.scratch for c in copies)
+    out.append(f"const uint64_t {SCRATCH} = {scratch}u;")
+    out.append("static void hook(uint32_t threads)")
+    out.append("{")
+    out.append("    if (chosen->hook && *chosen->hook)")
+    out.append("        (*chosen->hook)(threads);")
+    out.append("}")
+    out.append(f"void (*const {HOOK})(uint32_t) = hook;")
+    rows = [c.direct_rows for c in copies if c.direct_rows is not None]
+    if rows:
+        out.append(f"int64_t {DIRECT_ROWS} = {rows[0]};")
+    return "\n".join(out) + "\n"
+
+
+def pinned_c(level: str) -> str:
+    """A build with one copy of the kernels (`--cpu`, or a target with one level): the level's
+    name, and ALPHA_CPU_LEVEL naming another refused."""
+    return (
+        "/* Generated by alpha_core/codegen/levels.py: kernels built for one CPU. */\n"
+        '#include "cpu_level.h"\n'
+        "const char *alpha_cpu_level(const char **refused)\n"
+        "{\n"
+        f'    return cpu_level_pinned("{level}", refused);\n'
+        "}\n"
+    )

@@ -1,0 +1,137 @@
+"""One executable, every x86-64 level (alpha_core/codegen/levels.py, runtime/cpu_level.c): a
+default build carries its kernels for x86-64-v2, v3 and v4 and runs the widest this CPU
+supports, naming it in the start event and in --describe. Forcing each level with
+ALPHA_CPU_LEVEL gives the same parameters, bit for bit (SHA-256), for digits and for a system
+whose products all take the packed, threaded GEMM; a level the executable does not carry, or
+that this CPU lacks, is refused by name before anything is written."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLES, program_of
+from reference import train
+from test_gemm import SOURCE as WIDE
+
+from alpha_core.build.executables import build_program
+from alpha_core.build.outputs import Deployment
+from alpha_core.codegen.levels import LEVEL_VARIABLE, X86_LEVELS
+from alpha_core.workspace.analysis import Workspace
+
+V3 = ("avx2", "bmi1", "bmi2", "fma", "f16c", "movbe", "abm")
+V4 = ("avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl")
+
+
+def widest_here() -> str:
+    """The widest level this machine runs, from the kernel's view of the CPU (/proc/cpuinfo
+    lists a flag only when the OS also saves the registers it needs)."""
+    flags = set()
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            break
+    if all(f in flags for f in V3 + V4):
+        return "x86-64-v4"
+    return "x86-64-v3" if all(f in flags for f in V3) else "x86-64-v2"
+
+
+def runs_here(level: str) -> bool:
+    return X86_LEVELS.index(level) <= X86_LEVELS.index(widest_here())
+
+
+def run_at(exe: str, level: str | None, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != LEVEL_VARIABLE}
+    if level is not None:
+        env[LEVEL_VARIABLE] = level
+    return subprocess.run([exe, *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def events_of(done: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:
+    import json
+
+    return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory: pytest.TempPathFactory) -> str:
+    a = Workspace().analyze_file(str(EXAMPLES / "digits.alpha"))
+    program, _ = a.program(None)
+    assert program is not None
+    out = tmp_path_factory.mktemp("digits")
+    return build_program(program, out).executables[0].path
+
+
+def test_the_default_build_runs_the_widest_level_and_names_it(digits: str) -> None:
+    done = run_at(digits, None, "--quiet")
+    assert done.returncode == 0, done.stderr
+    start = events_of(done)[0]
+    assert start["event"] == "start" and start["cpu"] == widest_here()
+    described = events_of(run_at(digits, None, "--describe"))[0]
+    assert described["cpu"] == widest_here()
+    # three copies of the kernels, and still a small executable
+    assert Path(digits).stat().st_size < 256_000
+
+
+def test_every_level_gives_the_same_bits_or_is_refused_by_name(digits: str, tmp_path: Path) -> None:
+    shas = {}
+    for level in X86_LEVELS:
+        params = tmp_path / f"{level}.params"
+        done = run_at(digits, level, "--quiet", "--params-out", str(params))
+        if not runs_here(level):  # a CPU without it: refused, nothing written
+            assert done.returncode == 3 and "error[cpu-level-unsupported]" in done.stderr
+            assert not params.exists()
+            continue
+        assert done.returncode == 0, done.stderr
+        events = events_of(done)
+        assert events[0]["cpu"] == level
+        shas[level] = events[-1]["params_sha256"]
+    assert "x86-64-v2" in shas and len(set(shas.values())) == 1, shas
+
+
+def test_a_level_the_executable_does_not_carry_is_refused(digits: str, tmp_path: Path) -> None:
+    params = tmp_path / "p.params"
+    done = run_at(digits, "x86-64-v9", "--params-out", str(params))
+    assert done.returncode == 3
+    refusal = events_of(done)[-1]
+    assert refusal["event"] == "refused" and refusal["name"] == "cpu-level-unsupported"
+    assert str(refusal["message"]).endswith("carries the kernels of " + ", ".join(X86_LEVELS))
+    assert not params.exists()
+
+
+def test_a_build_for_one_cpu_carries_only_that_level(tmp_path: Path) -> None:
+    a = Workspace().analyze_file(str(EXAMPLES / "digits.alpha"))
+    program, _ = a.program(None)
+    assert program is not None
+    exe = build_program(program, tmp_path, deployment=Deployment(cpu="x86-64-v2"))
+    path = exe.executables[0].path
+    done = run_at(path, None, "--quiet")
+    assert done.returncode == 0 and events_of(done)[0]["cpu"] == "x86-64-v2"
+    other = run_at(path, "x86-64-v3", "--quiet")
+    assert other.returncode == 3
+    assert "carries only the kernels of x86-64-v2" in other.stderr
+
+
+def test_the_packed_gemm_gives_the_references_bits_at_every_level_and_thread_count(
+    tmp_path: Path,
+) -> None:
+    """Each level has its own register tiles and scratch (v2 4 x 8, v3 12 x 8, v4 24 x 16):
+    the dispatcher gives the pool the largest scratch and the chosen copy's thread hook."""
+    program = program_of(WIDE % {"steps": 3}, tmp_path / "wide.alpha")
+    reference = train(program).sha256
+    exe = build_program(program, tmp_path / "out").executables[0].path
+    for level in X86_LEVELS:
+        if not runs_here(level):
+            continue
+        for threads in ("1", "2", "3"):
+            code, events, stderr = run_exe_at(exe, level, "--quiet", "--threads", threads)
+            assert code == 0, stderr
+            assert events[0]["cpu"] == level
+            assert events[-1]["params_sha256"] == reference, (level, threads)
+
+
+def run_exe_at(exe: str, level: str, *args: str) -> tuple[int, list[dict[str, object]], str]:
+    done = run_at(exe, level, *args)
+    return done.returncode, events_of(done), done.stderr
