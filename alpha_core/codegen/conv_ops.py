@@ -1,6 +1,10 @@
 """Loops for 2-D convolution and pooling, and their adjoints, in the orders of
 docs/semantics.md. A padded position is selected away as +0.0, which adds nothing to a sum
-that starts at +0.0 (such a sum is never -0.0), so it gives the bits of skipping it."""
+that starts at +0.0 (such a sum is never -0.0), so it gives the bits of skipping it.
+
+A convolution large enough (lower/conv_gemm.on_gemm) is instead a product on the packed GEMM
+over an operand gathered in the same order (conv_gemm.py, whose docstring argues the bits); the
+small ones keep these loops, as small matmuls keep theirs."""
 
 from __future__ import annotations
 
@@ -8,10 +12,12 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
+from alpha_core.codegen.conv_gemm import emit_conv_product
 from alpha_core.codegen.loops import F32, I64, entry_alloca, for_range, i64, load, store
 from alpha_core.codegen.node_context import NodeContext
 from alpha_core.ir.conv import Window, window_of
 from alpha_core.ir.graph import Node, size
+from alpha_core.lower.conv_gemm import on_gemm
 from alpha_core.semantics.llvm_arith import LlvmArith
 
 Loop = Callable[[ir.Value], None]
@@ -92,8 +98,13 @@ def emit_conv_op(
     win = window_of(node.attrs)
     shape = em.shape(i)
     ins = [em.ptrs[j] for j in node.inputs]
-    acc = _Sum(b, A)
     op = node.op
+    if len(node.inputs) == 2:
+        shapes = (shape, em.shape(node.inputs[0]), em.shape(node.inputs[1]))
+        if on_gemm(op, shapes[0], shapes[1:]):
+            emit_conv_product(em.gemm, b, node, shapes, (out, ins[0], ins[1]))
+            return
+    acc = _Sum(b, A)
     if op == "conv2d":
         x, w = ins
         xs, ws = em.shape(node.inputs[0]), em.shape(node.inputs[1])

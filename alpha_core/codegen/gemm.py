@@ -62,6 +62,10 @@ class GemmEmitter:
         self._gemm: ir.Function | None = None  # emitted with the first large product
         self._trees: dict[tuple[int, int], ir.Function] = {}  # call_tree's, by leaves (and k)
         self.tree_buffers = 0  # block buffers a tree task needs beside the panels
+        # floats a convolution's task gathers its operands into beside the panels
+        # (codegen/conv_gemm.py; never at once with a tree task's blocks)
+        self.gather_floats = 0
+        self.conv_tasks: dict[tuple[object, ...], ir.Function] = {}  # conv_gemm.py's, by node
         self._parallel: ir.Function | None = None  # declared with the first task
 
     def finish(self) -> None:
@@ -82,8 +86,11 @@ class GemmEmitter:
 
     @property
     def scratch_floats(self) -> int:
-        """Floats of scratch each worker needs: the packed panels, then a tree task's blocks."""
-        return self.k.scratch_floats + self.tree_buffers * TREE_MC * self.k.nc
+        """Floats of scratch each worker needs: the packed panels, then a tree task's blocks
+        or a convolution's gathered operands (different calls: the larger of the two)."""
+        return self.k.scratch_floats + max(
+            self.tree_buffers * TREE_MC * self.k.nc, self.gather_floats
+        )
 
     def parallel(self) -> ir.Function:
         """alpha_parallel(task, ctx, count), declared (and the threads' hook set) on first use."""
@@ -93,6 +100,16 @@ class GemmEmitter:
             workers_ty = ir.FunctionType(I32, [])
             self._workers = ir.Function(self.module, workers_ty, WORKERS_SYMBOL)
         return self._parallel
+
+    def workers(self, b: ir.IRBuilder) -> ir.Value:
+        """How many threads take tasks (an i64, at run time)."""
+        self.parallel()
+        return b.zext(b.call(self._workers, []), I64)
+
+    def declare(self) -> None:
+        """The blocks and the entry, for a caller that runs its own tasks on them
+        (codegen/conv_gemm.py): `call_block` from a task of `parallel()`."""
+        self._declare()
 
     def _declare(self) -> ir.Function:
         if self._gemm is None:
@@ -240,22 +257,26 @@ class GemmEmitter:
 
     # -- one block of C: the loops over k, then the panels of B and of A -----------------------
     def _emit_block(self, mr: int) -> ir.Function:
-        """block(dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, count, ldk, scratch),
-        on panels of mr rows of A:
+        """block(dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, count, ldk, scratch,
+        resume), on panels of mr rows of A:
         dst[i, j] (row stride ld) = Σ_p a[i, p] · bm[p, j] for i < mc, j < nc, a and bm at the
         block's origin (strides a0, a1 and b0, b1), then plus the chain: `count` pointers at
-        the block's origin, row stride ldk. `direct`: B is read in place where it can be."""
+        the block's origin, row stride ldk. `direct`: B is read in place where it can be.
+        `resume`: each sum continues from dst's value (the partial sum an earlier call stored
+        over earlier p, as a later block of p does here) instead of from +0.0."""
         K = self.k
         fnty = ir.FunctionType(
             ir.VoidType(),
             [PTR, I64, PTR, PTR, I64, I64, I64, I64, I64, I64, I64, ir.IntType(1)]
-            + [PTR, I64, I64, PTR],
+            + [PTR, I64, I64, PTR, ir.IntType(1)],
         )
         fn = ir.Function(self.module, fnty, f"alpha.gemm.block{mr}")
         kernel = self._emit_kernel(mr)
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
-        dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, links, ldk, scratch = fn.args
+        dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, links, ldk, scratch, resume = (
+            fn.args
+        )
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         # scratch is 64-byte aligned by the runtime
         bp = scratch
@@ -274,7 +295,7 @@ class GemmEmitter:
                 pack_panels(b, bp, b_src, nc, kc, b1, b0, K.nr)
             a_src = gep(b, a, b.mul(p0, a1))
             pack_panels(b, ap, a_src, mc, kc, a0, a1, mr)
-            first = b.icmp_unsigned("==", q, i64(0))
+            first = b.and_(b.icmp_unsigned("==", q, i64(0)), b.not_(resume))
             # the chain is added once, to the finished sums: in the last block of p
             last = b.icmp_unsigned("==", q, b.sub(blocks, i64(1)))
             count = b.select(last, links, i64(0))
@@ -390,10 +411,14 @@ class GemmEmitter:
         rows.initializer = ir.Constant(I64, DIRECT_ROWS)
         return rows
 
-    def call_block(self, b: ir.IRBuilder, mc: ir.Value, args: list[ir.Value]) -> None:
+    def call_block(
+        self, b: ir.IRBuilder, mc: ir.Value, args: list[ir.Value], resume: ir.Value | None = None
+    ) -> None:
         """The block on panels of MR rows, or of the small MR where that pads a fifth fewer
         rows of A (a block of few rows: a leaf's examples, a small batch); the taller tile is
-        the faster per product, so it keeps the blocks where the padding is alike."""
+        the faster per product, so it keeps the blocks where the padding is alike. `resume`
+        (an i1; false without it): the sums continue from the values at dst."""
+        args = [*args, resume if resume is not None else ir.Constant(ir.IntType(1), 0)]
         small = self.k.small_mr
         if not small:
             b.call(self._block, args)

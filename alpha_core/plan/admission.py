@@ -15,6 +15,7 @@ from alpha_core.diagnostics import Diagnostic
 from alpha_core.ir.graph import concrete, size
 from alpha_core.lower.batching import batching, subtree_sizes
 from alpha_core.lower.blocking import TREE_MC, blocking_for, packed
+from alpha_core.lower.conv_gemm import CONV_PRODUCTS, gather_floats, on_gemm
 from alpha_core.lower.live import live_nodes
 from alpha_core.lower.tree import split, tree_walk
 from alpha_core.plan.model import Pairing, Plan
@@ -118,7 +119,9 @@ def kernel_buffers(program: Program, step: StepGraph) -> int:
 def task_scratch(program: Program, step: StepGraph) -> int:
     """Bytes of packed panels one thread needs: the largest tile's, when the leaf kernel
     (`step`) has a product large enough for the packed GEMM (codegen/gemm.py), else none; and
-    the blocks of C a tree of products holds (the kernel for all leaves), where there is one."""
+    the blocks of C a tree of products holds (the kernel for all leaves), where there is one;
+    or the operands a convolution on the GEMM gathers (codegen/conv_gemm.py), where one does
+    (the forward kernel's convolutions are the step's own)."""
     split = batching(program, step)
     if split is not None:
         blocks = tree_walk(program.leaves)[1]
@@ -126,12 +129,19 @@ def task_scratch(program: Program, step: StepGraph) -> int:
             (t.scratch_floats + blocks * TREE_MC * t.nc) * FLOAT
             for t in (blocking_for(w, r) for w, r in TILES)
         )
+    panels = 0
     for node in step.graph.nodes:
         if node.op == "matmul":
             (m, k), (_, n) = (concrete(step.graph[i].shape, program.leaf_size) for i in node.inputs)
             if packed(m, n, k):
-                return max(blocking_for(w, r).scratch_floats for w, r in TILES) * FLOAT
-    return 0
+                panels = max(blocking_for(w, r).scratch_floats for w, r in TILES) * FLOAT
+        elif node.op in CONV_PRODUCTS:
+            out = concrete(node.shape, program.leaf_size)
+            ins = tuple(concrete(step.graph[i].shape, program.leaf_size) for i in node.inputs)
+            if on_gemm(node.op, out, ins):  # its gathered operands beside the panels
+                tiles = (blocking_for(w, r) for w, r in TILES)
+                return max(t.scratch_floats + gather_floats(t) for t in tiles) * FLOAT
+    return panels
 
 
 def demand(program: Program, schedule: RoleSchedule, threads: int = 1) -> list[tuple[str, int]]:

@@ -1,0 +1,429 @@
+"""Convolutions as products on the packed GEMM (gemm.py), with the bits of the loops.
+
+docs/semantics.md §5 writes each of the three sums as a product over a gathered operand:
+
+    out[b] (O x OH·OW)    = w (O x C·KH·KW)          · X_b (C·KH·KW x OH·OW)
+    dx[b]  (C x H·W)      = Wᵀ (C x O·KH·KW)         · D_b (O·KH·KW x H·W)
+    dw     (O x C·KH·KW)  = Σ_b d[b] (O x OH·OW)     · X_bᵀ (OH·OW x C·KH·KW)
+
+with X_b[(c, kh, kw), (oh, ow)] = x[b, c, oh·s + kh - p, ow·s + kw - p] and D_b[(o, kh, kw),
+(ih, iw)] = d[b, o, oh, ow] for the oh, ow that read (ih, iw) (§5's dx), and +0.0 at a padded
+or absent position. The GEMM's k runs over the row index of the gathered operand ascending —
+(c, kh, kw) for out, (o, kh, kw) for dx, and for dw (oh, ow) within an example, the examples in
+turn — which is exactly §5's order of each sum; every output adds its products one at a time
+(a separate multiply and add) from +0.0. A task gathers one KC x NC block of the operand at a
+time into its worker's scratch (the panels' neighbour, gemm.GemmEmitter.gather_floats) and runs
+the GEMM's block on it; the next block of k, or the next example of dw, resumes from the
+partial sums stored in the output (`resume`), as the GEMM's own blocks of k do: a float32 store
+and load are exact, so the sequence of additions is that of one long loop.
+
+Padding. A padded term is the product of a gathered +0.0 and a finite value, ±0.0, added to a
+sum that started at +0.0. A sum from +0.0 is never -0.0 (+0.0 + -0.0 is +0.0, and x + -x is
++0.0 in round-to-nearest), and adding ±0.0 to any value that is not -0.0 leaves it unchanged,
+so the term adds nothing: the bits of skipping it, which is what the loops (conv_ops.py) and the
+reference do. (A weight or adjoint that is an infinity or NaN makes the product NaN: the loops
+select the padded term away before adding, so there the sums differ; such a step's parameters
+are NaN either way.)
+
+Lanes and tasks hold different outputs, never parts of one sum: a task is an example's block of
+columns (out, dx) or a block of dw (all examples in it, in order), so the bits depend neither on
+the vector width nor on the number of threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from llvmlite import ir
+
+from alpha_core.codegen.gemm import GemmEmitter
+from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, for_count, gep, i64
+from alpha_core.codegen.packing import min_i64
+from alpha_core.ir.conv import Window, window_of
+from alpha_core.ir.graph import Node
+from alpha_core.lower.conv_gemm import gather_floats
+
+Shape = tuple[int, ...]
+# out, the two inputs, the task's columns (a multiple of NR), the tasks across columns
+_CTX = ir.LiteralStructType([PTR, PTR, PTR, I64, I64])
+
+
+def _cdiv(a: int, d: int) -> int:
+    return -(-a // d)
+
+
+def _max_i64(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed(">", x, y), x, y)
+
+
+def _clamp(b: ir.IRBuilder, v: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
+    return min_i64(b, _max_i64(b, v, lo), hi)
+
+
+def _for(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, body: Callable[[ir.Value], None]) -> None:
+    """for (t = lo; t < hi; t++) body(t), signed bounds (none when hi <= lo)."""
+    count = _max_i64(b, b.sub(hi, lo), i64(0))
+    for_count(b, count, lambda j: body(b.add(lo, j)), "g")
+
+
+class _Gather:
+    """Writes rows of a gathered operand: row r of dst (row stride ld) is the operand's row
+    r0 + r over its columns p0 … p0 + n - 1, a grid of `grid_w` columns per grid row.
+
+    The operand's row index decomposes as (plane, kh, kw); its value at grid position
+    (g, t) is src[plane, g·s + dh, t·s + dw] with dh, dw from kh, kw (`affine`), or, for
+    conv2d_dx with a stride, the adjoint's element whose window reads (g, t) (`strided_dx`)."""
+
+    def __init__(
+        self,
+        b: ir.IRBuilder,
+        win: Window,
+        plane: tuple[int, int],  # rows and columns of one source plane
+        grid: tuple[int, int],  # rows and columns of the grid the operand's columns walk
+        dx: bool,
+    ) -> None:
+        self.b, self.win, self.plane, self.grid, self.dx = b, win, plane, grid, dx
+
+    def rows(
+        self,
+        src: ir.Value,
+        dst: ir.Value,
+        ld: ir.Value,
+        r0: ir.Value,
+        nrows: ir.Value,
+        p0: ir.Value,
+        n: ir.Value,
+    ) -> None:
+        b, win = self.b, self.win
+        kk = win.kh * win.kw
+        sh, sw = self.plane
+
+        def row(r: ir.Value) -> None:
+            k = b.add(r0, r)
+            plane = b.udiv(k, i64(kk))
+            rest = b.urem(k, i64(kk))
+            kh, kw = b.udiv(rest, i64(win.kw)), b.urem(rest, i64(win.kw))
+            base = gep(b, src, b.mul(plane, i64(sh * sw)))
+            out = gep(b, dst, b.mul(r, ld))
+            self._grid_rows(base, out, kh, kw, p0, n)
+
+        for_count(b, nrows, row, "gr")
+
+    def _grid_rows(
+        self, src: ir.Value, out: ir.Value, kh: ir.Value, kw: ir.Value, p0: ir.Value, n: ir.Value
+    ) -> None:
+        """out[q - p0] for grid positions q in p0 … p0 + n - 1, a grid row at a time."""
+        b = self.b
+        gw = self.grid[1]
+        first = b.udiv(p0, i64(gw))
+        last = b.udiv(b.sub(b.add(p0, n), i64(1)), i64(gw))
+
+        def grid_row(j: ir.Value) -> None:
+            g = b.add(first, j)
+            at = b.mul(g, i64(gw))  # the grid row's first position
+            a = _max_i64(b, b.sub(p0, at), i64(0))
+            e = min_i64(b, b.sub(b.add(p0, n), at), i64(gw))
+            shift = b.sub(at, p0)  # out index of column t: shift + t
+            if self.dx and self.win.stride > 1:
+                self._strided_dx(src, out, shift, g, kh, kw, a, e)
+            else:
+                self._affine(src, out, shift, g, kh, kw, a, e)
+
+        for_count(b, b.add(b.sub(last, first), i64(1)), grid_row, "gg")
+
+    def _zero(self, out: ir.Value, shift: ir.Value, lo: ir.Value, hi: ir.Value) -> None:
+        b = self.b
+        _for(b, lo, hi, lambda t: b.store(ir.Constant(F32, 0.0), gep(b, out, b.add(shift, t))))
+
+    def _affine(
+        self,
+        src: ir.Value,
+        out: ir.Value,
+        shift: ir.Value,
+        g: ir.Value,
+        kh: ir.Value,
+        kw: ir.Value,
+        a: ir.Value,
+        e: ir.Value,
+    ) -> None:
+        """Source row g·s + dh, columns t·s + dw: x for out and dw (d = k - p), the adjoint for
+        a dx of stride 1 (d = p - k). Zeros where that is outside the plane."""
+        b, win = self.b, self.win
+        s, pad = win.stride, win.padding
+        sh, sw = self.plane
+        if self.dx:  # stride 1
+            dh, dw = b.sub(i64(pad), kh), b.sub(i64(pad), kw)
+        else:
+            dh, dw = b.sub(kh, i64(pad)), b.sub(kw, i64(pad))
+        srow = b.add(b.mul(g, i64(s)), dh)
+        inside = b.and_(b.icmp_signed(">=", srow, i64(0)), b.icmp_signed("<", srow, i64(sh)))
+        with b.if_else(inside) as (then, other):
+            with then:
+                # columns t with 0 <= t·s + dw <= sw - 1
+                neg = b.sub(i64(0), dw)
+                lo = b.select(
+                    b.icmp_signed(">", neg, i64(0)), b.sdiv(b.add(neg, i64(s - 1)), i64(s)), i64(0)
+                )
+                top = b.sub(i64(sw - 1), dw)
+                hi = b.select(
+                    b.icmp_signed(">=", top, i64(0)), b.add(b.sdiv(top, i64(s)), i64(1)), i64(0)
+                )
+                lo = _clamp(b, lo, a, e)
+                hi = _clamp(b, hi, lo, e)
+                self._zero(out, shift, a, lo)
+                line = gep(b, src, b.add(b.mul(srow, i64(sw)), dw))  # column t at t·s
+                dst = gep(b, out, shift)
+                _for(
+                    b,
+                    lo,
+                    hi,
+                    lambda t: b.store(
+                        b.load(gep(b, line, b.mul(t, i64(s)) if s > 1 else t), typ=F32, align=4),
+                        gep(b, dst, t),
+                        align=4,
+                    ),
+                )
+                self._zero(out, shift, hi, e)
+            with other:
+                self._zero(out, shift, a, e)
+
+    def _strided_dx(
+        self,
+        src: ir.Value,
+        out: ir.Value,
+        shift: ir.Value,
+        g: ir.Value,
+        kh: ir.Value,
+        kw: ir.Value,
+        a: ir.Value,
+        e: ir.Value,
+    ) -> None:
+        """dx with a stride: input position (g, t) is read at (kh, kw) by output
+        ((g + p - kh) / s, (t + p - kw) / s) where both divide exactly and are inside."""
+        from alpha_core.codegen.conv_ops import _target  # the loops' own geometry
+
+        b, win = self.b, self.win
+        oh_n, ow_n = self.plane
+        oh, okh = _target(b, win, g, kh, oh_n)
+
+        def one(t: ir.Value) -> None:
+            ow, okw = _target(b, win, t, kw, ow_n)
+            v = b.load(gep(b, src, b.add(b.mul(oh, i64(ow_n)), ow)), typ=F32, align=4)
+            v = b.select(b.and_(okh, okw), v, ir.Constant(F32, 0.0))
+            b.store(v, gep(b, out, b.add(shift, t)), align=4)
+
+        _for(b, a, e, one)
+
+
+def _columns(k_nr: int, k_nc: int, n: int) -> int:
+    """Columns of a task: blocks of at most NC, as even as whole panels of NR make them."""
+    panels = _cdiv(n, k_nr)
+    return k_nr * _cdiv(panels, _cdiv(n, k_nc))
+
+
+def emit_conv_product(
+    gemm: GemmEmitter,
+    b: ir.IRBuilder,
+    node: Node,
+    shapes: tuple[Shape, Shape, Shape],
+    ptrs: tuple[ir.Value, ir.Value, ir.Value],
+) -> None:
+    """Node (conv2d, conv2d_dx or conv2d_dw) computed into ptrs[0] from ptrs[1:], its output
+    and input shapes `shapes`, by tasks on the role's threads."""
+    gemm.declare()
+    K = gemm.k
+    gemm.gather_floats = max(gemm.gather_floats, gather_floats(K))
+    key = (node.op, node.attrs, shapes)
+    task = gemm.conv_tasks.get(key)
+    if task is None:
+        task = _emit_task(gemm, node, shapes)
+        gemm.conv_tasks[key] = task
+    out_s, s0, s1 = shapes
+    ctx = entry_alloca(b, _CTX)
+    ctx.type = PTR  # opaque, as every pointer here: fields are reached by typed geps
+
+    def put(i: int, value: ir.Value) -> None:
+        b.store(value, b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, i)], source_etype=_CTX))
+
+    for i, p in enumerate(ptrs):
+        put(i, p)
+    if node.op == "conv2d_dw":
+        # columns per task as the GEMM's entry picks them: whole rounds of tasks for the
+        # workers (only when an output is computed depends on this, never its bits)
+        o, c, kh, kw = out_s
+        n = c * kh * kw
+        tiles_m = _cdiv(o, K.mc)
+        panels = i64(_cdiv(n, K.nr))
+        workers = gemm.workers(b)
+        want = b.udiv(b.add(b.mul(workers, i64(2)), i64(tiles_m - 1)), i64(tiles_m))
+        tiles = _max_i64(b, i64(_cdiv(n, K.nc)), want)
+        tiles = min_i64(b, tiles, panels)
+        per_task = b.udiv(b.add(panels, b.sub(tiles, i64(1))), tiles)
+        cols = b.mul(per_task, i64(K.nr))
+        tiles_n = b.udiv(b.add(i64(n), b.sub(cols, i64(1))), cols)
+        put(3, cols)
+        put(4, tiles_n)
+        count = b.mul(tiles_n, i64(tiles_m))
+    else:
+        p = out_s[2] * out_s[3]
+        cols_c = _columns(K.nr, K.nc, p)
+        put(3, i64(cols_c))
+        put(4, i64(_cdiv(p, cols_c)))
+        count = i64(out_s[0] * _cdiv(p, cols_c))
+    b.call(gemm.parallel(), [task, ctx, b.trunc(count, I32)])
+
+
+def _emit_task(gemm: GemmEmitter, node: Node, shapes: tuple[Shape, Shape, Shape]) -> ir.Function:
+    K = gemm.k
+    module = gemm.module
+    fnty = ir.FunctionType(ir.VoidType(), [PTR, I32, PTR])
+    fn = ir.Function(module, fnty, module.get_unique_name(f"alpha.conv.{node.op}.task"))
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    ctx, index, scratch = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    fields = [
+        b.load(b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, i)], source_etype=_CTX), typ=t)
+        for i, t in enumerate([PTR, PTR, PTR, I64, I64])
+    ]
+    out, in0, in1, cols, tiles_n = fields
+    t = b.zext(index, I64)
+    win = window_of(node.attrs)
+    gathered = gep(b, scratch, i64(K.scratch_floats))  # a KC x NC block, 64-byte aligned
+    a_gathered = gep(b, gathered, i64(K.kc * K.nc + 16))  # an MC x KC block (dx)
+    null = ir.Constant(PTR, None)
+    yes, no = ir.Constant(ir.IntType(1), 1), ir.Constant(ir.IntType(1), 0)
+    out_s, s0, s1 = shapes
+
+    def block(
+        dst: ir.Value,
+        ld: int,
+        a: ir.Value,
+        bm: ir.Value,
+        mc: ir.Value,
+        nc: ir.Value,
+        kc: ir.Value,
+        a_st: tuple[ir.Value, ir.Value],
+        b_st: tuple[ir.Value, ir.Value],
+        direct: ir.Value,
+        resume: ir.Value,
+    ) -> None:
+        gemm.call_block(
+            b,
+            mc,
+            [dst, i64(ld), a, bm, mc, nc, kc, *a_st, *b_st, direct, null, i64(0), i64(0)]
+            + [scratch],
+            resume,
+        )
+
+    if node.op in ("conv2d", "conv2d_dx"):
+        # a task: example `bi`, columns j0 … j0 + nc - 1 of its output planes; the rows of the
+        # product (o, or c for dx) in blocks of MC, each block of k gathered once for them all
+        bi, jb = b.udiv(t, tiles_n), b.urem(t, tiles_n)
+        if node.op == "conv2d":
+            (_, c, h, w_), (o, _, kh, kw) = s0, s1
+            rows_m, kdim = o, c * kh * kw
+            plane, grid = (h, w_), (out_s[2], out_s[3])
+            src = gep(b, in0, b.mul(bi, i64(c * h * w_)))
+        else:
+            (_, o, oh, ow), (_, c, kh, kw) = s0, s1
+            rows_m, kdim = c, o * kh * kw
+            plane, grid = (oh, ow), (out_s[2], out_s[3])
+            src = gep(b, in0, b.mul(bi, i64(o * oh * ow)))
+        p = grid[0] * grid[1]
+        gather = _Gather(b, win, plane, grid, dx=node.op == "conv2d_dx")
+        j0 = b.mul(jb, cols)
+        nc = min_i64(b, cols, b.sub(i64(p), j0))
+        dst_b = gep(b, out, b.add(b.mul(bi, i64(rows_m * p)), j0))
+
+        def k_block(q: ir.Value) -> None:
+            k0 = b.mul(q, i64(K.kc))
+            kc = min_i64(b, i64(K.kc), b.sub(i64(kdim), k0))
+            gather.rows(src, gathered, cols, k0, kc, j0, nc)
+            resume = b.icmp_unsigned("!=", q, i64(0))
+            for i0 in range(0, rows_m, K.mc):
+                mc = i64(min(K.mc, rows_m - i0))
+                if node.op == "conv2d":  # w[o, (c, kh, kw)] read in place
+                    a = gep(b, in1, b.add(i64(i0 * kdim), k0))
+                    a_st = (i64(kdim), i64(1))
+                else:  # wᵀ[c, (o, kh, kw)] gathered: element (i, r) at i·KC + r
+                    _transposed_kernels(b, in1, a_gathered, K.kc, (c, kh * kw), i0, mc, k0, kc)
+                    a, a_st = a_gathered, (i64(K.kc), i64(1))
+                dst = gep(b, dst_b, i64(i0 * p))
+                block(dst, p, a, gathered, mc, nc, kc, a_st, (cols, i64(1)), yes, resume)
+
+        for_count(b, i64(_cdiv(kdim, K.kc)), k_block, "kq")
+    else:
+        # conv2d_dw: a task is a block of dw (rows of o by columns of (c, kh, kw)); its sums run
+        # over every example's (oh, ow) in turn, a block of KC positions at a time
+        (bn, c, h, w_), (_, o, oh, ow) = s0, s1
+        n = c * win.kh * win.kw
+        p = oh * ow
+        gather = _Gather(b, win, (h, w_), (oh, ow), dx=False)
+        ti, tj = b.udiv(t, tiles_n), b.urem(t, tiles_n)
+        i0 = b.mul(ti, i64(K.mc))
+        mc = min_i64(b, i64(K.mc), b.sub(i64(o), i0))
+        j0 = b.mul(tj, cols)
+        nc = min_i64(b, cols, b.sub(i64(n), j0))
+        dst = gep(b, out, b.add(b.mul(i0, i64(n)), j0))
+
+        def example(bi: ir.Value) -> None:
+            src = gep(b, in0, b.mul(bi, i64(c * h * w_)))
+            d_rows = gep(b, in1, b.add(b.mul(bi, i64(o * p)), b.mul(i0, i64(p))))
+
+            def k_block(q: ir.Value) -> None:
+                k0 = b.mul(q, i64(K.kc))
+                kc = min_i64(b, i64(K.kc), b.sub(i64(p), k0))
+                # Xᵀ's block: gathered as X's rows j0 … (columns of dw) over positions k0 …,
+                # row stride KC; the GEMM reads element (pos, col) at col·KC + pos
+                gather.rows(src, gathered, i64(K.kc), j0, nc, k0, kc)
+                first = b.and_(b.icmp_unsigned("==", bi, i64(0)), b.icmp_unsigned("==", q, i64(0)))
+                a = gep(b, d_rows, k0)
+                block(
+                    dst,
+                    n,
+                    a,
+                    gathered,
+                    mc,
+                    nc,
+                    kc,
+                    (i64(p), i64(1)),
+                    (i64(1), i64(K.kc)),
+                    no,
+                    b.not_(first),
+                )
+
+            for_count(b, i64(_cdiv(p, K.kc)), k_block, "kq")
+
+        for_count(b, i64(bn), example, "ex")
+    b.ret_void()
+    return fn
+
+
+def _transposed_kernels(
+    b: ir.IRBuilder,
+    w: ir.Value,
+    dst: ir.Value,
+    ld: int,
+    dims: tuple[int, int],
+    i0: int,
+    mc: ir.Value,
+    k0: ir.Value,
+    kc: ir.Value,
+) -> None:
+    """dst[i·ld + r] = w[o, i0 + i, kh, kw] for (o, kh, kw) = k0 + r, i < mc, r < kc: rows
+    i0 … of wᵀ, each channel's kernels along (o, kh, kw)."""
+    c_n, kk = dims
+
+    def col(r: ir.Value) -> None:
+        k = b.add(k0, r)
+        o, rest = b.udiv(k, i64(kk)), b.urem(k, i64(kk))
+        at = b.add(b.mul(o, i64(c_n * kk)), b.add(i64(i0 * kk), rest))
+
+        def one(i: ir.Value) -> None:
+            v = b.load(gep(b, w, b.add(at, b.mul(i, i64(kk)))), typ=F32, align=4)
+            b.store(v, gep(b, dst, b.add(b.mul(i, i64(ld)), r)), align=4)
+
+        for_count(b, mc, one, "wi")
+
+    for_count(b, kc, col, "wr")
