@@ -127,7 +127,8 @@ def test_the_activation_recipes_are_the_tables() -> None:
 
 
 def test_every_builtin_is_checked_and_shown_as_the_table_says() -> None:
-    from alpha_core.check.builtins import CALLS, HANDLERS, REDUCE, UNARY
+    from alpha_core.check.builtins import CALLS, REDUCE, UNARY
+    from alpha_core.check.calls import HANDLERS
     from alpha_core.query.signatures import SUMMARIES, builtin_signature
 
     assert set(HANDLERS) | set(REDUCE) == set(BUILTINS)

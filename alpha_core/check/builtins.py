@@ -28,6 +28,8 @@ CALLS = {n: b.call for n, b in BUILTINS.items() if b.kind in ("pairwise", "call"
 
 # the names an expression sees: a function body's own over the system's (expressions.inline)
 Env = MutableMapping[str, "Binding"]
+# lowers one call of a built-in: the graph node of its result, or None (refused)
+Handler = Callable[["ExprLowering", ast.Call, Env], "int | None"]
 
 
 def per_example_ok(shape: Shape) -> bool:
@@ -35,7 +37,7 @@ def per_example_ok(shape: Shape) -> bool:
     return all(d != BATCH for d in shape[1:])
 
 
-def _int_arg(lw: ExprLowering, e: ast.Expr) -> int | None:
+def int_arg(lw: ExprLowering, e: ast.Expr) -> int | None:
     if isinstance(e, ast.Number) and e.is_int:
         return int(e.text)
     lw.ctx.refuse("bad-argument", "this must be an integer literal", e.span)
@@ -214,7 +216,7 @@ def _transpose(lw: ExprLowering, e: ast.Call, env: Env) -> int | None:
     if len(e.args) == 1:
         return checked_transpose(lw, x, e.span)
     shape = lw.b.shape(x)
-    axes = [_int_arg(lw, a) for a in e.args[1:]]
+    axes = [int_arg(lw, a) for a in e.args[1:]]
     a, c = axes
     if a is None or c is None:
         return None
@@ -311,7 +313,7 @@ def matmul(lw: ExprLowering, a: int, c: int) -> int | None:
     return lw.b.add("bmatmul", (a, c), sa[:-1] + (sc[-1],))
 
 
-HANDLERS: dict[str, Callable[[ExprLowering, ast.Call, Env], int | None]] = {
+_CORE: dict[str, Handler] = {
     **{n: _unary for n in UNARY},
     **{n: _pairwise for n in PAIRWISE},
     "clamp": _clamp,
@@ -342,7 +344,7 @@ def _slice(lw: ExprLowering, e: ast.Call, env: Env) -> int | None:
             lw.ctx.refuse("bad-argument", f"`slice` is called `{CALLS['slice']}`", kw.span)
             return None
         if kw.name != "axis":
-            v = _int_arg(lw, kw.value)
+            v = int_arg(lw, kw.value)
             if v is None:
                 return None
             given[kw.name] = v
@@ -392,4 +394,5 @@ def _dropout(lw: ExprLowering, e: ast.Call, env: Env) -> int | None:
     return lw.b.add("dropout", (x,), shape, attrs)
 
 
-HANDLERS.update({"dropout": _dropout, "slice": _slice})
+# the built-in calls of this module, by name; check/calls.py gathers every module's
+HANDLERS: dict[str, Handler] = {**_CORE, "dropout": _dropout, "slice": _slice}

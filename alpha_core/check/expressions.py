@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from alpha_core.check import builtins
-from alpha_core.check.builtins import CALLS, HANDLERS, REDUCE, UNARY, Env
+from alpha_core.check.builtins import CALLS, REDUCE, UNARY, Env
+from alpha_core.check.calls import HANDLERS
 from alpha_core.check.context import CheckContext, show_shape
 from alpha_core.check.signature import Sizes, bind_sizes, declared_text, result_shape
 from alpha_core.diagnostics import Related

@@ -1,12 +1,12 @@
 """The image built-ins of expressions: conv2d and the max and average pools over per-example
-images f32[B, C, H, W], their arguments, result shapes and lowering (registered into
-builtins.HANDLERS when imported, as expressions.py does; how each is called: alpha_core/ops)."""
+images f32[B, C, H, W], their arguments, result shapes and lowering (gathered with
+the other built-ins in check/calls.py; how each is called: alpha_core/ops)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from alpha_core.check.builtins import CALLS, HANDLERS, Env, _int_arg
+from alpha_core.check.builtins import CALLS, Env, Handler, int_arg
 from alpha_core.check.context import show_shape
 from alpha_core.ir.graph import BATCH, Shape
 from alpha_core.syntax import ast
@@ -24,7 +24,7 @@ def _window_args(
         if kw.name not in names:
             lw.ctx.refuse("bad-argument", f"`{e.func}` is called `{CALLS[e.func]}`", kw.span)
             return None
-        v = _int_arg(lw, kw.value)
+        v = int_arg(lw, kw.value)
         if v is None:
             return None
         values[kw.name] = v
@@ -117,4 +117,4 @@ def _pool(lw: ExprLowering, e: ast.Call, env: Env) -> int | None:
     return lw.b.add(e.func, (x,), sx[:-2] + (oh, ow), win.attrs())
 
 
-HANDLERS.update({"conv2d": _conv2d, "max_pool": _pool, "avg_pool": _pool})
+HANDLERS: dict[str, Handler] = {"conv2d": _conv2d, "max_pool": _pool, "avg_pool": _pool}

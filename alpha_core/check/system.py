@@ -6,7 +6,8 @@ import re
 from dataclasses import dataclass, field, replace
 
 from alpha_core.check import arguments as A
-from alpha_core.check.builtins import HANDLERS, REDUCE
+from alpha_core.check.builtins import REDUCE
+from alpha_core.check.calls import HANDLERS
 from alpha_core.check.context import CheckContext, show_shape
 from alpha_core.check.data_source import ReadFile, check_data
 from alpha_core.check.expressions import Binding, ExprLowering, declared_shape
