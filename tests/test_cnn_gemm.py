@@ -1,0 +1,70 @@
+"""A CNN whose convolutions take the packed GEMM (codegen/conv_gemm.py), trained end to end:
+its parameters equal the NumPy float32 reference's (SHA-256) with a default build, and with
+builds pinned to x86-64-v2 and x86-64-v4 each run at 1 and 2 threads. conv2d (stride 1 and 2,
+padding 1), conv2d_dx and conv2d_dw all run as products here; tests/test_conv_gemm.py checks
+each op directly, over more shapes and AArch64."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import program_of, run_exe
+from reference import train
+from test_exact import assert_exact
+
+from alpha_core.autodiff.reverse import training_step
+from alpha_core.build.executables import build_program
+from alpha_core.build.outputs import Deployment
+from alpha_core.ir.graph import concrete
+from alpha_core.lower.conv_gemm import CONV_PRODUCTS, on_gemm
+from alpha_core.lower.live import live_nodes
+
+SOURCE = """system g {
+  data train: synthetic(rows: 96, features: 196, classes: 3, seed: 5, noise: 0.3, holdout: 0)
+  batch 32 leaves 2 shuffle(seed: 3)
+  param k1: f32[12, 1, 3, 3] = normal(0.0, 0.4, seed: 1)
+  param c1: f32[12, 1, 1] = uniform(-0.1, 0.1, seed: 2)
+  param k2: f32[13, 12, 3, 3] = normal(0.0, 0.2, seed: 3)
+  param w: f32[117, 3] = normal(0.0, 0.3, seed: 4)
+  fn model(x: f32[B, 1, 14, 14]) -> f32[B, 3] {
+    let h = relu(conv2d(x, k1, stride: 1, padding: 1) + c1)
+    let q = relu(conv2d(h, k2, stride: 2, padding: 1))
+    let r = max_pool(q, size: 2, stride: 2)
+    return reshape(r, B, 117) @ w
+  }
+  loss softmax_cross_entropy(model(x), y)
+  learner adam(lr: 0.01)
+  steps 4
+}
+"""
+
+
+def test_the_convolutions_take_the_gemm(tmp_path: Path) -> None:
+    program = program_of(SOURCE, tmp_path / "g.alpha")
+    step = training_step(program)
+    graph = step.graph
+    ops = []
+    for node in (graph[i] for i in live_nodes(graph, [step.loss_sum, *step.grads])):
+        if node.op in CONV_PRODUCTS:
+            out = concrete(node.shape, program.leaf_size)
+            ins = tuple(concrete(graph[i].shape, program.leaf_size) for i in node.inputs)
+            if on_gemm(node.op, out, ins):
+                ops.append(node.op)
+    assert sorted(ops) == ["conv2d", "conv2d", "conv2d_dw", "conv2d_dw", "conv2d_dx"], ops
+
+
+def test_a_default_build_equals_the_reference(tmp_path: Path) -> None:
+    assert_exact(SOURCE, tmp_path)
+
+
+@pytest.mark.parametrize("cpu", ["x86-64-v2", "x86-64-v4"])
+def test_every_level_and_thread_count_gives_the_reference_bits(cpu: str, tmp_path: Path) -> None:
+    assert cpu != "x86-64-v4" or " avx512f" in Path("/proc/cpuinfo").read_text()
+    program = program_of(SOURCE, tmp_path / "g.alpha")
+    result = build_program(program, tmp_path / "build", deployment=Deployment(cpu=cpu))
+    want = train(program).sha256
+    for threads in ("1", "2"):
+        code, events, stderr = run_exe(result.executables[0].path, "--quiet", "--threads", threads)
+        assert code == 0, stderr
+        assert events[-1]["params_sha256"] == want, (cpu, threads)
