@@ -15,6 +15,7 @@ from alpha_core.codegen.loops import (
     F32,
     I32,
     I64,
+    PTR,
     broadcast_strides,
     entry_alloca,
     for_range,
@@ -105,6 +106,12 @@ def _broadcast_map(
     nest(b, shape, body)
 
 
+# Softmax lines computed side by side: each pass over a line's elements is a loop over the
+# block's lines inside the loop over elements, so the lanes of a vector are independent lines
+# (each line still sees its own elements in ascending order, one at a time).
+SOFTMAX_LINES = 32
+
+
 def _softmax(
     em: NodeContext,
     b: ir.IRBuilder,
@@ -113,56 +120,84 @@ def _softmax(
     shape: tuple[int, ...],
     out: ir.Value,
 ) -> None:
-    """Along the axis, for each other index: m = the first element, then m = v > m ? v : m
-    ascending; s = Σ exp(v - m) ascending from +0.0; softmax = exp(v - m) / s, log_softmax =
-    (v - m) - log(s)."""
+    """Along the axis, for each other index (a line): m = the first element, then m = v > m ?
+    v : m ascending; s = Σ exp(v - m) ascending from +0.0; softmax = exp(v - m) / s,
+    log_softmax = (v - m) - log(s).
+
+    The lines go in blocks of SOFTMAX_LINES, and each pass runs over a block's lines inside the
+    loop over the axis, so LLVM computes lines side by side in vector lanes (their elements are
+    gathered). A line's operations and their order are the ones above; softmax keeps exp(v - m)
+    in `out` from the sum's pass and divides it there, one exp per element instead of two (the
+    same value: exp is a function of its argument alone)."""
     axis = int(node.attr("axis"))  # type: ignore[call-overload]
     outer, n, inner = size(shape[:axis]), shape[axis], size(shape[axis + 1 :])
+    lines = outer * inner
+    if lines == 0 or n == 0:
+        return
     x = em.ptrs[node.inputs[0]]
     exp, log = em.math["exp"], em.math["log"]
-    m_slot, s_slot = entry_alloca(b), entry_alloca(b)
+    width = min(SOFTMAX_LINES, lines)
+    block = ir.ArrayType(F32, width)
+    m_buf, s_buf = entry_alloca(b, block), entry_alloca(b, block)
+    m_buf.type = s_buf.type = PTR  # opaque: loads and stores name their element type
 
-    def line(o: ir.Value, c: ir.Value) -> None:
-        base = b.add(b.mul(o, i64(n * inner)), c)
+    def slot(buf: ir.Value, j: ir.Value) -> ir.Value:
+        return b.gep(buf, [i64(0), j], inbounds=True, source_etype=block)
 
-        def at(k: ir.Value) -> ir.Value:
-            return b.add(base, b.mul(k, i64(inner)))
+    def one_block(first: ir.Value, count: int) -> None:
+        def start(j: ir.Value) -> ir.Value:
+            r = b.add(first, j)  # the line: o = r / inner, c = r % inner
+            if inner == 1:
+                return b.mul(r, i64(n))
+            o, c = b.udiv(r, i64(inner)), b.urem(r, i64(inner))
+            return b.add(b.mul(o, i64(n * inner)), c)
 
-        b.store(load(b, x, base), m_slot)
+        def at(j: ir.Value, k: ir.Value) -> ir.Value:
+            return b.add(start(j), b.mul(k, i64(inner)))
 
-        def top(k: ir.Value) -> None:
-            v, m = load(b, x, at(k)), b.load(m_slot, typ=F32)
-            b.store(A.select(A.gt(v, m), v, m), m_slot)
+        def lanes(body: Callable[[ir.Value], None]) -> None:
+            for_range(b, count, body, "ln")
 
-        for_range(b, n, top, "mx")
-        m = b.load(m_slot, typ=F32)
-        b.store(A.const(0.0), s_slot)
-        for_range(
-            b,
-            n,
-            lambda k: b.store(
-                A.add(b.load(s_slot, typ=F32), b.call(exp, [A.sub(load(b, x, at(k)), m)])),
-                s_slot,
-            ),
-            "sx",
-        )
-        s = b.load(s_slot, typ=F32)
+        def over(body: Callable[[ir.Value, ir.Value], None]) -> None:
+            for_range(b, n, lambda k: lanes(lambda j: body(j, k)), "el")
+
+        lanes(lambda j: b.store(load(b, x, start(j)), slot(m_buf, j)))
+
+        def top(j: ir.Value, k: ir.Value) -> None:
+            v, m = load(b, x, at(j, k)), b.load(slot(m_buf, j), typ=F32)
+            b.store(A.select(A.gt(v, m), v, m), slot(m_buf, j))
+
+        over(top)
+        lanes(lambda j: b.store(A.const(0.0), slot(s_buf, j)))
+
+        def add(j: ir.Value, k: ir.Value) -> None:
+            m = b.load(slot(m_buf, j), typ=F32)
+            e = b.call(exp, [A.sub(load(b, x, at(j, k)), m)])
+            if node.op == "softmax":
+                store(b, e, out, at(j, k))
+            b.store(A.add(b.load(slot(s_buf, j), typ=F32), e), slot(s_buf, j))
+
+        over(add)
         if node.op == "softmax":
-            for_range(
-                b,
-                n,
-                lambda k: store(
-                    b, A.div(b.call(exp, [A.sub(load(b, x, at(k)), m)]), s), out, at(k)
-                ),
-                "o",
-            )
-        else:
-            ls = b.call(log, [s])
-            for_range(
-                b, n, lambda k: store(b, A.sub(A.sub(load(b, x, at(k)), m), ls), out, at(k)), "o"
-            )
 
-    for_range(b, outer, lambda o: for_range(b, inner, lambda c: line(o, c), "in"), "out")
+            def scale(j: ir.Value, k: ir.Value) -> None:
+                s = b.load(slot(s_buf, j), typ=F32)
+                store(b, A.div(load(b, out, at(j, k)), s), out, at(j, k))
+
+            over(scale)
+        else:
+            lanes(lambda j: b.store(b.call(log, [b.load(slot(s_buf, j), typ=F32)]), slot(s_buf, j)))
+
+            def shift(j: ir.Value, k: ir.Value) -> None:
+                m, ls = b.load(slot(m_buf, j), typ=F32), b.load(slot(s_buf, j), typ=F32)
+                store(b, A.sub(A.sub(load(b, x, at(j, k)), m), ls), out, at(j, k))
+
+            over(shift)
+
+    full, rest = divmod(lines, width)
+    for_range(b, full, lambda blk: one_block(b.mul(blk, i64(width)), width), "blk")
+    if rest:
+        one_block(i64(full * width), rest)
 
 
 def _bmatmul(
