@@ -37,7 +37,7 @@ from collections.abc import Callable
 from llvmlite import ir
 
 from alpha_core.codegen.gemm import GemmEmitter
-from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, for_count, gep, i64
+from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, for_count, gep, i64, splat
 from alpha_core.codegen.packing import min_i64
 from alpha_core.ir.conv import Window, window_of
 from alpha_core.ir.graph import Node
@@ -81,8 +81,10 @@ class _Gather:
         plane: tuple[int, int],  # rows and columns of one source plane
         grid: tuple[int, int],  # rows and columns of the grid the operand's columns walk
         dx: bool,
+        lanes: int,
     ) -> None:
         self.b, self.win, self.plane, self.grid, self.dx = b, win, plane, grid, dx
+        self.lanes = lanes  # the target's vector width
 
     def rows(
         self,
@@ -131,6 +133,37 @@ class _Gather:
 
         for_count(b, b.add(b.sub(last, first), i64(1)), grid_row, "gg")
 
+    def _copy(self, src: ir.Value, dst: ir.Value, n: ir.Value) -> None:
+        """dst[0 … n-1] = src[0 … n-1] (n >= 0; the grid's rows are short, so the last
+        partial vector is one masked load and store rather than a scalar loop)."""
+        b, lanes = self.b, self.lanes
+        vec = ir.VectorType(F32, lanes)
+        whole = b.udiv(n, i64(lanes))
+
+        def one(j: ir.Value) -> None:
+            at = b.mul(j, i64(lanes))
+            b.store(b.load(gep(b, src, at, vec), typ=vec, align=4), gep(b, dst, at, vec), align=4)
+
+        for_count(b, whole, one, "cv")
+        done = b.mul(whole, i64(lanes))
+        rest = b.trunc(b.sub(n, done), I32)
+        with b.if_then(b.icmp_unsigned("!=", rest, ir.Constant(I32, 0))):
+            lane = ir.Constant(ir.VectorType(I32, lanes), list(range(lanes)))
+            mask = b.icmp_unsigned("<", lane, splat(b, rest, lanes))
+            mask_ty = ir.VectorType(ir.IntType(1), lanes)
+            module = b.module
+            name = f"llvm.masked.load.v{lanes}f32.p0"
+            load_fn = module.globals.get(name) or ir.Function(
+                module, ir.FunctionType(vec, [PTR, I32, mask_ty, vec]), name
+            )
+            name = f"llvm.masked.store.v{lanes}f32.p0"
+            store_fn = module.globals.get(name) or ir.Function(
+                module, ir.FunctionType(ir.VoidType(), [vec, PTR, I32, mask_ty]), name
+            )
+            four = ir.Constant(I32, 4)
+            v = b.call(load_fn, [gep(b, src, done), four, mask, ir.Constant(vec, None)])
+            b.call(store_fn, [v, gep(b, dst, done), four, mask])
+
     def _zero(self, out: ir.Value, shift: ir.Value, lo: ir.Value, hi: ir.Value) -> None:
         b = self.b
         _for(b, lo, hi, lambda t: b.store(ir.Constant(F32, 0.0), gep(b, out, b.add(shift, t))))
@@ -173,16 +206,19 @@ class _Gather:
                 self._zero(out, shift, a, lo)
                 line = gep(b, src, b.add(b.mul(srow, i64(sw)), dw))  # column t at t·s
                 dst = gep(b, out, shift)
-                _for(
-                    b,
-                    lo,
-                    hi,
-                    lambda t: b.store(
-                        b.load(gep(b, line, b.mul(t, i64(s)) if s > 1 else t), typ=F32, align=4),
-                        gep(b, dst, t),
-                        align=4,
-                    ),
-                )
+                if s == 1:
+                    self._copy(gep(b, line, lo), gep(b, dst, lo), b.sub(hi, lo))
+                else:
+                    _for(
+                        b,
+                        lo,
+                        hi,
+                        lambda t: b.store(
+                            b.load(gep(b, line, b.mul(t, i64(s))), typ=F32, align=4),
+                            gep(b, dst, t),
+                            align=4,
+                        ),
+                    )
                 self._zero(out, shift, hi, e)
             with other:
                 self._zero(out, shift, a, e)
@@ -331,7 +367,7 @@ def _emit_task(gemm: GemmEmitter, node: Node, shapes: tuple[Shape, Shape, Shape]
             plane, grid = (oh, ow), (out_s[2], out_s[3])
             src = gep(b, in0, b.mul(bi, i64(o * oh * ow)))
         p = grid[0] * grid[1]
-        gather = _Gather(b, win, plane, grid, dx=node.op == "conv2d_dx")
+        gather = _Gather(b, win, plane, grid, node.op == "conv2d_dx", K.width)
         j0 = b.mul(jb, cols)
         nc = min_i64(b, cols, b.sub(i64(p), j0))
         dst_b = gep(b, out, b.add(b.mul(bi, i64(rows_m * p)), j0))
@@ -359,7 +395,7 @@ def _emit_task(gemm: GemmEmitter, node: Node, shapes: tuple[Shape, Shape, Shape]
         (bn, c, h, w_), (_, o, oh, ow) = s0, s1
         n = c * win.kh * win.kw
         p = oh * ow
-        gather = _Gather(b, win, (h, w_), (oh, ow), dx=False)
+        gather = _Gather(b, win, (h, w_), (oh, ow), False, K.width)
         ti, tj = b.udiv(t, tiles_n), b.urem(t, tiles_n)
         i0 = b.mul(ti, i64(K.mc))
         mc = min_i64(b, i64(K.mc), b.sub(i64(o), i0))
