@@ -18,6 +18,7 @@
 #include "lifeline.h"
 #include "params_file.h"
 #include "pool.h"
+#include "predict.h"
 #include "refusal.h"
 #include "net.h"
 #include "resume.h"
@@ -41,12 +42,16 @@ struct options {
     uint32_t threads;          /* --threads: 0 for the build's choice */
     uint32_t step_every;       /* --step-every N: a step event every N rounds; 0: none */
     int evaluate_only;
+    const char *predict;       /* --predict INPUT: new inputs to run the forward pass on */
+    const char *predict_out;   /* --predict-out OUT: where their outputs go */
+    const char *params_in;     /* --params PATH: the parameters to predict with */
 };
 
 static const char USAGE[] =
     "usage: %s [--data PATH] [--params-out PATH] [--checkpoint-dir PATH]\n"
     "       [--checkpoint-keep N] [--resume PATH | --fresh] [--evaluate-only] [--quiet]\n"
     "       [--step-every N]\n"
+    "       [--predict INPUT --predict-out OUT (--params PATH | --resume PATH)]\n"
     "       [--secret-file PATH] [--threads N] [--describe] [--help]\n"
     "\n"
     "Runs role %s of system %s; the role that writes parameters writes them (little-endian\n"
@@ -67,6 +72,10 @@ static const char USAGE[] =
     "  --threads N            threads for the matrix products (default: %s); any count\n"
     "                         gives the same bits\n"
     "  --describe             print the role's compiled-in addresses as JSON and exit\n"
+    "  --predict INPUT        run the forward pass on new inputs (CSV rows of features, or a\n"
+    "                         float32 .npy) with the parameters of --params PATH (a .params\n"
+    "                         file) or --resume PATH (a capture); write every row's outputs to\n"
+    "                         --predict-out OUT (.npy, else CSV); train nothing\n"
     "Events are JSON lines on stdout; exit 0 done, 2 bad usage, 3 refused, 4 stopped because\n"
     "the launcher that started it (ALPHA_LIFELINE_FD) ended.\n";
 
@@ -103,13 +112,14 @@ static struct options parse_options(int argc, char **argv)
     if (ALPHA_ROLE.threads)
         snprintf(threads_text, sizeof threads_text, "%u", (unsigned)ALPHA_ROLE.threads);
     struct options o = {NULL, NULL, resume, dir, NULL, ALPHA_ROLE.checkpoint_keep,
-                        ALPHA_ROLE.threads, 1, 0};
+                        ALPHA_ROLE.threads, 1, 0, NULL, NULL, NULL};
     static const char *const valued[] = {"--data", "--params-out", "--resume",
-                                         "--checkpoint-dir", "--secret-file"};
+                                         "--checkpoint-dir", "--secret-file", "--predict",
+                                         "--predict-out", "--params"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int v = 0;
-        while (v < 5 && strcmp(a, valued[v]) != 0)
+        while (v < 8 && strcmp(a, valued[v]) != 0)
             v++;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             printf(USAGE, self, ALPHA_ROLE.name, ALPHA_PROGRAM.system,
@@ -139,11 +149,11 @@ static struct options parse_options(int argc, char **argv)
             if (threads == 0 || threads > 256)
                 refuse(REFUSAL_USAGE, "--threads needs a count from 1 to 256, not '%s'", n);
             o.threads = (uint32_t)threads;
-        } else if (v < 5) {
+        } else if (v < 8) {
             if (i + 1 >= argc)
                 refuse(REFUSAL_USAGE, "%s needs a path", a);
             const char **slot[] = {&o.data_path, &o.params_out, &o.resume, &o.checkpoint_dir,
-                                   &o.secret_file};
+                                   &o.secret_file, &o.predict, &o.predict_out, &o.params_in};
             *slot[v] = argv[++i];
         } else if (alpha_device_option && alpha_device_option(a, i + 1 < argc ? argv[i + 1] : 0)) {
             i++;
@@ -154,6 +164,16 @@ static struct options parse_options(int argc, char **argv)
     if (o.data_path && ALPHA_PROGRAM.data_kind == ALPHA_DATA_EMBEDDED)
         refuse(REFUSAL_USAGE, "--data given, but the data of system %s is embedded",
                ALPHA_PROGRAM.system);
+    if ((o.predict != NULL) != (o.predict_out != NULL))
+        refuse(REFUSAL_USAGE, "--predict INPUT and --predict-out OUT go together");
+    if (o.params_in && !o.predict)
+        refuse(REFUSAL_USAGE, "--params PATH gives the parameters of --predict");
+    if (o.predict && o.params_in && o.resume && resume != o.resume)
+        refuse(REFUSAL_USAGE, "--predict takes --params PATH or --resume PATH, not both");
+    if (o.predict && o.params_in)
+        o.resume = NULL; /* the build's own resume path is not asked for */
+    if (o.predict && !o.params_in && !o.resume)
+        refuse(REFUSAL_USAGE, "--predict needs --params PATH or --resume PATH");
     if (o.evaluate_only && !o.resume)
         refuse(REFUSAL_USAGE, "--evaluate-only needs --resume PATH");
     if (!o.params_out)
@@ -216,6 +236,34 @@ static void events_check(const char *params_file)
                params_file ? params_file : "");
 }
 
+/* --predict: the forward pass on new inputs with given parameters; no data set is read and
+ * nothing is trained. */
+static _Noreturn void predict_only(const struct alpha_program *p, const struct options *o,
+                                   uint32_t threads)
+{
+    float *params = checked_calloc(p->n_params ? p->n_params : 1, sizeof(float), "parameters");
+    if (o->params_in) {
+        predict_read_params(p, o->params_in, params);
+    } else {
+        struct resumed resumed;
+        double started = files_now();
+        resume_load(p, o->resume, params, NULL, 0, 0, &resumed);
+        event_resumed(&resumed, files_now() - started);
+    }
+    pool_start(threads);
+    uint32_t per_row = 0;
+    uint32_t rows = predict_file(p, params, o->predict, o->predict_out, &per_row);
+    printf("{\"event\":\"predicted\",\"role\":");
+    json_string(stdout, ALPHA_ROLE.name);
+    printf(",\"rows\":%u,\"outputs_per_row\":%u,\"out\":", (unsigned)rows,
+           (unsigned)per_row);
+    json_string(stdout, o->predict_out);
+    printf("}\n");
+    fflush(stdout);
+    events_check(NULL);
+    exit(0);
+}
+
 /* --evaluate-only: the capture's parameters evaluated; nothing trained, nothing written. */
 static _Noreturn void evaluate_only(const struct alpha_program *p, const struct dataset *d,
                                     const float *params, const struct resumed *resumed)
@@ -256,6 +304,16 @@ int main(int argc, char **argv)
                    "pairing gives role %s", (unsigned)threads, (unsigned)ALPHA_ROLE.max_threads,
                    ALPHA_ROLE.name);
         threads = ALPHA_ROLE.max_threads; /* the machine's cores, as many as the pairing gives */
+    }
+    if (o.predict) {
+        if (role->n_links)
+            refuse(REFUSAL_USAGE, "--predict runs a single-process build, not role %s of a plan",
+                   role->name);
+        if (alpha_device_start)
+            refuse(REFUSAL_USAGE, "--predict runs on the CPU: build the system without a GPU "
+                   "pairing");
+        event_start(p);
+        predict_only(p, &o, threads);
     }
     struct schedule s;
     schedule_check(&s, p, role);

@@ -16,6 +16,12 @@
 #define REFUSAL_DATA_UNREADABLE "data-unreadable"     /* it exists but cannot be read */
 #define REFUSAL_DATA_DIGEST_MISMATCH "data-digest-mismatch"
 #define REFUSAL_DATA_MALFORMED "data-malformed"       /* bad row, column count, label, row count */
+#define REFUSAL_DATA_BAD_HEADER "data-bad-header"     /* .npy header, CSV header line */
+#define REFUSAL_DATA_WRONG_DTYPE "data-wrong-dtype"   /* an array's element type */
+#define REFUSAL_DATA_WRONG_SHAPE "data-wrong-shape"   /* arrays that do not fit together */
+#define REFUSAL_DATA_WRONG_SIZE "data-wrong-size"     /* bytes disagreeing with the header */
+#define REFUSAL_DATA_KEY_MISSING "data-key-missing"   /* no such array in the .npz */
+#define REFUSAL_DATA_BAD_ARCHIVE "data-bad-archive"   /* a .npz that is not a stored zip */
 #define REFUSAL_OUT_OF_MEMORY "out-of-memory"
 #define REFUSAL_PARAMS_WRITE_FAILED "params-write-failed"
 #define REFUSAL_EVENTS_UNWRITABLE "events-unwritable" /* stdout failed; after the parameters */
@@ -52,6 +58,10 @@
 #define REFUSAL_GPU_JIT_FAILED "gpu-jit-failed"       /* the driver's JIT refused the PTX */
 #define REFUSAL_GPU_LAUNCH_FAILED "gpu-launch-failed" /* a kernel launch or the device failed */
 #define REFUSAL_MEMORY_ADMISSION "memory-admission"   /* the device has too little free memory */
+/* Predictions (predict.c). */
+#define REFUSAL_PREDICT_UNREADABLE "predict-input-unreadable" /* inputs or output unusable */
+#define REFUSAL_PREDICT_MALFORMED "predict-input-malformed"   /* not rows of the features */
+#define REFUSAL_PARAMS_FILE_MISMATCH "params-file-mismatch"   /* --params not this system's */
 /* The kernels' CPU level (cpu_level.c). */
 #define REFUSAL_CPU_LEVEL "cpu-level-unsupported" /* ALPHA_CPU_LEVEL names a level not here */
 

@@ -184,6 +184,10 @@ def load_data(program: Program) -> tuple[Array, Array]:
 def init_params(program: Program) -> list[Array]:
     out = []
     for spec in program.params:
+        if spec.init.loaded is not None:  # `load`: the file's values
+            loaded = np.frombuffer(spec.init.loaded.values, dtype="<f4")
+            out.append(loaded.astype(np.float32).reshape(spec.shape))
+            continue
         kind, args, seed = init_arguments(spec.init)
         out.append(numpy_init(kind, args, seed, spec.count).reshape(spec.shape))
     return out

@@ -38,6 +38,7 @@ EXAMPLE_SPANS: dict[str, tuple[str, int] | None] = {
     "batch-axis-reduced": ("0", 7),  # the axis
     "system-too-large": ("model", 21),  # the model whose operations passed the limit
     "data-unreadable": ('"no/such/file.csv"', 2),
+    "load-unreadable": ('"no/such/run.npz"', 4),
     "no-system": None,
     # plans and pairings
     "topology-mismatch": ("pair", 15),

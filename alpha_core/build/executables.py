@@ -184,7 +184,7 @@ def build_program(
     result = BuildResult(
         program.name, program.identity(), program.n_params, program.n_state, (built,), str(manifest)
     )
-    _write_manifest(manifest, result.to_json())
+    _write_manifest(manifest, {**result.to_json(), "tensors": tensor_table(program)})
     return result
 
 
@@ -256,7 +256,9 @@ def build_plan(
         tuple(built),
         str(manifest),
     )
-    _write_manifest(manifest, {**result.to_json(), "plan": plan.name})
+    _write_manifest(
+        manifest, {**result.to_json(), "plan": plan.name, "tensors": tensor_table(plan.system)}
+    )
     return result
 
 
@@ -307,6 +309,15 @@ def _link_all(
                 if on_built is not None:
                     on_built(done[index], len(done), len(indices))
     return [done[i] for i in indices]
+
+
+def tensor_table(program: Program) -> list[dict[str, object]]:
+    """Each parameter tensor's name, shape and place in the flat parameters: what names the
+    values of a `.params` file beside the manifest (`load`, `alpha export`)."""
+    return [
+        {"name": p.name, "shape": list(p.shape), "offset": p.offset, "count": p.count}
+        for p in program.params
+    ]
 
 
 def _write_manifest(manifest: Path, body: dict[str, object]) -> None:

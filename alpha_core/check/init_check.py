@@ -6,15 +6,25 @@ other names `glorot_*`, `kaiming_*`) are `uniform` or `normal` whose bound or st
 at compile time, from the parameter's shape: computed in float64 and used as the float32 it
 rounds to, like every number of the source. So the generator, the kernels and the NumPy
 reference need nothing new, and two spellings of one initialiser have one identity.
+
+`load(path, key: name)` is the one initialiser that is not a generator: the tensor `name` of a
+NumPy archive, a safetensors file or an earlier run's `.params` (check/tensor_file.py), read
+now, its shape and dtype checked against the parameter's; the file's SHA-256 joins the
+identity and the values are compiled into the executable (codegen/kernels.py).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from alpha_core.check import arguments as A
-from alpha_core.check.context import CheckContext
-from alpha_core.check.program import InitSpec
+from alpha_core.check import tensor_file
+from alpha_core.check.context import CheckContext, suggest
+from alpha_core.check.program import InitSpec, LoadedTensor
+from alpha_core.support.files import DATA_LIMIT, why_not_read
 from alpha_core.syntax import ast
 
 _SEED = A.Arg("seed", "int", low=0)
@@ -28,6 +38,7 @@ INITS: dict[str, list[A.Arg]] = {
     "xavier_normal": [_SEED, _GAIN],
     "he_uniform": [_SEED, _HE_GAIN],
     "he_normal": [_SEED, _HE_GAIN],
+    "load": [A.Arg("path", "string"), A.Arg("key", "string")],
 }
 ALIASES = {
     "glorot_uniform": "xavier_uniform",
@@ -35,7 +46,12 @@ ALIASES = {
     "kaiming_uniform": "he_uniform",
     "kaiming_normal": "he_normal",
 }
-INIT_POSITIONAL = {"normal": 2, "uniform": 2, "constant": 1}  # leading arguments by position
+INIT_POSITIONAL = {
+    "normal": 2,
+    "uniform": 2,
+    "constant": 1,
+    "load": 1,
+}  # leading arguments by position
 BARE = {"zeros": 0.0, "ones": 1.0}  # written as a name, or called with no argument
 NAMES = [*BARE, *INITS, *ALIASES]
 
@@ -52,8 +68,19 @@ def fans(shape: tuple[int, ...]) -> tuple[int, int] | None:
     return shape[1] * field, shape[0] * field
 
 
+@dataclass(frozen=True)
+class Files:
+    """How `load` reads: the workspace's reader and the folder of the source file."""
+
+    read_file: Callable[[str], bytes | None]
+    base_dir: str
+
+
 def check_init(
-    init: ast.Name | ast.Call, shape: tuple[int, ...], ctx: CheckContext
+    init: ast.Name | ast.Call,
+    shape: tuple[int, ...],
+    ctx: CheckContext,
+    files: Files | None = None,
 ) -> InitSpec | None:
     if isinstance(init, ast.Name):
         if init.id in BARE:
@@ -79,6 +106,8 @@ def check_init(
         return None
     if kind == "constant":
         return _constant(float(args["value"]))
+    if kind == "load":
+        return _load(init, str(args["path"]), str(args["key"]), shape, ctx, files)
     if kind in ("normal", "uniform"):
         values = list(args.values())
         return InitSpec(kind, float(values[0]), float(values[1]), int(args["seed"]))
@@ -114,3 +143,66 @@ def _constant(value: float) -> InitSpec:
     if value == 0.0 and math.copysign(1.0, value) > 0:
         return InitSpec("zeros")
     return InitSpec("constant", value)
+
+
+def _load(
+    init: ast.Call,
+    rel: str,
+    key: str,
+    shape: tuple[int, ...],
+    ctx: CheckContext,
+    files: Files | None,
+) -> InitSpec | None:
+    where = init.args[0].span if init.args else init.span
+    base = files.base_dir if files is not None else "."
+    path = rel if rel.startswith("/") else str(PurePosixPath(base) / rel)
+    content = files.read_file(path) if files is not None else None
+    if content is None:
+        why = why_not_read(path, DATA_LIMIT) if files is not None else "no file can be read here"
+        ctx.refuse(
+            "load-unreadable",
+            f"cannot read `{rel}` (looked for {path}): {why}",
+            where,
+            help="name an .npz, .safetensors or .params file (from `alpha export` or `alpha run`)",
+        )
+        return None
+    try:
+        t = tensor_file.read_tensor(path, content, key, files.read_file if files else _nothing)
+    except tensor_file.LoadProblem as p:
+        key_span = next((kw.value.span for kw in init.kwargs if kw.name == "key"), init.span)
+        if p.kind == "missing":
+            near = suggest(key, p.names)
+            listed = ", ".join(f"`{n}`" for n in [*near, *(n for n in p.names if n not in near)])
+            ctx.refuse(
+                "unknown-name",
+                f"`{rel}` has no tensor `{key}`",
+                key_span,
+                help=(f"did you mean `{near[0]}`? " if near else "")
+                + (f"it holds {listed}"[:200] if p.names else "it holds no tensor"),
+            )
+            return None
+        ctx.refuse("load-unreadable", f"cannot load from `{rel}`: {p.message}", where)
+        return None
+    declared = f"f32[{', '.join(map(str, shape))}]"
+    if t.dtype != "float32":
+        ctx.refuse(
+            "type-mismatch",
+            f"tensor `{key}` of `{rel}` holds {t.dtype}; parameters are float32",
+            init.span,
+            help="save it as float32 (NumPy: `a.astype(np.float32)`; PyTorch: `t.float()`)",
+        )
+        return None
+    if t.shape != shape:
+        ctx.refuse(
+            "shape-mismatch",
+            f"tensor `{key}` of `{rel}` is f32[{', '.join(map(str, t.shape))}]; the parameter "
+            f"is {declared}",
+            init.span,
+        )
+        return None
+    digest = tensor_file.sha256_of(content)
+    return InitSpec("load", loaded=LoadedTensor(path, digest, key, t.values))
+
+
+def _nothing(path: str) -> bytes | None:
+    return None

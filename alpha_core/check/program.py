@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from alpha_core.data.spec import DataSpec
 from alpha_core.ir.graph import Graph, Shape
@@ -12,11 +12,28 @@ from alpha_core.support.span import Span
 
 
 @dataclass(frozen=True)
+class LoadedTensor:
+    """The values of a `load` initialiser, read at check time: the file's SHA-256 and the
+    tensor's name in it are its identity; the values (little-endian float32, the parameter's
+    count) go into the executable."""
+
+    path: str  # as resolved against the source's folder (not part of the identity)
+    sha256: str  # of the whole file
+    key: str  # the tensor's name in the file
+    values: bytes = field(compare=False, repr=False)
+
+    def text(self) -> str:
+        return f" load sha256={self.sha256} key={self.key!r}"
+
+
+@dataclass(frozen=True)
 class InitSpec:
-    kind: str  # zeros | constant | normal | uniform
+    kind: str  # zeros | constant | normal | uniform | load
     a: float = 0.0  # normal: mean; uniform: low; constant: the value
     b: float = 0.0  # normal: std; uniform: high
     seed: int = 0
+    # kind load: the tensor (outside the repr, so the other kinds keep the identity they had)
+    loaded: LoadedTensor | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -102,11 +119,13 @@ class Program:
                 if self.data.task or self.data.positions != 1
                 else ""
             )
-            + (f" vocabulary={self.data.vocabulary}" if self.data.vocabulary else ""),
+            + (f" vocabulary={self.data.vocabulary}" if self.data.vocabulary else "")
+            + self.data.layout(),
             f"batch {self.batch} leaves {self.leaves} shuffle {self.shuffle_seed}",
         ]
         for p in self.params:
-            parts.append(f"param {p.name} {p.shape} {p.init}")
+            loaded = p.init.loaded.text() if p.init.loaded is not None else ""
+            parts.append(f"param {p.name} {p.shape} {p.init}{loaded}")
         for i, n in enumerate(self.model.nodes):
             parts.append(f"%{i} = {n.op}{n.inputs} {n.shape} {n.attrs}")
         parts += [

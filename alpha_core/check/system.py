@@ -12,7 +12,7 @@ from alpha_core.check.context import CheckContext, show_shape
 from alpha_core.check.data_source import ReadFile, check_data
 from alpha_core.check.expressions import Binding, ExprLowering, declared_shape
 from alpha_core.check.init_check import INITS as INITS  # re-exported: editors
-from alpha_core.check.init_check import check_init
+from alpha_core.check.init_check import Files, check_init
 from alpha_core.check.learner_check import LEARNERS as LEARNERS  # re-exported: editors
 from alpha_core.check.learner_check import check_learner
 from alpha_core.check.program import LearnerSpec, ParamSpec, Program
@@ -134,7 +134,7 @@ def check_system(
         data = check_data(items.data, ctx, read_file, base_dir)
     batch = items.batch
     leaves_ok = _batch(batch, ctx, decl)
-    param_specs = _params(items.params, ctx)
+    param_specs = _params(items.params, ctx, Files(read_file, base_dir))
     learner = _learner(items.learner, ctx, decl, items.steps)
     steps = items.steps
     if steps is None:
@@ -262,7 +262,7 @@ def _batch(item: ast.BatchItem | None, ctx: CheckContext, decl: ast.Decl) -> boo
     return True
 
 
-def _params(items: list[ast.ParamItem], ctx: CheckContext) -> list[ParamSpec]:
+def _params(items: list[ast.ParamItem], ctx: CheckContext, files: Files) -> list[ParamSpec]:
     specs: list[ParamSpec] = []
     offset = 0
     for p in items:
@@ -289,7 +289,7 @@ def _params(items: list[ast.ParamItem], ctx: CheckContext) -> list[ParamSpec]:
                 p.type.span,
             )
             continue
-        init = check_init(p.init, shape, ctx)
+        init = check_init(p.init, shape, ctx, files)
         if init is None:
             continue
         specs.append(ParamSpec(p.name, shape, offset, size(shape), init, p.span))

@@ -400,6 +400,11 @@ def emit_init(module: ir.Module, program: Program) -> None:
     loops: dict[tuple[str, tuple[float, ...]], ir.Function] = {}
     run = CallRun(module, b, "alpha.init")  # many parameters: calls in parts (codegen/parts.py)
     for spec in program.params:
+        if spec.init.loaded is not None:  # `load`: the values compiled in, copied
+            blob = _blob(module, f"alpha.init.values.{spec.offset}", spec.init.loaded.values)
+            copy = _copy_function(module)  # alpha.grad_copy(src, dst, offset, n)
+            run.call(copy, [blob, params, i64(spec.offset), i64(spec.count)])
+            continue
         kind, args, seed = init_arguments(spec.init)
         loop = loops.get((kind, args))
         if loop is None:
@@ -423,8 +428,22 @@ def emit_init(module: ir.Module, program: Program) -> None:
     b.ret_void()
 
 
+def _blob(module: ir.Module, name: str, values: bytes) -> ir.GlobalVariable:
+    """A read-only array of the bytes `values` (little-endian float32, as both targets store
+    floats): internal, so a CPU level whose initialiser is dropped drops it too."""
+    g = ir.GlobalVariable(module, ir.ArrayType(ir.IntType(8), len(values)), name)
+    g.initializer = ir.Constant(ir.ArrayType(ir.IntType(8), len(values)), bytearray(values))
+    g.global_constant = True
+    g.linkage = "internal"
+    g.align = 16
+    return g
+
+
 def init_arguments(init: InitSpec) -> tuple[str, tuple[float, ...], int]:
-    """(kind, parameters, seed) of semantics.rng for a declared initialiser."""
+    """(kind, parameters, seed) of semantics.rng for a declared initialiser (never `load`,
+    whose values are compiled in: emit_init)."""
+    if init.kind == "load":
+        raise ValueError("a loaded tensor has no generator")
     if init.kind == "zeros":
         return "constant", (0.0,), 0
     if init.kind == "constant":

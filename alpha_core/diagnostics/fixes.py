@@ -32,6 +32,7 @@ FIXES: dict[str, tuple[str, str]] = {
         'table("no/such/file.csv", features: 4, label: last, classes: 3, holdout: 8)',
         "synthetic(rows: 64, features: 4, classes: 3, seed: 1)",
     ),
+    "load-unreadable": ('load("no/such/run.npz", key: "w")', "normal(0.0, 0.1, seed: 1)"),
     "topology-mismatch": ("roles worker[3]", "roles worker[2]"),
     "fanout-exceeded": ("hierarchy(fanout: 1000)", "hierarchy(fanout: 2)"),
     "combine-order-changed": ("combine grad by arrival", "combine grad by canonical tree"),
@@ -70,11 +71,52 @@ ADVICE: dict[str, tuple[str, str]] = {
         "The file is not the table the system declares: check its columns (features, then "
         "the label) and rows against the `data` item, or rebuild for the file you mean.",
     ),
+    "data-bad-header": (
+        "error[data-bad-header]: data/digits.npz array `x`: the array is in Fortran order; "
+        "save numpy.ascontiguousarray(a) instead",
+        "Save the arrays with `numpy.save` / `numpy.savez` from C-ordered arrays; for a table "
+        "with `header: true`, make its first line name every column, the label's among them.",
+    ),
+    "data-wrong-dtype": (
+        "error[data-wrong-dtype]: data/x.npy: features of dtype '<f8'; the features may be "
+        "'<f4' (float32), '|u1' (uint8), '<u2' (uint16), '<i4' (int32)",
+        "Convert before saving: `numpy.save(path, a.astype(numpy.float32))` for features and "
+        "targets, an integer type for class labels.",
+    ),
+    "data-wrong-shape": (
+        "error[data-wrong-shape]: data/y.npy: 1500 rows of labels, but 1797 rows of features",
+        "Save features as (rows, features…) and labels as (rows,) from the same rows, or give "
+        "the `targets:` the labels array holds.",
+    ),
+    "data-wrong-size": (
+        "error[data-wrong-size]: data/x.npy: shape (1797, 64) of '<f4' holds 460032 bytes, but "
+        "460000 bytes follow the header",
+        "The file was cut short or appended to: write it again with `numpy.save` (or, for "
+        "tokens, `array.astype(numpy.uint16).tofile(path)`).",
+    ),
+    "data-key-missing": (
+        "error[data-key-missing]: data/digits.npz has no array `x` (it holds `images`, "
+        "`labels`)",
+        "Name the archive's arrays in the data item (`npz(PATH, x: images, y: labels, ...)`), "
+        "or save them as `numpy.savez(path, x=..., y=...)`.",
+    ),
+    "data-bad-archive": (
+        "error[data-bad-archive]: data/digits.npz: array `x` is compressed "
+        "(numpy.savez_compressed); save the arrays with numpy.savez",
+        "Save the archive uncompressed with `numpy.savez` (the executable reads it in place), "
+        "or save each array with `numpy.save` and use `npy(X, Y, ...)`.",
+    ),
     "program-invalid": (
         "error[program-invalid]: role worker[2]'s schedule applies elements [0, 4096) of a "
         "program of 2,410 parameters",
         "The executable contradicts itself: it was edited or built by a different compiler. "
         "Rebuild it with `alpha build`; report it if a fresh build says the same.",
+    ),
+    "predict-input-malformed": (
+        "error[predict-input-malformed]: new.csv line 3: 3 columns, expected 2 (the features "
+        "of system first; no label)",
+        "Give only the features, one row a line, no header: drop the label column the training "
+        "data has, or pass a float32 .npy of shape (rows, features).",
     ),
     "params-write-failed": (
         "error[params-write-failed]: cannot rename parameter file out/digits.params: No space "

@@ -178,6 +178,25 @@ _ENTRIES = [
         ),
     ),
     Refusal(
+        "load-unreadable",
+        COMPILE,
+        "a `load` initialiser's file cannot be read or is not one it reads",
+        '`param w: f32[..] = load("run/w.npz", key: "w1")` reads the tensor `w1` of a '
+        "NumPy archive (.npz), a safetensors file or an earlier run's .params (named through "
+        "the build manifest alpha-build.json beside it) when the system is checked, so the "
+        "editor shows this refusal as you type. A missing or unreadable file, another format, "
+        "a damaged archive or a .params file without its manifest is refused with this name; "
+        "a tensor the file does not hold is `unknown-name` (listing those it does), one of "
+        "another shape `shape-mismatch`, one that is not float32 `type-mismatch`. The file's "
+        "SHA-256 and the tensor's name are part of the system's identity, and its values are "
+        "compiled into the executable.",
+        _tiny(
+            head=_DIGITS_HEAD.replace(
+                "normal(0.0, 0.1, seed: 1)", 'load("no/such/run.npz", key: "w")'
+            )
+        ),
+    ),
+    Refusal(
         "data-unreadable",
         COMPILE,
         "a data set named by the system cannot be read",
@@ -388,6 +407,59 @@ _ENTRIES = [
         "when the digest matched a file the checker did not read, which a build never makes).",
     ),
     Refusal(
+        "data-bad-header",
+        START_UP,
+        "a data file's header is not what its source says",
+        "A `.npy` array (alone or in a `.npz`) starts with the magic `\\x93NUMPY`, a version "
+        "(1.0, 2.0 or 3.0) and a header dictionary of 'descr', 'fortran_order' and 'shape'; a "
+        "file without them, with a header cut short or in Fortran order is refused. A table "
+        "with `header: true` must have a header line of exactly its columns, naming the label "
+        "column `label:` gives. `alpha check`, the build and the editor read the file by the "
+        "runtime's rules and give this refusal with the executable's message.",
+    ),
+    Refusal(
+        "data-wrong-dtype",
+        START_UP,
+        "a data array's element type is not one the source reads",
+        "Features are float32 ('<f4'), uint8, uint16 or int32; class labels uint8, uint16, "
+        "int32, int64 or integral float32; regression targets float32. A float64 array is "
+        "refused rather than rounded silently: save `a.astype(numpy.float32)`. Given at check "
+        "time (and in the editor) and by the executable.",
+    ),
+    Refusal(
+        "data-wrong-shape",
+        START_UP,
+        "data arrays do not fit together or the system",
+        "Features have at least two axes (rows, then the features, flattened in C order); "
+        "labels are (rows,) or (rows, positions), targets (rows, targets), with as many rows as "
+        "the features; a token file holds at least one window and the next token. Given at "
+        "check time and by the executable.",
+    ),
+    Refusal(
+        "data-wrong-size",
+        START_UP,
+        "a data file's size disagrees with its own header",
+        "The bytes after a `.npy` header must be exactly what its dtype and shape hold (a "
+        "truncated or padded array is refused); a token file is a whole number of uint16 or "
+        "uint32 tokens. Given at check time and by the executable.",
+    ),
+    Refusal(
+        "data-key-missing",
+        START_UP,
+        "a `.npz` archive has no array by the name the data item gives",
+        "`npz(PATH, x: KEY, y: KEY)` reads the archive members `KEY.npy` (`numpy.savez(PATH, "
+        "x=..., y=...)` writes `x.npy` and `y.npy`); the message lists the arrays the archive "
+        "holds. Given at check time and by the executable.",
+    ),
+    Refusal(
+        "data-bad-archive",
+        START_UP,
+        "a `.npz` file is not a zip archive the runtime reads",
+        "The executable reads a `.npz` in place from its zip directory: members must be stored "
+        "(`numpy.savez`), not compressed (`numpy.savez_compressed`) or encrypted, and the "
+        "directory whole. Given at check time and by the executable.",
+    ),
+    Refusal(
         "out-of-memory",
         START_UP,
         "the executable could not allocate what the system needs",
@@ -443,6 +515,18 @@ _ENTRIES = [
         "manifest is written is refused by this name with the path and the system's reason. "
         "Each file is written beside its name and renamed into place, so a failed build "
         "leaves no temporary file and no half-written executable or manifest behind.",
+    ),
+    Refusal(
+        "export-layout-unknown",
+        USAGE,
+        "the parameters to export cannot be named and shaped",
+        "`alpha export` writes each tensor by name and shape. A `.params` file is flat float32, "
+        "so its names and shapes come from the build manifest alpha-build.json beside it (a "
+        "run's folder has one), or from `--source FILE.alpha` (with `--system` when it "
+        "declares several); a checkpoint names its tensors but not their shapes, which come "
+        "from the manifest of the run folder above it or from `--source`. With neither, or "
+        "when the values do not fit the layout (another parameter count, another system's "
+        "capture), the export is refused with this name and nothing is written.",
     ),
     Refusal(
         "output-holds-another-build",
@@ -769,6 +853,35 @@ _ENTRIES = [
         "Every shard is listed with its SHA-256 by its manifest, every manifest by its pack's "
         "trailer and by the manifest above it. A flipped byte anywhere is refused by name, "
         "naming the file; nothing is loaded and nothing is written.",
+    ),
+    Refusal(
+        "predict-input-unreadable",
+        START_UP,
+        "the inputs to predict on cannot be read",
+        "`alpha predict` and an executable's `--predict INPUT` read a regular file of new "
+        "inputs (CSV rows of features, or a float32 .npy); a missing file, a folder, a FIFO or "
+        "a device, or an output path that cannot be written (`--predict-out`), is refused with "
+        "this name before anything is computed. New inputs are not training data: no digest "
+        "of them is compiled in or checked.",
+    ),
+    Refusal(
+        "predict-input-malformed",
+        START_UP,
+        "the inputs to predict on are not rows of the system's features",
+        "Each CSV line that is not blank must hold exactly the system's `features` decimal "
+        "numbers (finite as float32, read as the data's rows are), and nothing else: no label, "
+        "no header. A .npy file must be little-endian float32, C order, of shape (rows, "
+        "features) or (features,) for one row. The message names the file and the line or "
+        "the header field at fault; nothing is predicted and nothing is written.",
+    ),
+    Refusal(
+        "params-file-mismatch",
+        START_UP,
+        "a parameter file given to predict with is not this system's",
+        "`alpha predict --params P` and an executable's `--params P` read a `.params` file: "
+        "exactly the system's parameter count of little-endian float32, as a run writes it. A "
+        "file of another size (another system's, or not a parameter file) or one that cannot "
+        "be read is refused with this name before anything is computed.",
     ),
     Refusal(
         "checkpoint-folder-foreign",
