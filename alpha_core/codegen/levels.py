@@ -9,15 +9,17 @@ never changes a bit (only independent outputs are computed side by side, and no 
 a multiply and an add), so the choice changes the speed and nothing else; tests force each
 level (`ALPHA_CPU_LEVEL`) and compare the parameters' SHA-256.
 
-What the levels share is defined once, by the dispatcher: `alpha_direct_rows` (the runtime
-writes it; each copy reads it as an external), the scratch each worker needs (the largest of the
-copies'), and the thread hook (the chosen copy's). A build pinned with `--cpu` carries one copy
-and a dispatcher that only names its level.
+What the levels share is defined once, by the dispatcher: the variables the runtime writes and
+the kernels read (`alpha_direct_rows`, `alpha_clip_sqsum`: each copy reads them as externals),
+the clipping hook (a pointer to the runtime's clip_norm_run), the scratch each worker needs
+(the largest of the copies'), and the thread hook (the chosen copy's). A build pinned with
+`--cpu` carries one copy and a dispatcher that only names its level.
 """
 
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
@@ -62,13 +64,22 @@ KERNELS: dict[str, tuple[str, str, str]] = {
         "params, state, left, right, step, start, count",
     ),
     "alpha_forward": ("void", "const float *params, const float *x, float *out", "params, x, out"),
+    "alpha_grad_sqsum": (
+        "float",
+        "const float *grad_sum, uint64_t lo, uint64_t hi",
+        "grad_sum, lo, hi",
+    ),
 }
 # kernels that run once (the initialiser): every level calls the narrowest copy's, and the
 # others' are dropped by LLVM (made internal and unused), which keeps the executable small
 ONCE = ("alpha_init_params",)
 SCRATCH = "alpha_scratch_floats"
 HOOK = "alpha_threads_hook"
-DIRECT_ROWS = "alpha_direct_rows"
+# variables the runtime writes and the kernels read: one of each, defined by the dispatcher,
+# which every copy reads as an external (name: its C type)
+SHARED = {"alpha_direct_rows": "int64_t", "alpha_clip_sqsum": "float"}
+# constant pointers to a runtime function, the same in every copy: the dispatcher's points there
+POINTERS = {"alpha_clip_hook": ('#include "schedule.h"', "clip_hook_fn")}
 
 
 class UnknownExport(Exception):
@@ -89,43 +100,66 @@ class LevelCopy:
     kernels: tuple[str, ...]  # the KERNELS it defines, in module order
     scratch: int  # floats of scratch per worker (0: no tasks)
     hook: bool  # it defines a thread hook
-    direct_rows: int | None  # alpha_direct_rows' initial value, when it has one
+    shared: tuple[tuple[str, str], ...]  # SHARED variables it defines, with their initial value
+    pointers: tuple[tuple[str, str], ...]  # POINTERS it defines, with the function each names
 
 
 _DEFINE = re.compile(r'^define (?!(?:internal|private) )[^@\n]*@"?([\w.$]+)"?\(', re.M)
 _GLOBAL = re.compile(r'^@"?([\w.$]+)"? = (?!(?:internal|private) )[^\n]*', re.M)
-_DIRECT = re.compile(rf'^@"?{DIRECT_ROWS}"? = (?:dso_local )?global i64 (-?\d+)', re.M)
+
+
+def _shared_definition(name: str) -> re.Pattern[str]:
+    return re.compile(rf'^@"?{name}"? = (?:dso_local )?global (?:i64|float) ([^,\n]+)', re.M)
+
+
+def _c_value(ctype: str, text: str) -> str:
+    """An LLVM constant (`96`, `0.000000e+00`, `0x0`, `0x3FF0000000000000`) as a C literal."""
+    text = text.strip()
+    if ctype == "int64_t":
+        return str(int(text))
+    if text.startswith("0x"):  # LLVM writes a float's bits as a double's, in hex
+        return repr(struct.unpack(">d", int(text, 16).to_bytes(8, "big"))[0])
+    return repr(float(text))
 
 
 def copy_of(text: str, level: str) -> LevelCopy:
     """What the dispatcher needs of the kernels module `text` built for `level`, read from its
-    text (so that a cached object needs no parse): its kernels, scratch, hook, direct rows."""
+    text (so that a cached object needs no parse): its kernels, scratch, hook, shared variables
+    and pointers."""
     kernels = [name for name in _DEFINE.findall(text)]
     unknown = [name for name in kernels if name not in KERNELS]
     if unknown:
         raise UnknownExport(f"the kernels define {unknown}, which no dispatcher knows")
-    scratch, hook, direct_rows = 0, False, None
+    scratch, hook = 0, False
+    shared: list[tuple[str, str]] = []
+    pointers: list[tuple[str, str]] = []
     for m in _GLOBAL.finditer(text):
         name, line = m.group(1), m.group(0)
-        if " external " in line or line.split(" = ", 1)[1].startswith("external"):
+        if line.split(" = ", 1)[1].startswith("external"):
             continue
         if name == SCRATCH:
             scratch = int(line.rsplit(" ", 1)[-1])
         elif name == HOOK:
             hook = True
-        elif name == DIRECT_ROWS:
-            found = _DIRECT.match(line)
+        elif name in SHARED:
+            found = _shared_definition(name).match(line)
             assert found is not None, line
-            direct_rows = int(found.group(1))
+            shared.append((name, _c_value(SHARED[name], found.group(1))))
+        elif name in POINTERS:
+            target = re.search(r'constant ptr @"?([\w.$]+)"?', line)
+            assert target is not None, line
+            pointers.append((name, target.group(1)))
         else:
             raise UnknownExport(f"the kernels define `{name}`, which no dispatcher knows")
-    return LevelCopy(level, tuple(kernels), scratch, hook, direct_rows)
+    return LevelCopy(level, tuple(kernels), scratch, hook, tuple(shared), tuple(pointers))
 
 
 def renamed(text: str, level: str) -> str:
     """The kernels module `text` with its external definitions suffixed for `level`, and
-    `alpha_direct_rows` made an external the dispatcher defines."""
-    text = _DIRECT.sub(f"@{DIRECT_ROWS} = external global i64", text)
+    the SHARED variables made externals the dispatcher defines."""
+    for name, ctype in SHARED.items():
+        ir_type = "i64" if ctype == "int64_t" else "float"
+        text = _shared_definition(name).sub(f"@{name} = external global {ir_type}", text)
     module = llvm.parse_assembly(text)
     suffix = suffix_of(level)
     for f in module.functions:
@@ -200,9 +234,13 @@ def dispatcher_c(copies: list[LevelCopy]) -> str:
     out.append("        (*chosen->hook)(threads);")
     out.append("}")
     out.append(f"void (*const {HOOK})(uint32_t) = hook;")
-    rows = [c.direct_rows for c in copies if c.direct_rows is not None]
-    if rows:
-        out.append(f"int64_t {DIRECT_ROWS} = {rows[0]};")
+    for name, value in dict(p for c in copies for p in c.shared).items():
+        out.append(f"{SHARED[name]} {name} = {value};")
+    for name, target in dict(p for c in copies for p in c.pointers).items():
+        include, ctype = POINTERS[name]
+        out[4:4] = [include]
+        out.append(f"{ctype} {target};")
+        out.append(f"{ctype} *const {name} = {target};")
     return "\n".join(out) + "\n"
 
 
