@@ -16,6 +16,7 @@ from alpha_cli.build_args import add_build_arguments
 from alpha_cli.deploy_cmd import add_deploy, show_hosts_refused
 from alpha_cli.environment import Refused, StdoutUnwritable, drop_stdout, guard_stdout
 from alpha_cli.help_text import decorate
+from alpha_cli.predict_cmd import add_predict_and_export
 from alpha_cli.render import diagnostic_json, err, error_line, op_json, out, show_refusals
 from alpha_cli.run_view import Interrupted, gpu_lines, run_with_progress, training_line
 from alpha_core.build.hosts_file import HostsRefused, read_hosts
@@ -419,6 +420,7 @@ def parser() -> argparse.ArgumentParser:
     e = sub.add_parser("explain", help="explain a refusal by name, or list them all")
     e.add_argument("name", nargs="?", default=None)
     e.set_defaults(func=cmd_explain)
+    add_predict_and_export(sub)  # predict_cmd.py
     add_deploy(sub)
     decorate(p)  # descriptions, examples, --version (help_text.py)
     return p
