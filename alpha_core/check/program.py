@@ -119,8 +119,7 @@ class Program:
                 if self.data.task or self.data.positions != 1
                 else ""
             )
-            + (f" vocabulary={self.data.vocabulary}" if self.data.vocabulary else "")
-            + self.data.layout(),
+            + (f" vocabulary={self.data.vocabulary}" if self.data.vocabulary else ""),
             f"batch {self.batch} leaves {self.leaves} shuffle {self.shuffle_seed}",
         ]
         for p in self.params:
