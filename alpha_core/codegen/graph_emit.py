@@ -47,6 +47,25 @@ OUTLINE_FROM = 160  # live nodes from which a kernel calls one function per kind
 Family = Callable[["GraphEmitter", ir.IRBuilder, LlvmArith, int, Node, ir.Value], None]
 
 
+# Sums over an innermost axis computed side by side, this many outputs at a time.
+REDUCE_LINES = 32
+
+
+def _reduced_suffix(shape: tuple[int, ...], strides: list[int]) -> tuple[int, int] | None:
+    """(rows, k) when a reduction adds the innermost k elements of each of `rows` lines into
+    output r (its row-major index): the reduced axes are the trailing ones, the others are the
+    output's own row-major axes. None for any other reduction (it keeps the plain loops)."""
+    cut = len(shape)
+    while cut > 0 and strides[cut - 1] == 0:
+        cut -= 1
+    if cut == len(shape) or cut == 0:
+        return None
+    if strides[:cut] != row_major_strides(shape[:cut]):
+        return None
+    rows, k = size(shape[:cut]), size(shape[cut:])
+    return (rows, k) if rows > 1 and k > 1 else None
+
+
 class GraphEmitter:
     """Emits nodes of one graph into the function under `builder`."""
 
@@ -424,12 +443,16 @@ class GraphEmitter:
                 own = row_major_strides(out_shape)
                 strides = own[:axis] + [0] + own[axis:]
         st_src = row_major_strides(src_shape)
+        lines = _reduced_suffix(src_shape, strides)
+        if lines is not None:
+            self._reduce_lines(b, A, src, out, *lines)
+        else:
 
-        def body(idx: list[ir.Value]) -> None:
-            o = linear(b, idx, strides)
-            store(b, A.add(load(b, out, o), load(b, src, linear(b, idx, st_src))), out, o)
+            def body(idx: list[ir.Value]) -> None:
+                o = linear(b, idx, strides)
+                store(b, A.add(load(b, out, o), load(b, src, linear(b, idx, st_src))), out, o)
 
-        nest(b, src_shape, body)
+            nest(b, src_shape, body)
         if node.op == "mean":
             axis = node.axis()
             count = size(src_shape) if axis is None else src_shape[axis]
@@ -437,6 +460,29 @@ class GraphEmitter:
             for_range(
                 b, max(1, size(out_shape)), lambda j: store(b, A.div(load(b, out, j), n), out, j)
             )
+
+    def _reduce_lines(
+        self, b: ir.IRBuilder, A: LlvmArith, src: ir.Value, out: ir.Value, rows: int, k: int
+    ) -> None:
+        """out[r] += src[r * k + j] for j ascending, every r: a sum over the innermost axis
+        (a layer norm's mean). In row-major order each output's additions would be one chain
+        over j and the outputs one after another; here a block of REDUCE_LINES outputs goes
+        together, the loop over the block inside the loop over j, so vector lanes are
+        independent outputs. Each output still adds its terms one at a time, j ascending."""
+        width = min(REDUCE_LINES, rows)
+
+        def block(first: ir.Value, count: int) -> None:
+            def add(j: ir.Value, r: ir.Value) -> None:
+                o = b.add(first, r)
+                v = load(b, src, b.add(b.mul(o, i64(k)), j))
+                store(b, A.add(load(b, out, o), v), out, o)
+
+            for_range(b, k, lambda j: for_range(b, count, lambda r: add(j, r), "ln"), "el")
+
+        full, rest = divmod(rows, width)
+        for_range(b, full, lambda blk: block(b.mul(blk, i64(width)), width), "blk")
+        if rest:
+            block(i64(full * width), rest)
 
     def _broadcast(
         self, b: ir.IRBuilder, node: Node, out: ir.Value, shape: tuple[int, ...]
