@@ -14,6 +14,13 @@
 
 enum alpha_label_kind { ALPHA_LABEL_CLASS = 0, ALPHA_LABEL_REGRESSION = 1 };
 enum alpha_data_kind { ALPHA_DATA_CSV = 0, ALPHA_DATA_EMBEDDED = 1 };
+/* A data file's format (data_kind CSV: the executable reads a file). */
+enum alpha_data_format {
+    ALPHA_FORMAT_CSV = 0,    /* decimal text, one row a line */
+    ALPHA_FORMAT_NPY = 1,    /* two .npy files: features, labels */
+    ALPHA_FORMAT_NPZ = 2,    /* one .npz: arrays x_key and y_key */
+    ALPHA_FORMAT_TOKENS = 3, /* a flat file of tokens cut into windows of `features` */
+};
 
 struct alpha_tensor {
     const char *name;      /* parameter name as declared */
@@ -54,6 +61,17 @@ struct alpha_program {
                                   * 0 or 1: one label per row */
     uint32_t vocabulary;         /* CSV kind: 0, or the token count of a table of token
                                   * columns: every feature an integral value in 0 … vocabulary-1 */
+    /* How a data file (data_kind CSV) is read; all zero: a headerless CSV, labels last. */
+    uint32_t data_format;        /* enum alpha_data_format */
+    uint32_t csv_header;         /* CSV: 1 when the first line that is not blank is a header */
+    uint32_t label_column;       /* CSV: 1 + the first label column; 0: the last columns */
+    const char *label_name;      /* CSV with a header: the first label column's name, or NULL */
+    const char *labels_path;     /* NPY: the labels file (data_path holds the features) */
+    const char *labels_sha256;   /* NPY: SHA-256 hex of the labels file bytes */
+    uint64_t labels_size;        /* NPY: the labels file's bytes */
+    const char *x_key;           /* NPZ: the features' array (member x_key.npy) */
+    const char *y_key;           /* NPZ: the labels' array */
+    uint32_t token_bytes;        /* TOKENS: 2 (uint16) or 4 (uint32) */
 };
 
 extern const struct alpha_program ALPHA_PROGRAM;

@@ -168,7 +168,19 @@ def test_a_token_file_trains_as_the_table_of_its_windows(tmp_path: Path) -> None
 X, Y = _values()
 NPY_SOURCE = _system('npy("x.npy", "y.npy", classes: 3, holdout: 4)')
 NPZ_SOURCE = _system('npz("d.npz", classes: 3, holdout: 4)')
-TOKENS_SOURCE = _system('tokens("t.bin", length: 6, tokens: 3, holdout: 1)', classes=3)
+TOKENS_SOURCE = """system seq {
+  data train: tokens("t.bin", length: 6, tokens: 3, holdout: 1)
+  batch 2 leaves 1
+  param e: f32[3, 4] = normal(0.0, 0.3, seed: 1)
+  param w: f32[4, 3] = normal(0.0, 0.3, seed: 2)
+  fn model(x: f32[B, 6]) -> f32[B, 6, 3] {
+    return embed(e, x) @ w
+  }
+  loss softmax_cross_entropy(model(x), y)
+  learner sgd(lr: 0.1)
+  steps 2
+}
+"""
 
 
 def _fortran() -> bytes:
@@ -242,7 +254,8 @@ ARRAY_CASES: list[tuple[str, str, dict[str, bytes], str, str]] = [
      "data-wrong-size", "t.bin: 41 bytes is not a whole number of uint16 tokens (2 bytes each)"),
     ("tokens-too-few", TOKENS_SOURCE, {"t.bin": b"\x01\x00" * 6},
      "data-wrong-shape", "t.bin: 6 tokens; a window of length 6 needs 7"),
-    ("tokens-out-of-range", TOKENS_SOURCE, {"t.bin": b"\x01\x00" * 9 + b"\x07\x00" + b"\x00\x00" * 9},
+    ("tokens-out-of-range", TOKENS_SOURCE,
+     {"t.bin": b"\x01\x00" * 9 + b"\x07\x00" + b"\x00\x00" * 9},
      "data-malformed", "t.bin: token 9 is 7, not a token in 0..2"),
 ]  # fmt: skip
 

@@ -119,7 +119,8 @@ class Program:
                 if self.data.task or self.data.positions != 1
                 else ""
             )
-            + (f" vocabulary={self.data.vocabulary}" if self.data.vocabulary else ""),
+            + (f" vocabulary={self.data.vocabulary}" if self.data.vocabulary else "")
+            + self.data.layout(),
             f"batch {self.batch} leaves {self.leaves} shuffle {self.shuffle_seed}",
         ]
         for p in self.params:

@@ -12,6 +12,7 @@ import numpy as np
 
 from alpha_core.check.program import Program
 from alpha_core.data import synthetic
+from alpha_core.data.spec import DataSpec
 from alpha_core.plan.schedule import OP_KINDS, RoleSchedule, single_process
 
 
@@ -156,6 +157,30 @@ def program_part_c(program: Program, data_path: str | None) -> str:
     return _program_part(program, data_path, data, ("embedded_x", "embedded_y"))
 
 
+_FORMATS = {
+    "csv": "ALPHA_FORMAT_CSV",
+    "npy": "ALPHA_FORMAT_NPY",
+    "npz": "ALPHA_FORMAT_NPZ",
+    "tokens": "ALPHA_FORMAT_TOKENS",
+}
+
+
+def _file_layout(d: DataSpec) -> dict[str, str]:
+    """How the executable reads a data file (runtime/data.c): its format and what it needs."""
+    return {
+        "data_format": _FORMATS[d.format],
+        "csv_header": "1u" if d.header else "0u",
+        "label_column": f"{d.label_column + 1}u",
+        "label_name": _c_string(d.label_name) if d.label_name else "NULL",
+        "labels_path": _c_string(d.labels_path) if d.labels_path else "NULL",
+        "labels_sha256": _c_string(d.labels_sha256) if d.labels_sha256 else "NULL",
+        "labels_size": f"{d.labels_size}ull",
+        "x_key": _c_string(d.x_key) if d.x_key else "NULL",
+        "y_key": _c_string(d.y_key) if d.y_key else "NULL",
+        "token_bytes": f"{d.token_bytes}u",
+    }
+
+
 def _program_part(
     program: Program, data_path: str | None, data: str, embedded: tuple[str, str] | None
 ) -> str:
@@ -201,6 +226,7 @@ def _program_part(
         "data_size": f"{d.size}ull",
         "label_positions": f"{d.positions}u",
         "vocabulary": f"{d.vocabulary}u",
+        **_file_layout(d),
     }
     parts.append("const struct alpha_program ALPHA_PROGRAM = {\n")
     parts.extend(f"    .{k} = {v},\n" for k, v in fields.items())

@@ -35,6 +35,7 @@ _PLAIN = (
     rb"|(?:[0-9]{1,9}(?:\.[0-9]*)?|\.[0-9]+)[eE](?:-[0-9]+|\+?[0-2]?[0-9]))[ \t]*"
 )
 _SMALL_INTEGER = re.compile(rb"[ \t]*\+?([0-9]{1,7})[ \t]*")  # exact in float32, never negative
+NOT_A_NUMBER = "is not a finite decimal number"
 _FLOAT32_LIMIT = 2.0**128 - 2.0**103  # halfway between the largest float32 and 2^128: inf
 
 
@@ -48,10 +49,26 @@ class Shape:
     class_kind: bool
     labels: int = 1
     vocabulary: int = 0  # 0, or every feature must be a token value in 0 .. vocabulary-1
+    label_column: int = -1  # the first label column (from 0); -1: the last columns
+    header: bool = False  # the first line that is not blank names the columns
+    label_name: str = ""  # with a header: the name of the first label column, checked
+
+    @property
+    def label_width(self) -> int:
+        return self.labels if self.class_kind else self.outputs
 
     @property
     def columns(self) -> int:
-        return self.features + (self.labels if self.class_kind else self.outputs)
+        return self.features + self.label_width
+
+    @property
+    def first_label(self) -> int:
+        return self.features if self.label_column < 0 else self.label_column
+
+    def split(self, fields: list[bytes]) -> tuple[list[bytes], list[bytes]]:
+        """A row's feature fields (every column outside the labels, in order) and label fields."""
+        lo, hi = self.first_label, self.first_label + self.label_width
+        return fields[:lo] + fields[hi : self.columns], fields[lo:hi]
 
 
 @dataclass(frozen=True)
@@ -62,6 +79,7 @@ class Rows:
     count: int
     line: int = 0
     fault: str | None = None
+    name: str = "data-malformed"  # or data-bad-header: the header line does not fit
 
     def message(self, path: str) -> str:
         """The runtime's data-malformed message for this file at `path`."""
@@ -146,7 +164,7 @@ def _row_fault(line: bytes, shape: Shape) -> str | None:
     fields = line.split(b",")
     for i, field in enumerate(fields[: shape.columns]):
         if field_float32(field.strip(b" \t")) is None:
-            return f"column {i + 1} is not a finite decimal number"
+            return f"column {i + 1} {NOT_A_NUMBER}"
     if len(fields) != shape.columns:
         kind = "label" if shape.class_kind else "targets"
         targets = shape.labels if shape.class_kind else shape.outputs
@@ -159,12 +177,14 @@ def _row_fault(line: bytes, shape: Shape) -> str | None:
 
 def _values_fault(fields: list[bytes], shape: Shape) -> str | None:
     """After the row's numbers and columns: its tokens, then its labels (the runtime's order)."""
+    features, labels = shape.split(fields)
     if shape.vocabulary:
-        for k, field in enumerate(fields[: shape.features]):
+        for k, field in enumerate(features):
             if not _index_ok(field, shape.vocabulary):
-                return f"column {k + 1} is not a token in 0..{shape.vocabulary - 1}"
+                column = k + 1 if k < shape.first_label else k + 1 + shape.label_width
+                return f"column {column} is not a token in 0..{shape.vocabulary - 1}"
     if shape.class_kind:
-        return _labels_fault(fields[shape.features :], shape)
+        return _labels_fault(labels, shape)
     return None
 
 
@@ -201,12 +221,48 @@ def _lines(content: bytes) -> Iterator[bytes]:
         start = stop + 1
 
 
+HEADER_HINT = " (a header line? give the table `header: true`)"
+
+
+def header_fault(line: bytes, shape: Shape) -> str | None:
+    """What the runtime says of a table's header line (no NUL, not blank), or None."""
+    names = [f.strip(b" \t") for f in line.split(b",")]
+    if len(names) != shape.columns:
+        return (
+            f"the header has {len(names)} columns, expected {shape.columns} ({shape.features} "
+            f"features + {shape.label_width} {'label' if shape.class_kind else 'targets'})"
+        )
+    if shape.label_name and names[shape.first_label] != shape.label_name.encode():
+        got = names[shape.first_label].decode("utf-8", errors="replace")
+        return (
+            f"header column {shape.first_label + 1} is `{got}`, not the label column "
+            f"`{shape.label_name}`"
+        )
+    return None
+
+
+def header_names(content: bytes) -> tuple[int, list[str]] | None:
+    """The first line that is not blank, as a header: its number and its trimmed names; None
+    when there is none or it holds a NUL byte."""
+    for number, line in enumerate(_lines(content), 1):
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if b"\0" in line:
+            return None
+        if line.strip(b" \t"):
+            names = [f.strip(b" \t").decode("utf-8", errors="replace") for f in line.split(b",")]
+            return number, names
+    return None
+
+
 def read_rows(content: bytes, shape: Shape) -> Rows:
     """Every line of `content` by the runtime's rules: the row count, or the first fault. One
     pass, linear in the bytes; a row of plain numbers (the common case) costs one regular
     expression match, and only a class label is converted."""
     plain = _plain_row(shape.columns)
+    last = shape.label_column < 0
     rows = 0
+    first = True  # the first line that is not blank: a header, or a row that may be one
     for number, line in enumerate(_lines(content), 1):
         if line.endswith(b"\r"):
             line = line[:-1]
@@ -214,8 +270,14 @@ def read_rows(content: bytes, shape: Shape) -> Rows:
             return Rows(rows, number, "contains a NUL byte")
         if not line.strip(b" \t"):
             continue
+        if first and shape.header:
+            first = False
+            fault = header_fault(line, shape)
+            if fault is not None:
+                return Rows(rows, number, fault, "data-bad-header")
+            continue
         if plain.fullmatch(line):
-            if shape.vocabulary:
+            if shape.vocabulary or not last:
                 fault = _values_fault(line.split(b","), shape)
             elif not shape.class_kind:
                 fault = None
@@ -225,6 +287,9 @@ def read_rows(content: bytes, shape: Shape) -> Rows:
                 fault = _labels_fault(line.split(b",")[shape.features :], shape)
         else:
             fault = _row_fault(line, shape)
+            if first and fault is not None and fault.endswith(NOT_A_NUMBER):
+                fault += HEADER_HINT
+        first = False
         if fault is not None:
             return Rows(rows, number, fault)
         rows += 1

@@ -95,8 +95,7 @@ ADVICE: dict[str, tuple[str, str]] = {
         "tokens, `array.astype(numpy.uint16).tofile(path)`).",
     ),
     "data-key-missing": (
-        "error[data-key-missing]: data/digits.npz has no array `x` (it holds `images`, "
-        "`labels`)",
+        "error[data-key-missing]: data/digits.npz has no array `x` (it holds `images`, `labels`)",
         "Name the archive's arrays in the data item (`npz(PATH, x: images, y: labels, ...)`), "
         "or save them as `numpy.savez(path, x=..., y=...)`.",
     ),
