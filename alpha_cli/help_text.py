@@ -22,6 +22,8 @@ DESCRIPTIONS = {
     "eval": "Evaluate a checkpoint on the held-out rows with the system's own compiled model.",
     "explain": "Explain a refusal: when it happens, why, an example, the refusal it gives and a "
     "fixed version. Without a name: every refusal, by the moment it can happen.",
+    "runs": "List the runs kept in ./alpha-runs (ALPHA_RUNS_DIR, or --dir), newest first; "
+    "`alpha runs compare A B`: two runs' configurations, results, digests and loss curves.",
 }
 
 EXAMPLES = {
@@ -44,6 +46,7 @@ EXAMPLES = {
     "inspect": ["alpha inspect ckpt", "alpha inspect ckpt/round-00000300 --json"],
     "eval": ["alpha eval examples/digits.alpha --checkpoint ckpt"],
     "explain": ["alpha explain", "alpha explain shape-mismatch"],
+    "runs": ["alpha runs", "alpha runs compare 2 1", "alpha runs compare RUN_A RUN_B --log"],
 }
 
 # arguments that mean the same in every command that takes them

@@ -19,6 +19,7 @@ from alpha_cli.help_text import decorate
 from alpha_cli.predict_cmd import add_predict_and_export
 from alpha_cli.render import diagnostic_json, err, error_line, op_json, out, show_refusals
 from alpha_cli.run_view import Interrupted, gpu_lines, run_with_progress, training_line
+from alpha_cli.runs_cmd import add_runs
 from alpha_core.build.hosts_file import HostsRefused, read_hosts
 from alpha_core.build.outputs import BuildResult, BuiltExecutable, Deployment
 from alpha_core.checkpoint import CheckpointError, read_checkpoint
@@ -27,10 +28,13 @@ from alpha_core.link.toolchain import LinkError
 from alpha_core.plan.projection import project
 from alpha_core.run.interruption import interrupted_line
 from alpha_core.run.launch import LaunchError, RoleOutcome, free_port_base
+from alpha_core.run.record import STEP_EVENTS, RunRecord, Subject, step_every
 from alpha_core.run.runs import (
     Choice,
     ChoiceError,
     build_choice,
+    capture_refusal,
+    chosen_system,
     role_commands,
     role_indices,
     run_folder,
@@ -140,15 +144,11 @@ def _deployment(args: argparse.Namespace, roles: int, out_dir: Path | None = Non
     )
 
 
-def _build(
-    args: argparse.Namespace, out_dir: Path | None, runs: bool = False
-) -> tuple[Analysis, BuildResult | None, list[Diagnostic]]:
-    """Builds the choice into out_dir, or (None) into a new run folder (runs.run_folder)."""
-    a = _analysis(args.file)
+def _choice(args: argparse.Namespace) -> Choice:
     # with a plan, --checkpoint-every replaces the plan's own interval (its identity with it)
     # (a value outside 0..2^32-1 is left to the deployment check: bad-argument, with its range)
     every = args.checkpoint_every if args.plan and 0 < args.checkpoint_every < 2**32 else None
-    choice = Choice(
+    return Choice(
         args.system,
         args.plan,
         args.pairing,
@@ -156,6 +156,14 @@ def _build(
         steps=args.steps,
         checkpoint_every=every,
     )
+
+
+def _build(
+    args: argparse.Namespace, out_dir: Path | None, runs: bool = False
+) -> tuple[Analysis, BuildResult | None, list[Diagnostic]]:
+    """Builds the choice into out_dir, or (None) into a new run folder (runs.run_folder)."""
+    a = _analysis(args.file)
+    choice = _choice(args)
     into = out_dir if out_dir is not None else run_folder(a, choice)
     with err.status("building…") as status:
 
@@ -202,6 +210,7 @@ def _report(outcomes: list[RoleOutcome], as_json: bool, a: Analysis, result: Bui
             "ok": ok,
             "system": result.system,
             "identity": result.identity,
+            "record": str(Path(result.manifest).parent),
             "roles": [o.to_json() for o in outcomes],
         }
         print(json.dumps(body, indent=2))
@@ -226,6 +235,8 @@ def _report(outcomes: list[RoleOutcome], as_json: bool, a: Analysis, result: Bui
     out.print(f"parameters sha256 {done.get('params_sha256')}", soft_wrap=True)
     if done.get("params_file"):  # kept: in -o or the run's own folder, never a removed one
         out.print(f"parameters file   {escape(str(done['params_file']))}", soft_wrap=True)
+    record = Path(result.manifest).parent
+    out.print(f"run record        {escape(str(record))} (summary.json, metrics.csv, events/)")
     if len(outcomes) > 1:
         out.print(
             f"roles             {len(outcomes)} finished: " + ", ".join(o.role for o in outcomes),
@@ -249,20 +260,54 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"{training_line(steps, args.resume)}"
         )
     extra = ["--data", args.data] if args.data and args.plan is None else []
+    if steps > STEP_EVENTS:  # a long run reports at most STEP_EVENTS rounds (record.py)
+        extra += ["--step-every", str(step_every(steps))]
     commands = role_commands(result, extra)
     targets = {e.role: e.target for e in result.executables}
+    built_in = Path(result.manifest).parent
+    captures = Path(args.checkpoint_dir) if args.checkpoint_dir else built_in / "checkpoints"
+    record = _record(args, a, result, steps, captures)
     try:
-        outcomes = run_with_progress(commands, steps, quiet=args.json, targets=targets)
+        outcomes = run_with_progress(
+            commands, steps, quiet=args.json, targets=targets, record=record.event
+        )
     except Interrupted as i:
         assert i.state is not None
-        built_in = Path(result.manifest).parent
-        captures = Path(args.checkpoint_dir) if args.checkpoint_dir else built_in / "checkpoints"
+        record.end("interrupted")
+        record.close()
         line = interrupted_line(i.sig, i.state, steps, ["alpha", *args.argv], captures)
         if args.json:
             print(json.dumps({"file": a.path, "ok": False, "interrupted": line}, indent=2))
         err.print(escape(line), soft_wrap=True)
         return 128 + i.sig
+    record.end("done" if all(o.exit_code == 0 for o in outcomes) else "refused")
+    record.close()
     return _report(outcomes, args.json, a, result)
+
+
+def _record(
+    args: argparse.Namespace, a: Analysis, result: BuildResult, steps: int, captures: Path
+) -> RunRecord:
+    """The run's record in its folder: events, metrics and summary (alpha_core.run.record)."""
+    program = chosen_system(a, _choice(args))
+    assert program is not None  # it was just built
+    subject = Subject(
+        result.system,
+        args.plan,
+        args.pairing,
+        result.identity,
+        program.canonical(),
+        steps,
+        a.path,
+        ["alpha", *args.argv],
+        [e.role for e in result.executables],
+        str(Path(args.resume).resolve()) if args.resume else None,
+        str(captures.resolve()),
+        result.manifest,
+    )
+    record = RunRecord(Path(result.manifest).parent, subject)
+    record.begin()
+    return record
 
 
 def cmd_project(args: argparse.Namespace) -> int:
@@ -332,6 +377,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     program, diags = a.program(args.system)
     if program is None:
         return _refused(a, diags, args.json)
+    # a capture of another version of the system: what differs, before anything is compiled
+    other = capture_refusal(a, Choice(system=args.system), given, "evaluate")
+    if other is not None:
+        return _refused(a, [other], args.json)
     from alpha_core.build.executables import build_program  # LLVM loads when eval builds
 
     with tempfile.TemporaryDirectory(prefix="alpha-eval-") as tmp:
@@ -422,6 +471,7 @@ def parser() -> argparse.ArgumentParser:
     e.set_defaults(func=cmd_explain)
     add_predict_and_export(sub)  # predict_cmd.py
     add_deploy(sub)
+    add_runs(sub)
     decorate(p)  # descriptions, examples, --version (help_text.py)
     return p
 

@@ -46,12 +46,16 @@ def _watched(
     commands: Sequence[tuple[str, Sequence[str]]],
     state: RunState,
     on_event: Callable[[str, dict[str, object]], None] | None,
+    record: Callable[[str, dict[str, object]], None] | None = None,
 ) -> list[RoleOutcome]:
     """Start every role and wait for them; on a stopping signal stop them all (their process
-    group, then SIGKILL after a grace) and raise Interrupted with what they had said."""
+    group, then SIGKILL after a grace) and raise Interrupted with what they had said.
+    `record` is given every event too (the run's record, alpha_core.run.record)."""
 
     def apply(role: str, event: dict[str, object]) -> None:
         state.apply(role, event)
+        if record is not None:
+            record(role, event)
         if on_event is not None:
             on_event(role, event)
 
@@ -71,12 +75,13 @@ def run_with_progress(
     steps: int,
     quiet: bool,
     targets: dict[str, str] | None = None,
+    record: Callable[[str, dict[str, object]], None] | None = None,
 ) -> list[RoleOutcome]:
     """One bar per role; `targets` (role -> x86_64, aarch64, gpu h200 (shadow), ...) labels
     each, and a GPU role's bar names its device once it has started."""
     state = RunState([role for role, _ in commands], steps)
     if quiet:
-        return _watched(commands, state, None)
+        return _watched(commands, state, None, record)
     startable(commands)  # a launch-failed refusal comes before any bar is drawn
     columns = (
         TextColumn("[bold]{task.description:>12}"),
@@ -108,7 +113,7 @@ def run_with_progress(
             mark = marks.get(r.state, "").format(r.refusal)
             progress.update(tasks[role], completed=r.round, loss=loss, state=mark)
 
-        return _watched(commands, state, on_event)
+        return _watched(commands, state, on_event, record)
 
 
 def training_line(steps: int, resume: str | None) -> str:

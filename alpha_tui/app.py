@@ -35,12 +35,22 @@ from alpha_core.build.hosts_file import HostsFile, HostsRefused, read_hosts
 from alpha_core.build.outputs import BuildResult, BuiltExecutable, Deployment
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.run.captures import CaptureFolders
+from alpha_core.run.identity import record_canonical
 from alpha_core.run.interruption import interrupted_line, run_argv
 from alpha_core.run.launch import Launch, LaunchError, free_port_base
 from alpha_core.run.process_usage import ProcessUsage, Usage
+from alpha_core.run.record import STEP_EVENTS, RunRecord, Subject, step_every
 from alpha_core.run.role_views import RoleView, role_views
 from alpha_core.run.run_state import RunResult, RunState
-from alpha_core.run.runs import Choice, ChoiceError, build_choice, role_commands
+from alpha_core.run.runs import (
+    Choice,
+    ChoiceError,
+    build_choice,
+    capture_refusal,
+    chosen_system,
+    role_commands,
+    run_folder,
+)
 from alpha_core.support.ports import ephemeral_overlap
 from alpha_core.support.sizes import human_bytes, show_loss
 from alpha_core.support.source_file import SourceRefusal, read_source
@@ -52,6 +62,15 @@ from alpha_tui.views import Views
 COLUMNS = T.WIDE  # the columns of a wide terminal (tests read cells by these keys)
 
 
+def shown_path(path: Path) -> str:
+    """A folder as short as it reads unambiguously: relative to the working folder when
+    inside it, else from the home folder (`~/…`), else whole."""
+    for base, prefix in ((Path.cwd(), ""), (Path.home(), "~/")):
+        with contextlib.suppress(ValueError):
+            return prefix + str(path.relative_to(base))
+    return str(path)
+
+
 def plural(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("" if n == 1 else "s")
 
@@ -59,15 +78,10 @@ def plural(n: int, word: str) -> str:
 # The roles of a launch run this much nicer than alpha-tui, so that on a machine whose cores
 # they fill a key still answers at once; with cores to spare they run as fast as before.
 ROLE_NICE = 5
-# At most this many step events from a role in a run: a role of a small model reports ten
-# thousand rounds a second, more than a terminal can read, and the plot keeps 4,096 of them.
-STEP_EVENTS = 10_000
-
-
-def step_every(steps: int) -> int:
-    """Every how many rounds a role reports a step (and its last round): 1 up to STEP_EVENTS
-    steps. The roles' agreement is then judged on every reported round."""
-    return max(1, -(-steps // STEP_EVENTS))
+# At most STEP_EVENTS step events from a role in a run (alpha_core.run.record.step_every): a
+# role of a small model reports ten thousand rounds a second, more than a terminal can read,
+# and the plot keeps 4,096 of them. The roles' agreement is judged on every reported round.
+__all__ = ["STEP_EVENTS", "AlphaTui", "step_every"]
 
 
 class AlphaTui(Views, App[None]):
@@ -126,9 +140,12 @@ class AlphaTui(Views, App[None]):
         self.path = str(Path(path).resolve())
         self.start_plan, self.start_pairing = plan, pairing
         self.checkpoint_every, self.port_base, self.steps = checkpoint_every, port_base, steps
+        # the executables only (the same bits are built again from the file); what a run
+        # trains is kept in its run folder (alpha_core.run.record), never removed
         self.folder = tempfile.TemporaryDirectory(prefix="alpha-tui-")
-        root = self.checkpoint_dir or Path(self.folder.name) / "checkpoints"
-        self.captures = CaptureFolders(root)
+        self.captures = CaptureFolders(self.checkpoint_dir)
+        self.record: RunRecord | None = None  # the record of the newest run
+        self.kept: list[Path] = []  # the run folders of this session, said on the way out
         self.analysis: Analysis | None = None
         self.unreadable: SourceRefusal | None = None  # why the file has no text, if it has none
         self.built: BuildResult | None = None
@@ -308,7 +325,8 @@ class AlphaTui(Views, App[None]):
         self.built_choice, self.built_every = choice, every
         return Deployment(
             port_base=base,
-            checkpoint_dir=str(self.captures.root),
+            # each launch names its own folder on its command line (start)
+            checkpoint_dir=str(Path(self.folder.name) / "checkpoints"),
             checkpoint_every=every if choice.plan is None else 0,
             hosts=hosts,
             gpu_shadow=self.gpu_shadow,
@@ -333,6 +351,12 @@ class AlphaTui(Views, App[None]):
             self.call_from_thread(self.say, escape(line))
 
         views: dict[str, RoleView] = {}
+        if resume and self.captures.current is not None:
+            # a capture of another version of the system: what differs, before building
+            refused = capture_refusal(a, choice, self.captures.current, "resume from")
+            if refused is not None:
+                self.call_from_thread(self.built_one, None, [refused], views, False, False)
+                return
         try:
             result, diags = build_choice(
                 a, choice, out, "x86_64", None, lambda n: self.deployment(choice, n), built_role
@@ -406,7 +430,7 @@ class AlphaTui(Views, App[None]):
             return
         at = self.captures.resumable()
         if at is None:
-            where = self.captures.current or self.captures.root
+            where = self.captures.current or self.captures.root or "this session's runs"
             self.log_line(
                 f"[yellow]nothing to resume[/]: no published capture in {escape(str(where))} "
                 "(r runs from the start; a plan captures with `checkpoint every N rounds` or "
@@ -441,9 +465,11 @@ class AlphaTui(Views, App[None]):
             folder = self.captures.current
             extra = ["--resume", str(folder), "--checkpoint-dir", str(folder)]
         else:
-            resume, folder = False, self.captures.fresh()
+            resume, folder = False, self.new_run()
             extra = ["--checkpoint-dir", str(folder)]
-        extra += ["--params-out", str(Path(self.folder.name) / "out.params")]
+        assert self.record is not None
+        run = self.record.folder
+        extra += ["--params-out", str(run / f"{self.built.system}.params")]
         extra += ["--step-every", str(step_every(steps))]
         with self._events_lock:
             self._events.clear()  # anything an earlier launch said and no tick showed
@@ -458,6 +484,7 @@ class AlphaTui(Views, App[None]):
             self.say(f"[red]refused[/]: {e.name}: {escape(str(e))}")
             self.log_line(f"[red]{e.name}[/]: {escape(str(e))}")
             return
+        self.record.begin(str(folder) if resume else None)
         # The roles' events wait in the queue until the next tick, after this has run.
         self.launch, self.state, self.result = launch, RunState(roles, steps), None
         self.launches += 1
@@ -468,8 +495,43 @@ class AlphaTui(Views, App[None]):
         table.focus()  # arrows choose the role that k kills and the plot shows
         how = f"resuming at round {at:,} of {steps:,}" if resume else f"{steps:,} steps"
         self.say(f"running {plural(len(roles), 'role')}, {how}")
-        self.log_line(escape(f"launch {self.launches}: {len(roles)} role(s), {how}, in {folder}"))
+        self.log_line(escape(f"launch {self.launches}: {len(roles)} role(s), {how}, in {run}"))
+        self.sub_title = f"{Path(self.path).name} · run {shown_path(run)}"
         self.show_hint()
+
+    def new_run(self) -> Path:
+        """A run from the start: its run folder, like `alpha run`'s (runs.run_folder), with
+        its record, parameters and (without --checkpoint-dir) its captures; the folder the
+        captures go to is returned."""
+        assert self.built is not None and self.analysis is not None
+        choice = self.built_choice or Choice(system=self.built.system)
+        run = run_folder(self.analysis, choice)
+        run.mkdir(parents=True)
+        captures = (
+            self.captures.fresh() if self.checkpoint_dir else self.captures.use(run / "checkpoints")
+        )
+        program = chosen_system(self.analysis, choice)
+        if program is not None:
+            record_canonical(captures, program)
+        subject = Subject(
+            self.built.system,
+            choice.plan,
+            choice.pairing,
+            self.built.identity,
+            program.canonical() if program is not None else "",
+            self.planned_steps(),
+            self.path,
+            run_argv(self.path, choice, self.built_every, self.hosts_path, self.gpu_shadow),
+            [e.role for e in self.built.executables],
+            None,
+            str(captures),
+            self.built.manifest,
+        )
+        if self.record is not None:
+            self.record.close()
+        self.record = RunRecord(run, subject)
+        self.kept.append(run)
+        return captures
 
     def queue_event(self, role: str, event: dict[str, object]) -> None:
         with self._events_lock:
@@ -491,6 +553,8 @@ class AlphaTui(Views, App[None]):
             if isinstance(body, dict):
                 state.apply(role, body)
                 self.note(role, body)
+                if self.record is not None:
+                    self.record.event(role, body)
             else:
                 state.exited(role, *body)
         self.redraw_rows()
@@ -523,6 +587,8 @@ class AlphaTui(Views, App[None]):
 
     def finish(self, result: RunResult) -> None:
         self.result = result
+        if self.record is not None:
+            self.record.end("done" if result.ok else "refused")
         if result.ok:
             metric = (
                 f"held-out accuracy {result.holdout_accuracy:.4f}"
@@ -563,6 +629,9 @@ class AlphaTui(Views, App[None]):
         entry point then prints the line that says where the run got to and how to resume."""
         if self.launch is not None and self.launch.running() and self.state is not None:
             self.launch.stop()
+            if self.record is not None:
+                self.record.end("interrupted")
+                self.record.close()
             steps = next(iter(self.state.roles.values())).steps if self.state.roles else 0
             choice = self.built_choice or Choice()
             argv = run_argv(self.path, choice, self.built_every, self.hosts_path, self.gpu_shadow)
@@ -586,5 +655,9 @@ class AlphaTui(Views, App[None]):
     def on_unmount(self) -> None:
         if self.launch is not None:
             self.launch.stop(signal.SIGKILL)
+        if self.record is not None:
+            if self.record.state == "running":
+                self.record.end("interrupted")
+            self.record.close()
         if not self.keep_folder:
             self.folder.cleanup()

@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
         o.gpu_shadow,
     )
     app.run()
+    for folder in app.kept:  # what it trained stays: say where, once the screen is closed
+        print(f"alpha-tui: run kept in {folder}", file=sys.stderr)
     if app.interrupted is not None:
         sig, line = app.interrupted
         if line:

@@ -40,20 +40,30 @@ def newest_published(folder: Path) -> int | None:
 
 
 class CaptureFolders:
-    """Where each launch of one face publishes, under `root`."""
+    """Where each launch of one face publishes: under `root` when it has one (`run-1`,
+    `run-2`, …), else in the folder each run from the start is given (`use`: alpha-tui's
+    run folders)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path | None) -> None:
         self.root = root
         self.current: Path | None = None  # the folder of the newest run, the one `u` resumes
 
     def fresh(self) -> Path:
-        """A new, empty folder for a run from the start; it becomes the current one."""
+        """A new, empty folder under the root for a run from the start; it becomes the
+        current one."""
+        assert self.root is not None, "a root is given to take folders under it"
         self.root.mkdir(parents=True, exist_ok=True)
         n = 1
         while (self.root / f"run-{n}").exists():
             n += 1
         folder = self.root / f"run-{n}"
         folder.mkdir()
+        self.current = folder
+        return folder
+
+    def use(self, folder: Path) -> Path:
+        """`folder` (made if need be) for a run from the start; it becomes the current one."""
+        folder.mkdir(parents=True, exist_ok=True)
         self.current = folder
         return folder
 

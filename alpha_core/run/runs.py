@@ -16,6 +16,7 @@ from alpha_core.link.toolchain import LinkError
 from alpha_core.plan.admission import AdmissionRefused
 from alpha_core.plan.model import Plan
 from alpha_core.plan.projection import project
+from alpha_core.run.identity import identity_refusal, record_canonical
 from alpha_core.run.launch import command_for
 from alpha_core.workspace.analysis import Analysis
 
@@ -67,10 +68,13 @@ def build_choice(
                 return None, [other]
             program = with_steps(program, choice.steps)
             d = deployment(1)
-            refused = deployment_refusals(d, [target])
+            refused = deployment_refusals(d, [target]) or resume_refusals(d, program)
             if refused:
                 return None, refused
-            return build_program(program, into, target, data, d), []
+            result = build_program(program, into, target, data, d)
+            if d.checkpoint_dir and d.checkpoint_every:
+                record_canonical(Path(d.checkpoint_dir), program)
+            return result, []
         plan, pairing, diags = a.plan(choice.plan, choice.pairing)
         if plan is None:
             return None, diags
@@ -82,13 +86,43 @@ def build_choice(
         d = deployment(plan.membership.total)
         hosts = [pairing.host_of(i) if pairing is not None else "x86_64" for i in roles]
         refused = deployment_refusals(d, hosts, role_ports(plan, roles, d))
+        refused = refused or resume_refusals(d, plan.system)
         if refused:
             return None, refused
-        return build_plan(plan, pairing, into, d, roles, on_built), []
+        result = build_plan(plan, pairing, into, d, roles, on_built)
+        if d.checkpoint_dir and plan.checkpoint_every:
+            record_canonical(Path(d.checkpoint_dir), plan.system)
+        return result, []
     except AdmissionRefused as e:
         return None, [e.diagnostic]
     except LinkError as e:
         return None, [Diagnostic(e.name, e.message, None)]
+
+
+def resume_refusals(d: Deployment, program: Program) -> list[Diagnostic]:
+    """Before anything is compiled: a resume from a capture of another version of the system
+    is refused naming what differs (the roles would refuse it only once built and started)."""
+    if not d.resume:
+        return []
+    refused = identity_refusal(d.resume, program, "resume from")
+    return [refused] if refused is not None else []
+
+
+def chosen_system(a: Analysis, choice: Choice) -> Program | None:
+    """The system `choice` builds, with its --steps and --checkpoint-every (which are part of
+    its identity), or None when it does not check."""
+    if choice.plan is None:
+        program, _ = a.program(choice.system)
+        return with_steps(program, choice.steps) if program is not None else None
+    plan, _, _ = a.plan(choice.plan, choice.pairing)
+    return overridden(plan, choice).system if plan is not None else None
+
+
+def capture_refusal(a: Analysis, choice: Choice, capture: Path, doing: str) -> Diagnostic | None:
+    """`checkpoint-identity-mismatch`, naming what differs, when the capture at `capture` was
+    made by another version of the system `choice` builds; asked before building."""
+    program = chosen_system(a, choice)
+    return identity_refusal(capture, program, doing) if program is not None else None
 
 
 def another_build(out_dir: Path, system: str, plan: str | None) -> Diagnostic | None:
