@@ -380,3 +380,25 @@ def test_random_header_bytes_never_crash_the_checker() -> None:
             bad[at] = int(rng.integers(0, 256))
         found = _check(NPY_SOURCE, {"x.npy": bytes(bad), "y.npy": _npy(Y)})
         assert found == [] or (len(found) == 1 and found[0][0].startswith("data-")), found
+
+
+def test_another_data_file_is_refused_at_build(tmp_path: Path) -> None:
+    """`--data` with other bytes is refused before anything is compiled: the data is part of
+    the run's identity. The same bytes at another path build."""
+    x, y = _values()
+    (tmp_path / "d.csv").write_bytes(_csv(x, y))
+    (tmp_path / "other.csv").write_bytes(_csv(x[::-1].copy(), y))
+    (tmp_path / "moved.csv").write_bytes(_csv(x, y))
+    source = tmp_path / "tiny.alpha"
+    source.write_text(_system('table("d.csv", features: 6, classes: 3, holdout: 4)'))
+    proc = cli(
+        "build", str(source), "-o", str(tmp_path / "out"), "--data", str(tmp_path / "other.csv")
+    )
+    assert proc.returncode == 1
+    assert "error[data-digest-mismatch]" in proc.stderr
+    assert "the data is part of the run's identity" in proc.stderr
+    assert not (tmp_path / "out" / "tiny").exists()
+    proc = cli(
+        "build", str(source), "-o", str(tmp_path / "ok"), "--data", str(tmp_path / "moved.csv")
+    )
+    assert proc.returncode == 0, proc.stderr

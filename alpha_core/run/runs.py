@@ -11,6 +11,7 @@ from pathlib import Path
 
 from alpha_core.build.outputs import MANIFEST, BuildResult, BuiltExecutable, Deployment
 from alpha_core.check.program import Program
+from alpha_core.data.identity import data_refusals
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.link.toolchain import LinkError
 from alpha_core.plan.admission import AdmissionRefused
@@ -69,6 +70,7 @@ def build_choice(
             program = with_steps(program, choice.steps)
             d = deployment(1)
             refused = deployment_refusals(d, [target]) or resume_refusals(d, program)
+            refused = refused or data_refusals(program.data, data or d.data_path)
             if refused:
                 return None, refused
             result = build_program(program, into, target, data, d)
@@ -86,6 +88,7 @@ def build_choice(
         d = deployment(plan.membership.total)
         hosts = [pairing.host_of(i) if pairing is not None else "x86_64" for i in roles]
         refused = deployment_refusals(d, hosts, role_ports(plan, roles, d))
+        refused = refused or data_refusals(plan.system.data, d.data_path)
         refused = refused or resume_refusals(d, plan.system)
         if refused:
             return None, refused
