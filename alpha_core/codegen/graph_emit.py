@@ -17,7 +17,6 @@ from alpha_core.codegen.gemm import GemmEmitter
 from alpha_core.codegen.loops import (
     F32,
     I32,
-    LANES,
     PTR,
     broadcast_strides,
     entry_alloca,
@@ -27,11 +26,11 @@ from alpha_core.codegen.loops import (
     load,
     nest,
     row_major_strides,
-    splat,
     store,
 )
 from alpha_core.codegen.loss_ops import emit_loss_op
 from alpha_core.codegen.parts import CallRun
+from alpha_core.codegen.small_product import emit_small_product
 from alpha_core.codegen.tensor_ops import emit_layer_op
 from alpha_core.ir.graph import Graph, Node, concrete, size
 from alpha_core.lower.blocking import packed
@@ -40,7 +39,6 @@ from alpha_core.ops import BOUND, OPS
 from alpha_core.semantics import learners as recipes
 from alpha_core.semantics.llvm_arith import LlvmArith, emit_math_functions
 
-ROWS = 4  # rows of a matmul computed together
 Chain = tuple[ir.Value, ir.Value] | None  # pointers to the arrays added as a product is stored
 OUTLINE_FROM = 160  # live nodes from which a kernel calls one function per kind of node
 # the emitter of one family of ops: (emitter, builder, arith, node index, node, output buffer)
@@ -386,45 +384,9 @@ class GraphEmitter:
         self.gemm.call(b, out, a, c, m, n, k, sa, sc, chain)
 
     def _small_matmul(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value) -> None:
-        """out[m, n] = Σ_k a[m, k] * c[k, n], k ascending from +0.0.
-
-        Lanes run over n and a block of ROWS rows is computed together (all independent
-        outputs): each output keeps its accumulator in a register for the whole k loop and is
-        stored once, and each row of c loaded serves ROWS rows. No sum changes its order.
-        """
+        """out[m, n] = Σ_k a[m, k] * c[k, n], k ascending from +0.0 (small_product.py)."""
         (m, k), (_, n) = self.shape(node.inputs[0]), self.shape(node.inputs[1])
-        a, c = self._in(node, 0), self._in(node, 1)
-        blocks, rest = divmod(n, LANES)
-
-        def accumulate(m0: ir.Value, rows: int, col: ir.Value, width: int) -> None:
-            ty = ir.VectorType(F32, width) if width > 1 else F32
-            slots = [entry_alloca(b, ty) for _ in range(rows)]
-            for slot in slots:
-                b.store(ir.Constant(ty, None), slot)
-
-            def step(ki: ir.Value) -> None:
-                cv = load(b, c, b.add(b.mul(ki, i64(n)), col), ty)
-                for r, slot in enumerate(slots):
-                    row_k = b.add(b.mul(b.add(m0, i64(r)), i64(k)), ki)
-                    av = splat(b, load(b, a, row_k), width)
-                    b.store(A.add(b.load(slot, typ=ty), A.mul(av, cv)), slot)
-
-            for_range(b, k, step, "k")
-            for r, slot in enumerate(slots):
-                at = b.add(b.mul(b.add(m0, i64(r)), i64(n)), col)
-                store(b, b.load(slot, typ=ty), out, at)
-
-        def rows_from(m0: ir.Value, rows: int) -> None:
-            for_range(
-                b, blocks, lambda blk: accumulate(m0, rows, b.mul(blk, i64(LANES)), LANES), "nb"
-            )
-            for r in range(rest):
-                accumulate(m0, rows, i64(blocks * LANES + r), 1)
-
-        full, tail = divmod(m, ROWS)
-        for_range(b, full, lambda rb: rows_from(b.mul(rb, i64(ROWS)), ROWS), "mb")
-        for r in range(tail):
-            rows_from(i64(full * ROWS + r), 1)
+        emit_small_product(b, A, out, self._in(node, 0), self._in(node, 1), m, n, k)
 
     def _reduce(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
         """Add the input into the output in row-major input order, from +0.0."""

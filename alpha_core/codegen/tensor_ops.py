@@ -27,6 +27,7 @@ from alpha_core.codegen.loops import (
     store,
 )
 from alpha_core.codegen.node_context import NodeContext
+from alpha_core.codegen.small_product import emit_small_product
 from alpha_core.ir.graph import Node, size
 from alpha_core.semantics import activations
 from alpha_core.semantics.llvm_arith import LlvmArith
@@ -208,32 +209,18 @@ def _bmatmul(
     shape: tuple[int, ...],
     out: ir.Value,
 ) -> None:
-    """out[..., r, j] = Σ_k a[..., r, k] c[..., k, j], k ascending from +0.0; the k loop runs
-    outside the j loop, so the j loop is over independent outputs."""
+    """out[..., r, j] = Σ_k a[..., r, k] c[..., k, j], k ascending from +0.0: each matrix of
+    the batch a small product (small_product.py: outputs in registers over the k loop, lanes
+    over j), at its group's offsets."""
     sa, sc = em.shape(node.inputs[0]), em.shape(node.inputs[1])
     lead, (m, k), n = size(sa[:-2]), sa[-2:], sc[-1]
     a, c = em.ptrs[node.inputs[0]], em.ptrs[node.inputs[1]]
-    for_range(b, size(shape), lambda j: store(b, ir.Constant(F32, 0.0), out, j), "z")
 
-    def row(g: ir.Value, r: ir.Value) -> None:
-        o_row = b.add(b.mul(g, i64(m * n)), b.mul(r, i64(n)))
-        a_row = b.add(b.mul(g, i64(m * k)), b.mul(r, i64(k)))
-        c_base = b.mul(g, i64(k * n))
+    def group(g: ir.Value) -> None:
+        offsets = (b.mul(g, i64(m * k)), b.mul(g, i64(k * n)), b.mul(g, i64(m * n)))
+        emit_small_product(b, A, out, a, c, m, n, k, offsets)
 
-        def step(kk: ir.Value) -> None:
-            av = load(b, a, b.add(a_row, kk))
-            c_row = b.add(c_base, b.mul(kk, i64(n)))
-
-            def col(j: ir.Value) -> None:
-                at = b.add(o_row, j)
-                prod = A.mul(av, load(b, c, b.add(c_row, j)))
-                store(b, A.add(load(b, out, at), prod), out, at)
-
-            for_range(b, n, col, "j")
-
-        for_range(b, k, step, "k")
-
-    for_range(b, lead, lambda g: for_range(b, m, lambda r: row(g, r), "r"), "g")
+    for_range(b, lead, group, "g")
 
 
 def _causal_mask(
