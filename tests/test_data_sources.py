@@ -402,3 +402,22 @@ def test_another_data_file_is_refused_at_build(tmp_path: Path) -> None:
         "build", str(source), "-o", str(tmp_path / "ok"), "--data", str(tmp_path / "moved.csv")
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_the_digits_archive_trains_as_the_digits_table(tmp_path: Path) -> None:
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    text = (examples / "digits.alpha").read_text()
+    table = 'table("data/digits.csv", features: 64, label: last, classes: 10, holdout: 297)'
+    assert table in text
+    shas = []
+    for data in (table, 'npz("data/digits.npz", classes: 10, holdout: 297)'):
+        program = program_of(text.replace(table, data), examples / f"_t{len(shas)}.alpha")
+        (examples / f"_t{len(shas)}.alpha").unlink()
+        program = dataclasses.replace(program, steps=20)
+        out = tmp_path / str(len(shas))
+        rc, events, stderr = run_exe(
+            build(program, out).executables[0].path, "--params-out", str(out / "p")
+        )
+        assert rc == 0, stderr
+        shas.append(events[-1]["params_sha256"])
+    assert shas[0] == shas[1]
