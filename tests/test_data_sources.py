@@ -409,7 +409,7 @@ def test_the_digits_archive_trains_as_the_digits_table(tmp_path: Path) -> None:
     text = (examples / "digits.alpha").read_text()
     table = 'table("data/digits.csv", features: 64, label: last, classes: 10, holdout: 297)'
     assert table in text
-    shas = []
+    shas: list[object] = []
     for data in (table, 'npz("data/digits.npz", classes: 10, holdout: 297)'):
         program = program_of(text.replace(table, data), examples / f"_t{len(shas)}.alpha")
         (examples / f"_t{len(shas)}.alpha").unlink()
