@@ -496,8 +496,15 @@ class AlphaTui(Views, App[None]):
         how = f"resuming at round {at:,} of {steps:,}" if resume else f"{steps:,} steps"
         self.say(f"running {plural(len(roles), 'role')}, {how}")
         self.log_line(escape(f"launch {self.launches}: {len(roles)} role(s), {how}, in {run}"))
-        self.sub_title = f"{Path(self.path).name} · run {shown_path(run)}"
+        self.sub_title = self.run_title(run)
         self.show_hint()
+
+    def run_title(self, run: Path) -> str:
+        """The header's words for the run folder: with the file's name where the header has
+        room for both (its icon and margins take 18 columns), else the folder alone."""
+        both = f"{Path(self.path).name} · run {shown_path(run)}"
+        room = self.size.width - 18 - len(f"{self.title} — ")
+        return both if len(both) <= room else f"run {shown_path(run)}"
 
     def new_run(self) -> Path:
         """A run from the start: its run folder, like `alpha run`'s (runs.run_folder), with

@@ -115,3 +115,29 @@ def test_the_plot_is_visible_at_120x40(
     area = "".join(lines[top + 1 : axis])
     assert any(0x2800 < ord(c) <= 0x28FF for c in area), "no braille dots drawn"
     t.keys("q")
+
+
+def test_the_run_folder_is_named_at_80x24(
+    terminal: Callable[[int, int, list[str]], Terminal], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a run trained is kept in its run folder, and the header names it (issue 26,
+    item 6): at 80x24, under a short ALPHA_RUNS_DIR, whole."""
+    import tempfile
+
+    runs = Path(tempfile.mkdtemp(prefix="ar-", dir="/tmp"))
+    monkeypatch.setenv("ALPHA_RUNS_DIR", str(runs))  # the tmux server, and so the app, has it
+    try:
+        t = terminal(80, 24, [str(EXAMPLES / "digits.alpha")])
+        t.until(lambda s: "no run yet" in s, "the app to start")
+        t.keys("r")
+        text = t.until(lambda s: " done: final loss" in s, "the run to end")
+        [run] = list(runs.iterdir())
+        lines = text.splitlines()
+        assert len(lines) <= 24 and all(len(line) <= 80 for line in lines)
+        assert f"alpha-tui — run {run}" in lines[0], lines[0]  # no room for the file's name
+        assert (run / "digits.params").is_file() and (run / "summary.json").is_file()
+        t.keys("q")
+        time.sleep(1)
+        assert (run / "digits.params").is_file()  # kept after q
+    finally:
+        shutil.rmtree(runs, ignore_errors=True)

@@ -188,6 +188,10 @@ def _show(v: Any) -> str:
     return str(v)
 
 
+def _seconds(v: Any) -> str:
+    return f"{float(v):.1f} s" if isinstance(v, int | float) else "–"
+
+
 def compare(a: Run, b: Run) -> Comparison:
     """What differs between two runs, and their curves."""
     before = configuration(str(a.get("canonical") or ""))
@@ -197,7 +201,7 @@ def compare(a: Run, b: Run) -> Comparison:
         ("state", _show(a.get("state")), _show(b.get("state"))),
         ("result", a.result(), b.result()),
         ("started", a.started or "–", b.started or "–"),
-        ("seconds", _show(a.get("seconds")), _show(b.get("seconds"))),
+        ("seconds", _seconds(a.get("seconds")), _seconds(b.get("seconds"))),
         ("identity", _show(a.get("identity")), _show(b.get("identity"))),
         ("params sha256", _show(a.get("params_sha256")), _show(b.get("params_sha256"))),
     ]
