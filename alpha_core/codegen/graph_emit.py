@@ -47,6 +47,7 @@ Family = Callable[["GraphEmitter", ir.IRBuilder, LlvmArith, int, Node, ir.Value]
 
 # Sums over an innermost axis computed side by side, this many outputs at a time.
 REDUCE_LINES = 32
+XENT_LINES = 32  # examples of a softmax cross-entropy computed side by side
 
 
 def _reduced_suffix(shape: tuple[int, ...], strides: list[int]) -> tuple[int, int] | None:
@@ -465,58 +466,75 @@ class GraphEmitter:
         )
 
     def _xent(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value, grad: bool) -> None:
-        """Per example: m = max z; s = Σ exp(z - m); loss = log s - (z[y] - m);
-        grad = exp(z - m) / s - [j = y]."""
+        """Per example: m = max z (from the first class, then v > m ? v : m ascending);
+        s = Σ exp(z - m) ascending from +0.0; loss = log s - (z[y] - m);
+        grad = exp(z - m) / s - [j = y].
+
+        Examples go in blocks of XENT_LINES, each pass a loop over the block's examples inside
+        the loop over classes, so vector lanes are independent examples; each example's
+        operations and their order are the ones above."""
         rows, classes = self.shape(node.inputs[0])
         z, labels = self._in(node, 0), self._in(node, 1)
-        m_slot = entry_alloca(b)
-        s_slot = entry_alloca(b)
-        exp = self.math["exp"]
+        exp, log = self.math["exp"], self.math["log"]
+        width = min(XENT_LINES, rows)
+        block = ir.ArrayType(F32, width)
+        m_buf, s_buf = entry_alloca(b, block), entry_alloca(b, block)
+        m_buf.type = s_buf.type = PTR  # opaque: loads and stores name their element type
 
-        def example(r: ir.Value) -> None:
-            base = b.mul(r, i64(classes))
-            b.store(load(b, z, base), m_slot)
-            for_range(
-                b,
-                classes,
-                lambda j: b.store(
-                    A.select(
-                        A.gt(v := load(b, z, b.add(base, j)), b.load(m_slot, typ=F32)),
-                        v,
-                        b.load(m_slot, typ=F32),
-                    ),
-                    m_slot,
-                ),
-                "mx",
-            )
-            m = b.load(m_slot, typ=F32)
-            b.store(A.const(0.0), s_slot)
-            for_range(
-                b,
-                classes,
-                lambda j: b.store(
-                    A.add(
-                        b.load(s_slot, typ=F32), b.call(exp, [A.sub(load(b, z, b.add(base, j)), m)])
-                    ),
-                    s_slot,
-                ),
-                "sx",
-            )
-            s = b.load(s_slot, typ=F32)
-            y = b.sext(load(b, labels, r, I32), ir.IntType(64))
+        def slot(buf: ir.Value, j: ir.Value) -> ir.Value:
+            return b.gep(buf, [i64(0), j], inbounds=True, source_etype=block)
+
+        def one_block(first: ir.Value, count: int) -> None:
+            def at(j: ir.Value, c: ir.Value) -> ir.Value:
+                return b.add(b.mul(b.add(first, j), i64(classes)), c)
+
+            def lanes(body: Callable[[ir.Value], None]) -> None:
+                for_range(b, count, body, "ln")
+
+            def over(body: Callable[[ir.Value, ir.Value], None]) -> None:
+                for_range(b, classes, lambda c: lanes(lambda j: body(j, c)), "cl")
+
+            lanes(lambda j: b.store(load(b, z, at(j, i64(0))), slot(m_buf, j)))
+
+            def top(j: ir.Value, c: ir.Value) -> None:
+                v, m = load(b, z, at(j, c)), b.load(slot(m_buf, j), typ=F32)
+                b.store(A.select(A.gt(v, m), v, m), slot(m_buf, j))
+
+            over(top)
+            lanes(lambda j: b.store(A.const(0.0), slot(s_buf, j)))
+
+            def add(j: ir.Value, c: ir.Value) -> None:
+                m = b.load(slot(m_buf, j), typ=F32)
+                e = b.call(exp, [A.sub(load(b, z, at(j, c)), m)])
+                b.store(A.add(b.load(slot(s_buf, j), typ=F32), e), slot(s_buf, j))
+
+            over(add)
+
+            def label(j: ir.Value) -> ir.Value:
+                return b.sext(load(b, labels, b.add(first, j), I32), ir.IntType(64))
+
             if not grad:
-                zy = load(b, z, b.add(base, y))
-                store(b, A.sub(b.call(self.math["log"], [s]), A.sub(zy, m)), out, r)
+
+                def loss(j: ir.Value) -> None:
+                    m, s = b.load(slot(m_buf, j), typ=F32), b.load(slot(s_buf, j), typ=F32)
+                    zy = load(b, z, at(j, label(j)))
+                    store(b, A.sub(b.call(log, [s]), A.sub(zy, m)), out, b.add(first, j))
+
+                lanes(loss)
                 return
 
-            def cls(j: ir.Value) -> None:
-                p = A.div(b.call(exp, [A.sub(load(b, z, b.add(base, j)), m)]), s)
-                hot = b.icmp_unsigned("==", j, y)
-                store(b, A.sub(p, A.select(hot, A.const(1.0), A.const(0.0))), out, b.add(base, j))
+            def cls(j: ir.Value, c: ir.Value) -> None:
+                m, s = b.load(slot(m_buf, j), typ=F32), b.load(slot(s_buf, j), typ=F32)
+                p = A.div(b.call(exp, [A.sub(load(b, z, at(j, c)), m)]), s)
+                hot = b.icmp_unsigned("==", c, label(j))
+                store(b, A.sub(p, A.select(hot, A.const(1.0), A.const(0.0))), out, at(j, c))
 
-            for_range(b, classes, cls, "g")
+            over(cls)
 
-        for_range(b, rows, example, "ex")
+        full, rest = divmod(rows, width)
+        for_range(b, full, lambda blk: one_block(b.mul(blk, i64(width)), width), "blk")
+        if rest:
+            one_block(i64(full * width), rest)
 
     def _mse(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value, grad: bool) -> None:
         """Per example: d = p - t; loss = (Σ d*d) / n; grad = (d + d) / n."""
