@@ -4,7 +4,8 @@ set -euo pipefail
 # the system programs the tests drive (qemu-user, Neovim, Slurm, tmux, ...): installed as root,
 # or named in one line with the command that installs them
 bash "$(dirname "${BASH_SOURCE[0]}")/system-packages.sh"
-. "$(dirname "${BASH_SOURCE[0]}")/venv.sh" .venv-test "[dev]"
+# [bench]: PyTorch, for the test that loads an export into a PyTorch module (the CPU wheel)
+. "$(dirname "${BASH_SOURCE[0]}")/venv.sh" .venv-test "[dev,bench]"
 ruff check alpha_core alpha_cli alpha_lsp alpha_tui tests bench
 ruff format --check alpha_core alpha_cli alpha_lsp alpha_tui tests bench
 mypy
