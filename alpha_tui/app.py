@@ -35,7 +35,6 @@ from alpha_core.build.hosts_file import HostsFile, HostsRefused, read_hosts
 from alpha_core.build.outputs import BuildResult, BuiltExecutable, Deployment
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.run.captures import CaptureFolders
-from alpha_core.run.identity import record_canonical
 from alpha_core.run.interruption import interrupted_line, run_argv
 from alpha_core.run.launch import Launch, LaunchError, free_port_base
 from alpha_core.run.process_usage import ProcessUsage, Usage
@@ -518,8 +517,6 @@ class AlphaTui(Views, App[None]):
             self.captures.fresh() if self.checkpoint_dir else self.captures.use(run / "checkpoints")
         )
         program = chosen_system(self.analysis, choice)
-        if program is not None:
-            record_canonical(captures, program)
         subject = Subject(
             self.built.system,
             choice.plan,

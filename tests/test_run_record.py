@@ -7,6 +7,7 @@ another version of the system name the differing items, and build nothing."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import shutil
@@ -20,8 +21,10 @@ from conftest import EXAMPLES
 DIGITS_SHA = "5e1513e5f1af481bd39ea8996636710dc3a22d6ba4d85623d38f82cb6fdf2c6f"
 
 
-def alpha(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def alpha(cwd: Path, *args: str, cache: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "120", "ALPHA_RUNS_DIR": str(cwd / "runs")}
+    if cache is not None:
+        env["ALPHA_CACHE_DIR"] = str(cache)
     return subprocess.run(
         [sys.executable, "-m", "alpha_cli.main", *args],
         capture_output=True,
@@ -86,9 +89,11 @@ def test_a_run_keeps_its_events_metrics_and_summary(two_runs: Path) -> None:
     assert [int(r["round"]) for r in rows] == list(range(1, 301))
     steps = [e for e in events if e["event"] == "step"]
     assert [r["loss_bits"] for r in rows] == [e["loss_bits"] for e in steps]
-    # the canonical text beside the captures, named by its SHA-256
-    [kept] = (first / "checkpoints" / "identities").iterdir()
-    assert kept.name == f"{summary['identity']}.txt"
+    # the checkpoint folder holds captures alone; the canonical text is in the summary
+    assert sorted(p.name for p in (first / "checkpoints").iterdir()) == [
+        f"round-{r:08d}" for r in (100, 200, 300)
+    ]
+    assert hashlib.sha256(summary["canonical"].encode()).hexdigest() == summary["identity"]
 
 
 def test_runs_are_listed_newest_first_and_compared(two_runs: Path) -> None:
@@ -141,13 +146,15 @@ def test_eval_of_an_edited_source_names_the_learning_rate(two_runs: Path, tmp_pa
 def test_a_capture_without_its_canonical_text_is_refused_by_identity(
     two_runs: Path, tmp_path: Path
 ) -> None:
-    """Captures made before the canonical text was kept beside them: the identities are
-    named, and the refusal still comes before anything is built."""
+    """A capture whose canonical text is kept nowhere here (made before alpha kept it, or on
+    another machine; out of its run folder, and another cache): the identities are named,
+    and the refusal still comes before anything is built."""
     old = tmp_path / "old"
     shutil.copytree(folders(two_runs)[0] / "checkpoints", old)
-    shutil.rmtree(old / "identities")
     edited = digits_copy(tmp_path, ("lr: 0.01", "lr: 0.02"))
-    refused = alpha(tmp_path, "eval", str(edited), "--checkpoint", str(old))
+    refused = alpha(
+        tmp_path, "eval", str(edited), "--checkpoint", str(old), cache=tmp_path / "cache"
+    )
     assert refused.returncode == 1
     assert "error[checkpoint-identity-mismatch]" in refused.stderr
     assert "the differing items cannot be named" in refused.stderr

@@ -3,10 +3,13 @@
 A capture's manifest names the system identity it was made by (the SHA-256 of the system's
 canonical text, `check/program.py`), nothing more. So that a resume or an evaluation of a
 capture made by another version of the system can say what differs (`steps: 300 → 600`,
-`lr: 0.1 → 0.2`) before anything is compiled, the canonical text is kept beside the captures:
-`<checkpoint folder>/identities/<identity>.txt`, written when a build that captures is made.
-The file's SHA-256 is its name, so a reader checks it needs no other trust. Captures made
-before these files existed still read: their differences are then given by identity only.
+`lr: 0.1 → 0.2`) before anything is compiled, every build keeps its system's canonical text
+in the object cache, by identity: `<ALPHA_CACHE_DIR or ~/.cache/alpha>/identities/<identity>.txt`
+(its SHA-256 is its name, so a reader needs no other trust); a run's record keeps it too
+(`summary.json`, beside its `checkpoints/`), for a run folder brought from another machine.
+A capture whose text is in neither (made before alpha kept them, or elsewhere) still reads:
+its difference is then given by identity only. The checkpoint folder itself holds captures
+alone, as the runtime lays them out.
 
 The canonical text is also what a run's record calls its configuration
 (`alpha_core.run.record`), so that `alpha runs compare` names differences the same way.
@@ -109,14 +112,20 @@ def differences(before: dict[str, str], after: dict[str, str]) -> list[str]:
     return lines
 
 
-# ---- the canonical texts beside the captures ------------------------------------------------
+# ---- the canonical texts, by identity ---------------------------------------------------------
 
 
-def record_canonical(checkpoint_dir: Path, program: Program) -> Path | None:
-    """Keeps the system's canonical text in `checkpoint_dir/identities/`, or None when the
-    folder cannot be written (the run then says so itself: `checkpoint-write-failed`)."""
+def identities_folder() -> Path:
+    from alpha_core.link.toolchain import cache_root
+
+    return cache_root() / IDENTITIES
+
+
+def record_canonical(program: Program) -> Path | None:
+    """Keeps the system's canonical text in the cache's identities/, or None when it cannot
+    be written (a cache that cannot be written is refused by the build itself)."""
     canonical = program.canonical()
-    path = checkpoint_dir / IDENTITIES / f"{program.identity()}.txt"
+    path = identities_folder() / f"{program.identity()}.txt"
     try:
         if path.is_file():
             return path
@@ -130,11 +139,11 @@ def record_canonical(checkpoint_dir: Path, program: Program) -> Path | None:
 
 
 def recorded_canonical(capture: Path, identity: str) -> str | None:
-    """The canonical text of `identity` kept beside the capture folder `capture` (in its
-    checkpoint folder, or in the record of the run whose `checkpoints/` it is), or None."""
+    """The canonical text of `identity`: from the cache, or from the record of the run whose
+    `checkpoints/` holds the capture folder `capture`; None when neither has it."""
     folder = capture.parent
     try:
-        data = (folder / IDENTITIES / f"{identity}.txt").read_bytes()[: MANIFEST_LIMIT + 1]
+        data = (identities_folder() / f"{identity}.txt").read_bytes()[: MANIFEST_LIMIT + 1]
         if hashlib.sha256(data).hexdigest() == identity:
             return data.decode("utf-8", errors="replace")
     except OSError:
@@ -196,9 +205,9 @@ def identity_refusal(path: str | Path, program: Program, doing: str) -> Diagnost
     if canonical is None:
         what = (
             f"was made by system `{held.system}` of identity {held.identity}, and the source "
-            f"gives `{program.name}` of identity {program.identity()}; the capture does not "
-            f"keep what it was made of ({IDENTITIES}/ beside it: captures made before alpha "
-            "kept it), so the differing items cannot be named"
+            f"gives `{program.name}` of identity {program.identity()}; what it was made of is "
+            "not kept here (made on another machine, or before alpha kept it), so the "
+            "differing items cannot be named"
         )
     else:
         changed = differences(configuration(canonical), configuration(program.canonical()))

@@ -74,8 +74,7 @@ def build_choice(
             if refused:
                 return None, refused
             result = build_program(program, into, target, data, d)
-            if d.checkpoint_dir and d.checkpoint_every:
-                record_canonical(Path(d.checkpoint_dir), program)
+            record_canonical(program)  # so that a capture of it can say what differs
             return result, []
         plan, pairing, diags = a.plan(choice.plan, choice.pairing)
         if plan is None:
@@ -93,8 +92,7 @@ def build_choice(
         if refused:
             return None, refused
         result = build_plan(plan, pairing, into, d, roles, on_built)
-        if d.checkpoint_dir and plan.checkpoint_every:
-            record_canonical(Path(d.checkpoint_dir), plan.system)
+        record_canonical(plan.system)  # so that a capture of it can say what differs
         return result, []
     except AdmissionRefused as e:
         return None, [e.diagnostic]
