@@ -68,8 +68,15 @@ def _object_key(host: HostTarget, text: str, *more: bytes) -> str:
     )
 
 
-def _kernels_text(program: Program, host: HostTarget) -> str:
-    return str(build_kernels(program, training_step(program), host.triple, host.cpu, host.features))
+def _kernels_text(program: Program, host: HostTarget, small: bool = False) -> str:
+    """The kernels module's text; `small`: every function optimised for size (the fallback
+    copy of a dispatched build, levels.SMALL)."""
+    module = build_kernels(program, training_step(program), host.triple, host.cpu, host.features)
+    if small:
+        for f in module.functions:
+            if not f.is_declaration:
+                f.attributes.add("optsize")
+    return str(module)
 
 
 def kernels_file(program: Program, target: str, cpu: str | None = None) -> Path:
@@ -101,7 +108,7 @@ def kernels_objects(program: Program, target: str, cpu: str | None = None) -> tu
     renaming = Path(levels.__file__).read_bytes()
     for level in levels.X86_LEVELS:
         h = _host(target, level)
-        text = _kernels_text(program, h)
+        text = _kernels_text(program, h, small=level in levels.SMALL)
         copies.append(levels.copy_of(text, level))
         key = _object_key(h, text, renaming, level.encode())
         objects.append(bytes_object("kernels", zig, key, _level_code(text, level, h)))

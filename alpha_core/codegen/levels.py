@@ -26,7 +26,11 @@ import llvmlite.binding as llvm
 
 # the x86-64 levels a default build carries, narrowest first, and each one's suffix
 X86_LEVELS = ("x86-64-v2", "x86-64-v3", "x86-64-v4")
-LEVEL_VARIABLE = "ALPHA_CPU_LEVEL"  # names a level to use instead of the widest (for tests)
+LEVEL_VARIABLE = "ALPHA_CPU_LEVEL"
+# levels whose copy is optimised for size: x86-64-v2 is the fallback for CPUs without AVX2
+# (before 2013, and some low-end parts since), where the kernels unrolled for speed took as much
+# room as the v3 and v4 copies together; built for size they take a fifth of it
+SMALL = frozenset({"x86-64-v2"})  # names a level to use instead of the widest (for tests)
 
 # the kernels' functions (runtime/alpha_program.h), with their C prototypes for the dispatcher
 KERNELS: dict[str, tuple[str, str, str]] = {

@@ -31,6 +31,43 @@ C_FLAGS = (
     "-Wextra",
 )
 
+# Runtime sources that run once or a few times a run (start-up, arguments, checkpoints and
+# resume, predictions, evaluation, refusals): compiled for size. What runs every round or over
+# every byte of the data (the schedule, links and frames, their MACs, hashes, batches, the
+# CSV reader, the thread pool) keeps -O2. Every executable carries the whole runtime, so this
+# is what keeps a small system's executable small beside three copies of its kernels.
+COLD_SOURCES = frozenset(
+    {
+        "arrays.c",
+        "checkpoint.c",
+        "cpu_level.c",
+        "evaluate.c",
+        "events.c",
+        "files.c",
+        "handshake.c",
+        "json.c",
+        "lifeline.c",
+        "main.c",
+        "manifest.c",
+        "params_file.c",
+        "predict.c",
+        "refusal.c",
+        "resolve.c",
+        "resume.c",
+        "retention.c",
+        "schedule_check.c",
+        "secret.c",
+        "shared_pages.c",
+        "sockets.c",
+    }
+)
+
+
+def source_flags(name: str) -> tuple[str, ...]:
+    """The flags a runtime source gets beyond C_FLAGS (a later -O wins)."""
+    return ("-Os",) if name in COLD_SOURCES else ()
+
+
 # Bump when the way objects are built changes in a way the key below cannot see.
 _CACHE_VERSION = b"alpha-runtime-object-1"
 
@@ -166,7 +203,7 @@ def _object_key(target: str, source: Path, headers: Sequence[Path]) -> str:
     part(_CACHE_VERSION)
     part(zig_version().encode())
     part(target.encode())
-    part("\0".join(C_FLAGS).encode())
+    part("\0".join((*C_FLAGS, *source_flags(source.name))).encode())
     part(source.name.encode())
     part(source.read_bytes())
     for header in headers:
@@ -231,7 +268,12 @@ def runtime_objects(target: str) -> list[Path]:
     objects = [cache / f"{s.stem}-{_object_key(target, s, headers)[:32]}.o" for s in sources]
 
     def build(source: Path, obj: Path) -> None:
-        cache_write(obj, lambda staged: compile_c(target, source.name, staged, cwd=folder))
+        cache_write(
+            obj,
+            lambda staged: compile_c(
+                target, source.name, staged, cwd=folder, extra_flags=source_flags(source.name)
+            ),
+        )
 
     missing = [(s, o) for s, o in zip(sources, objects, strict=True) if not o.exists()]
     with ThreadPoolExecutor(max_workers=max(1, min(len(missing), os.cpu_count() or 1))) as pool:
