@@ -47,6 +47,14 @@ EXAMPLES = {
     "eval": ["alpha eval examples/digits.alpha --checkpoint ckpt"],
     "explain": ["alpha explain", "alpha explain shape-mismatch"],
     "runs": ["alpha runs", "alpha runs compare 2 1", "alpha runs compare RUN_A RUN_B --log"],
+    "predict": [
+        "alpha predict examples/digits.alpha --params run/digits.params --input rows.csv",
+        "alpha predict examples/digits.alpha --checkpoint ckpt --input x.npy -o out.npy",
+    ],
+    "export": [
+        "alpha export run/digits.params --format safetensors",
+        "alpha export ckpt --format npz --source examples/digits.alpha -o digits.npz",
+    ],
 }
 
 # arguments that mean the same in every command that takes them

@@ -215,8 +215,15 @@ def add_predict_and_export(sub: argparse._SubParsersAction) -> None:  # type: ig
     p.set_defaults(func=cmd_predict)
     e = sub.add_parser("export", help="write parameters by name and shape (npz, safetensors)")
     e.add_argument("path", help="a .params file or a checkpoint folder or capture")
-    e.add_argument("--format", choices=X.FORMATS, required=True)
-    e.add_argument("-o", "--output", default=None)
+    e.add_argument(
+        "--format", choices=X.FORMATS, required=True, help="a NumPy archive or a safetensors file"
+    )
+    e.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="the file to write (default: PATH's name with .npz or .safetensors, here)",
+    )
     e.add_argument("--source", default=None, help="the .alpha file that names the tensors")
     e.add_argument("--system", default=None)
     e.add_argument("--json", action="store_true")
