@@ -4,8 +4,10 @@
 <run folder>/
   events/<role>.jsonl   every event of each role, one JSON object a line (runtime.md "Events")
   metrics.csv           launch,round,loss,loss_bits,seconds: one row per reported round
-  summary.json          system, plan, identity, configuration, steps, times, final loss,
-                        held-out metric, parameters' SHA-256 and file, refusals, state
+  summary.json          system, plan, identity (the build's: with a plan, the plan's), the
+                        system's identity and configuration (its canonical text, item by
+                        item), steps, times, final loss, held-out metric, parameters'
+                        SHA-256 and file, refusals, state
 ```
 
 Shared by `alpha run` and alpha-tui. Bounded for long runs: a face asks the roles for a step
@@ -23,6 +25,7 @@ once, at the end (`done`), and the summary keeps that.
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import time
@@ -195,6 +198,7 @@ class RunRecord:
             "plan": s.plan,
             "pairing": s.pairing,
             "identity": s.identity,
+            "system_identity": hashlib.sha256(s.canonical.encode()).hexdigest(),
             "configuration": configuration(s.canonical),
             "canonical": s.canonical,
             "steps": s.steps,
