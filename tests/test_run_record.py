@@ -173,3 +173,34 @@ def test_a_long_run_keeps_a_bounded_record(tmp_path: Path) -> None:
     assert rounds == list(range(2, 20001, 2))
     summary = json.loads((record / "summary.json").read_text())
     assert summary["rounds"] == 20000 and summary["state"] == "done"
+
+
+def test_the_items_of_a_canonical_text_and_what_differs() -> None:
+    """The items are read from the canonical text itself (check/program.py), so an old
+    record and a new source compare item by item; many changed graph nodes are counted."""
+    from alpha_core.run.identity import configuration, differences
+
+    def text(lr: float, steps: int, nodes: int, clip: str = "") -> str:
+        graph = "".join(f"%{i} = relu({i},) (-1, 4) ()\n" for i in range(nodes))
+        return (
+            "system s\ndata table features=4 label=class outputs=2 rows=10 holdout=2 "
+            "sha256=ab seed=0 noise=0.0\nbatch 8 leaves 2 shuffle 7\n"
+            "param w (4, 2) InitSpec(kind='normal', a=0.0, b=0.1, seed=1)\n"
+            f"{graph}output %0\nloss softmax_cross_entropy smoothing=0.1\n"
+            f"learner sgd (('lr', {lr!r}),) schedule cosine(100){clip}\nsteps {steps}\n"
+        )
+
+    before = configuration(text(0.01, 200000, 2))
+    assert before["lr"] == "0.01" and before["learner"] == "sgd"
+    assert before["schedule"] == "cosine(100)" and before["smoothing"] == "0.1"
+    assert before["leaves"] == "2" and before["data rows"] == "10"
+    assert before["param w"] == "(4, 2) init(kind='normal', a=0.0, b=0.1, seed=1)"
+    after = configuration(text(0.02, 250000, 2, " clip 1.0"))
+    assert differences(before, after) == [
+        "lr: 0.01 → 0.02",
+        "clip: (none) → 1.0",
+        "steps: 200000 → 250000",
+    ]
+    grown = differences(before, configuration(text(0.01, 200000, 7)))
+    assert grown[:3] == [f"model %{i}: (none) → relu({i},) (-1, 4) ()" for i in (2, 3, 4)]
+    assert grown[3:] == ["model: 2 more graph nodes differ"]
