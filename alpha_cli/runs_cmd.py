@@ -26,8 +26,10 @@ def add_runs(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     c = how.add_parser("compare", help="two runs side by side: configuration, results, losses")
     c.add_argument("a", help="a run folder, its name, or its place in `alpha runs` (1: newest)")
     c.add_argument("b", help="the other run")
-    c.add_argument("--dir", default=None, help="the folder runs are kept in")
-    c.add_argument("--json", action="store_true")
+    # given before `compare` or after it: SUPPRESS keeps `alpha runs --dir D compare A B`'s D
+    # (a subcommand's own default would overwrite it)
+    c.add_argument("--dir", default=argparse.SUPPRESS, help="the folder runs are kept in")
+    c.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
     c.add_argument("--log", action="store_true", help="the chart's loss on a log scale")
     c.add_argument("--width", type=int, default=None, help="the chart's width in columns")
     c.set_defaults(func=cmd_compare)
