@@ -271,6 +271,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         outcomes = run_with_progress(
             commands, steps, quiet=args.json, targets=targets, record=record.event
         )
+    except LaunchError as e:  # a role that cannot be started: refused by main, recorded here
+        record.event_refused(e.name, str(e))
+        record.end("refused")
+        record.close()
+        raise
     except Interrupted as i:
         assert i.state is not None
         record.end("interrupted")

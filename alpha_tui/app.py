@@ -482,6 +482,9 @@ class AlphaTui(Views, App[None]):
         except LaunchError as e:
             self.say(f"[red]refused[/]: {e.name}: {escape(str(e))}")
             self.log_line(f"[red]{e.name}[/]: {escape(str(e))}")
+            self.record.begin(str(folder) if resume else None)  # its record says why
+            self.record.event_refused(e.name, str(e))
+            self.record.end("refused")
             return
         self.record.begin(str(folder) if resume else None)
         # The roles' events wait in the queue until the next tick, after this has run.

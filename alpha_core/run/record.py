@@ -168,6 +168,10 @@ class RunRecord:
             self.flush()
             self._flushed = now
 
+    def event_refused(self, name: str, message: str, role: str | None = None) -> None:
+        """A refusal no role said (a role that could not be started): kept in the summary."""
+        self.refusals.append({"role": role, "name": name, "message": message, "round": None})
+
     def flush(self) -> None:
         for r in self._roles.values():
             r.file.flush()
