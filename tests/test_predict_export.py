@@ -280,3 +280,39 @@ def test_the_tutorials_pytorch_recipe(trained: Path) -> None:
     x = np.array([[0.5, -1.0], [2.0, 0.25]], dtype=np.float32)  # the recipe's rows
     logits = np.tanh(x @ t["w1"] + t["b1"]) @ t["w2"] + t["b2"]
     np.testing.assert_allclose(torch_logits, logits, rtol=1e-5, atol=1e-6)
+
+
+def test_a_gpu_role_of_a_system_that_loads_is_refused_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GPU roles draw their initial values on the device and cannot copy loaded ones yet: the
+    pairing is refused `unsupported-on-target` at check time (it ended in internal-error)."""
+    np.savez(tmp_path / "w.npz", w=np.ones((4, 3), np.float32))
+    source = f"""system tiny {{
+  data train: synthetic(rows: 64, features: 4, classes: 3, seed: 1)
+  batch 8 leaves 2
+  param w: f32[4, 3] = load("{tmp_path / "w.npz"}", key: "w")
+  param b: f32[3] = zeros
+  fn model(x: f32[B, 4]) -> f32[B, 3] {{
+    return x @ w + b
+  }}
+  loss softmax_cross_entropy(model(x), y)
+  learner sgd(lr: 0.1)
+  steps 10
+}}
+plan duo for tiny {{
+  roles worker[2]
+  topology pair
+}}
+pairing cards for duo {{
+  worker[*]: host x86_64, gpu h200
+}}
+"""
+    (tmp_path / "gpu.alpha").write_text(source)
+    code, out, _ = cli(capsys, "check", str(tmp_path / "gpu.alpha"), "--json")
+    assert code == 1
+    [refusal] = json.loads(out)["refusals"]
+    assert (
+        refusal["name"] == "unsupported-on-target"
+        and "`w` starts from `load(...)`" in (refusal["message"])
+    )

@@ -90,6 +90,18 @@ def check_pairing(decl: ast.Decl, plan: Plan, ctx: CheckContext) -> Pairing | No
                     )
                 else:
                     absent = gpu_unsupported(plan.system)
+                    loaded = [p.name for p in plan.system.params if p.init.kind == "load"]
+                    if loaded and not absent:  # the GPU's initialiser draws values, never copies
+                        ctx.refuse(
+                            "unsupported-on-target",
+                            f"{fam.member(lo)} is paired with `gpu {profile}`, but "
+                            f"{', '.join(f'`{n}`' for n in loaded)} "
+                            f"{'starts' if len(loaded) == 1 else 'start'} from `load(...)`, "
+                            "which GPU roles do not have yet",
+                            prop.value_span,
+                            help="pair this role with a host, or start the parameter from an "
+                            "initialiser (normal, uniform, zeros, ...)",
+                        )
                     if absent:
                         ctx.refuse(
                             "unsupported-on-target",
