@@ -22,9 +22,14 @@ SUMMARIES = {
     "normal": "mean + std·z, z an Irwin–Hall approximation of a standard normal; a pure "
     "function of (seed, element)",
     "uniform": "low + (high - low)·u, u uniform in [0, 1); a pure function of (seed, element)",
+    "load": "the tensor `key` of a file (.npz, .safetensors, or an earlier run's .params), of "
+    "this shape, float32; the file's SHA-256 joins the system's identity (fine-tuning)",
     "softmax_cross_entropy": "per example log(Σ exp(z - m)) - (z[c] - m); needs class labels",
     "mse": "per example the mean of (z - t)², added left to right; needs regression targets",
-    "table": "a CSV file of numbers, the label in the last column",
+    "table": "a CSV file of numbers: the label last, first or named by a header row",
+    "npy": "NumPy arrays: a features file and a labels file, read in place",
+    "npz": "a NumPy archive (uncompressed): features and labels by key",
+    "tokens": "a flat file of uint16 or uint32 tokens, cut into windows of `length`",
     "synthetic": "Gaussian blobs (classes) or a noisy linear map (targets), generated from a seed "
     "and compiled into the executable",
     "shuffle": "the order of the examples each epoch, from a seed",

@@ -15,10 +15,10 @@ syn keyword alphaBuiltin relu tanh sigmoid exp log sqrt abs square gelu silu sum
 syn keyword alphaBuiltin maximum minimum clamp softmax log_softmax reshape transpose causal_mask
 syn keyword alphaBuiltin embed dropout slice conv2d max_pool avg_pool
 syn keyword alphaBuiltin sgd momentum adam adamw softmax_cross_entropy sigmoid_cross_entropy mse
-syn keyword alphaBuiltin zeros ones constant normal uniform xavier_uniform xavier_normal
+syn keyword alphaBuiltin zeros ones constant normal uniform load xavier_uniform xavier_normal
 syn keyword alphaBuiltin glorot_uniform glorot_normal he_uniform he_normal kaiming_uniform
 syn keyword alphaBuiltin kaiming_normal linear cosine step
-syn keyword alphaBuiltin table synthetic shuffle pair star hierarchy exact approximate
+syn keyword alphaBuiltin table synthetic sequences npy npz tokens shuffle pair star hierarchy exact approximate
 syn keyword alphaConstant grad canonical tree all x86_64 aarch64 last params grads optimizer
 " f32[B, 64] in a system; worker[3] in a plan
 syn match alphaType /\<[A-Za-z_][A-Za-z0-9_]*\ze\[/
