@@ -98,7 +98,7 @@ static int is_digit(char c) { return c >= '0' && c <= '9'; }
 
 /* Accepts exactly the decimal grammar above; rejects inf, nan, hex floats and anything else
  * strtof would take. */
-static int is_decimal(const char *s)
+int data_is_decimal(const char *s)
 {
     int digits = 0;
     if (*s == '+' || *s == '-')
@@ -124,7 +124,7 @@ static int is_decimal(const char *s)
     return *s == '\0';
 }
 
-static int is_finite_float(float v)
+int data_is_finite(float v)
 {
     uint32_t bits;
     memcpy(&bits, &v, sizeof bits);
@@ -134,10 +134,10 @@ static int is_finite_float(float v)
 /* Parses one field (NUL-terminated, already trimmed) into *value. */
 static int parse_number(const char *field, float *value)
 {
-    if (!is_decimal(field))
+    if (!data_is_decimal(field))
         return 0;
     *value = strtof(field, NULL);
-    return is_finite_float(*value);
+    return data_is_finite(*value);
 }
 
 static int is_blank(char c) { return c == ' ' || c == '\t'; }
@@ -468,7 +468,7 @@ static void load_arrays(const struct alpha_program *p, const char *path, struct 
         xs_out[i] = element_float(xv, x.descr, i);
     if (x.descr[1] == 'f')
         for (size_t i = 0; i < n; i++)
-            if (!is_finite_float(xs_out[i]))
+            if (!data_is_finite(xs_out[i]))
                 refuse(REFUSAL_DATA_MALFORMED, "%s: row %llu feature %llu is not a finite number",
                        xwhere, (unsigned long long)(i / d->features),
                        (unsigned long long)(i % d->features));
@@ -483,7 +483,7 @@ static void load_arrays(const struct alpha_program *p, const char *path, struct 
         float *t = checked_calloc(m, sizeof(float), "targets");
         for (size_t i = 0; i < m; i++) {
             t[i] = element_float(yv, y.descr, i);
-            if (!is_finite_float(t[i]))
+            if (!data_is_finite(t[i]))
                 refuse(REFUSAL_DATA_MALFORMED, "%s: row %llu target %llu is not a finite number",
                        ywhere, (unsigned long long)(i / d->targets),
                        (unsigned long long)(i % d->targets));

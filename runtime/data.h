@@ -20,5 +20,9 @@ struct dataset {
 /* Loads the data named by the program (path overrides data_path for the CSV kind; may be NULL).
  * Refuses with data-missing, data-unreadable, data-digest-mismatch or data-malformed. */
 void data_load(const struct alpha_program *p, const char *path, struct dataset *out);
+/* A CSV field's number: exactly [+-]digits[.digits][e[+-]digits] (no inf, nan or hex), and
+ * finite once read as a float. The executable's predictions read their inputs by these too. */
+int data_is_decimal(const char *s);
+int data_is_finite(float v);
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "data.h"
 #include "files.h"
 #include "refusal.h"
 
@@ -59,40 +60,6 @@ void predict_read_params(const struct alpha_program *p, const char *path, float 
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 static int is_blank(char c) { return c == ' ' || c == '\t'; }
 
-/* [+-]digits[.digits][e[+-]digits], at least one digit before the exponent. */
-static int is_decimal(const char *s)
-{
-    int digits = 0;
-    if (*s == '+' || *s == '-')
-        s++;
-    while (is_digit(*s))
-        s++, digits++;
-    if (*s == '.') {
-        s++;
-        while (is_digit(*s))
-            s++, digits++;
-    }
-    if (digits == 0)
-        return 0;
-    if (*s == 'e' || *s == 'E') {
-        s++;
-        if (*s == '+' || *s == '-')
-            s++;
-        if (!is_digit(*s))
-            return 0;
-        while (is_digit(*s))
-            s++;
-    }
-    return *s == '\0';
-}
-
-static int is_finite(float v)
-{
-    uint32_t bits;
-    memcpy(&bits, &v, sizeof bits);
-    return ((bits >> 23) & 0xff) != 0xff;
-}
-
 /* The rows of a CSV text: every line not blank holds exactly `features` numbers. */
 static float *csv_rows(const char *path, char *text, uint64_t size, uint32_t features,
                        uint32_t *rows)
@@ -134,7 +101,7 @@ static float *csv_rows(const char *path, char *text, uint64_t size, uint32_t fea
                 column++;
                 if (column <= features) {
                     float v = 0;
-                    if (!is_decimal(a) || !is_finite(v = strtof(a, NULL)))
+                    if (!data_is_decimal(a) || !data_is_finite(v = strtof(a, NULL)))
                         refuse(REFUSAL_PREDICT_MALFORMED, "%s line %u: column %u is not a "
                                "finite decimal number (as a float32): '%.40s'", path,
                                (unsigned)lineno, (unsigned)column, a);
@@ -241,7 +208,7 @@ static float *npy_rows(const char *path, const char *data, uint64_t size, uint32
     float *x = checked_calloc((size_t)(count * width) + 1, sizeof(float), "prediction inputs");
     memcpy(x, data + body, (size_t)(count * width * sizeof(float)));
     for (uint64_t i = 0; i < count * width; i++)
-        if (!is_finite(x[i]))
+        if (!data_is_finite(x[i]))
             refuse(REFUSAL_PREDICT_MALFORMED, "%s: row %llu, column %llu is not finite", path,
                    (unsigned long long)(i / width), (unsigned long long)(i % width + 1));
     *rows = (uint32_t)count;

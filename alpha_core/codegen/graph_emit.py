@@ -14,6 +14,7 @@ from llvmlite import ir
 
 from alpha_core.codegen.conv_ops import emit_conv_op
 from alpha_core.codegen.gemm import GemmEmitter
+from alpha_core.codegen.line_blocks import LineBlocks
 from alpha_core.codegen.loops import (
     F32,
     I32,
@@ -432,7 +433,6 @@ class GraphEmitter:
         over j and the outputs one after another; here a block of REDUCE_LINES outputs goes
         together, the loop over the block inside the loop over j, so vector lanes are
         independent outputs. Each output still adds its terms one at a time, j ascending."""
-        width = min(REDUCE_LINES, rows)
 
         def block(first: ir.Value, count: int) -> None:
             def add(j: ir.Value, r: ir.Value) -> None:
@@ -442,10 +442,7 @@ class GraphEmitter:
 
             for_range(b, k, lambda j: for_range(b, count, lambda r: add(j, r), "ln"), "el")
 
-        full, rest = divmod(rows, width)
-        for_range(b, full, lambda blk: block(b.mul(blk, i64(width)), width), "blk")
-        if rest:
-            block(i64(full * width), rest)
+        LineBlocks(b, rows, REDUCE_LINES, 0).run(block)
 
     def _broadcast(
         self, b: ir.IRBuilder, node: Node, out: ir.Value, shape: tuple[int, ...]
@@ -476,13 +473,11 @@ class GraphEmitter:
         rows, classes = self.shape(node.inputs[0])
         z, labels = self._in(node, 0), self._in(node, 1)
         exp, log = self.math["exp"], self.math["log"]
-        width = min(XENT_LINES, rows)
-        block = ir.ArrayType(F32, width)
-        m_buf, s_buf = entry_alloca(b, block), entry_alloca(b, block)
-        m_buf.type = s_buf.type = PTR  # opaque: loads and stores name their element type
+        blocks = LineBlocks(b, rows, XENT_LINES, 2)
+        m_buf, s_buf = 0, 1
 
-        def slot(buf: ir.Value, j: ir.Value) -> ir.Value:
-            return b.gep(buf, [i64(0), j], inbounds=True, source_etype=block)
+        def slot(buf: int, j: ir.Value) -> ir.Value:
+            return blocks.slot(buf, j)
 
         def one_block(first: ir.Value, count: int) -> None:
             def at(j: ir.Value, c: ir.Value) -> ir.Value:
@@ -531,10 +526,7 @@ class GraphEmitter:
 
             over(cls)
 
-        full, rest = divmod(rows, width)
-        for_range(b, full, lambda blk: one_block(b.mul(blk, i64(width)), width), "blk")
-        if rest:
-            one_block(i64(full * width), rest)
+        blocks.run(one_block)
 
     def _mse(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value, grad: bool) -> None:
         """Per example: d = p - t; loss = (Σ d*d) / n; grad = (d + d) / n."""

@@ -11,11 +11,11 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
+from alpha_core.codegen.line_blocks import LineBlocks
 from alpha_core.codegen.loops import (
     F32,
     I32,
     I64,
-    PTR,
     broadcast_strides,
     entry_alloca,
     for_range,
@@ -137,13 +137,11 @@ def _softmax(
         return
     x = em.ptrs[node.inputs[0]]
     exp, log = em.math["exp"], em.math["log"]
-    width = min(SOFTMAX_LINES, lines)
-    block = ir.ArrayType(F32, width)
-    m_buf, s_buf = entry_alloca(b, block), entry_alloca(b, block)
-    m_buf.type = s_buf.type = PTR  # opaque: loads and stores name their element type
+    blocks = LineBlocks(b, lines, SOFTMAX_LINES, 2)
+    m_buf, s_buf = 0, 1
 
-    def slot(buf: ir.Value, j: ir.Value) -> ir.Value:
-        return b.gep(buf, [i64(0), j], inbounds=True, source_etype=block)
+    def slot(buf: int, j: ir.Value) -> ir.Value:
+        return blocks.slot(buf, j)
 
     def one_block(first: ir.Value, count: int) -> None:
         def start(j: ir.Value) -> ir.Value:
@@ -195,10 +193,7 @@ def _softmax(
 
             over(shift)
 
-    full, rest = divmod(lines, width)
-    for_range(b, full, lambda blk: one_block(b.mul(blk, i64(width)), width), "blk")
-    if rest:
-        one_block(i64(full * width), rest)
+    blocks.run(one_block)
 
 
 def _bmatmul(
