@@ -1,0 +1,563 @@
+"""A d-128 decoder-only transformer per training step: Alpha against PyTorch eager, float32.
+
+Issue 25's model: token and position embeddings (d_model 128), 4 pre-norm blocks (layer norm,
+causal self-attention with 4 heads of 32, residual; layer norm, a 4x MLP with the tanh gelu,
+residual), a final layer norm and an untied output projection; T 64 (the text of
+`sequences(task: sort, length: 32, ...)`: 32 digits, a separator and 31 answer digits; the
+loss is the cross-entropy of the 32 answer positions), batch 16 in one leaf, Adam.
+
+Alpha has no block arrays yet, so the system is generated text (`alpha_source`): each block's
+16 parameters written out. PyTorch runs an idiomatic eager module (nn.Embedding, nn.LayerNorm,
+nn.Linear, nn.GELU(approximate="tanh"), softmax attention with a causal mask) holding a copy
+of Alpha's initial parameters (alpha_core.semantics.rng, as bench/ops_torch.py takes them) and
+trained on the same batches (the runtime's batch selection) with torch.optim.Adam.
+
+Timed per training step, the systems sampled in interleaved rounds so that a change in the
+machine's load falls on all alike; each keeps its best sample:
+
+- PyTorch at 1 and 2 threads (torch.set_num_threads): N steps after warm-up, wall clock / N.
+- Alpha built with default flags (run with `--threads 1` and `--threads 2`) and with
+  `--cpu x86-64-v4` (`--threads 1`; where the CPU has AVX-512): differential,
+  (t(S + N steps) - t(S steps)) / N over whole runs, which removes start-up and data.
+
+Printed: the machine (bench/machine.py), the 1-minute load before and after, the generated
+source's line count, the first-step losses of both, ms per step, the ratios Alpha / PyTorch,
+and the parameter SHA-256 of every Alpha run of S + N steps (each thread count, each build,
+and the default build forced to x86-64-v2, v3 and v4 with ALPHA_CPU_LEVEL): all one value.
+
+`--perf` instead builds the default system unstripped (the link's `-s` dropped in this
+process only), records one run (`--threads T`, default 1) with `perf record` and prints
+`perf report`'s top symbols, each node function with the shapes of the graph node it was made
+for, the shares by kind (GEMM, attention, layer norm, gelu, ...) and, at T > 1, by thread:
+where Alpha's step time goes.
+
+Usage: .venv-bench/bin/python bench/transformer_torch.py [--quick] [--steps N] [--rounds R]
+    [--json OUT] | --perf [--steps N] [--threads T]
+This is a benchmark, never a test: nothing here asserts a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from learners_torch import initial_params, round_rows  # noqa: E402
+from machine import machine  # noqa: E402
+
+from alpha_core.build.executables import build_program  # noqa: E402
+from alpha_core.build.outputs import Deployment  # noqa: E402
+from alpha_core.data import synthetic  # noqa: E402
+from alpha_core.workspace.analysis import Workspace  # noqa: E402
+
+D, HEADS, DH, BLOCKS, T, BATCH, VOCAB = 128, 4, 32, 4, 64, 16, 11
+HIDDEN = 4 * D
+ANSWER = T // 2  # the answer positions the loss reads: the last T / 2
+ROWS = BATCH * 64
+LR, BETA1, BETA2, EPS = 0.001, 0.9, 0.999, 1e-8
+SCALE = 1.0 / math.sqrt(DH)
+W_STD, W2_STD, EMBED_STD = 1.0 / math.sqrt(D), 1.0 / math.sqrt(HIDDEN), 0.1
+# each block's parameters in declaration order: (name, shape, init)
+BLOCK_PARAMS = (
+    ("ln1g", (D,), "ones"),
+    ("ln1b", (D,), "zeros"),
+    ("wq", (D, D), "w"),
+    ("bq", (D,), "zeros"),
+    ("wk", (D, D), "w"),
+    ("bk", (D,), "zeros"),
+    ("wv", (D, D), "w"),
+    ("bv", (D,), "zeros"),
+    ("wo", (D, D), "w"),
+    ("bo", (D,), "zeros"),
+    ("ln2g", (D,), "ones"),
+    ("ln2b", (D,), "zeros"),
+    ("w1", (D, HIDDEN), "w"),
+    ("b1", (HIDDEN,), "zeros"),
+    ("w2", (HIDDEN, D), "w2"),
+    ("b2", (D,), "zeros"),
+)
+
+
+def alpha_source(steps: int) -> str:
+    """The system as Alpha text, each block's parameters written out."""
+    seed = 0
+
+    def param(name: str, shape: tuple[int, ...], init: str) -> str:
+        nonlocal seed
+        dims = ", ".join(map(str, shape))
+        if init in ("ones", "zeros"):
+            return f"  param {name}: f32[{dims}] = {init}\n"
+        seed += 1
+        std = {"w": W_STD, "w2": W2_STD, "embed": EMBED_STD}[init]
+        return f"  param {name}: f32[{dims}] = normal(0.0, {std:.9g}, seed: {seed})\n"
+
+    lines = [
+        "system gpt {\n",
+        f"  data train: sequences(task: sort, length: {T // 2}, rows: {ROWS}, seed: 1, "
+        "holdout: 16)\n",
+        f"  batch {BATCH} leaves 1 shuffle(seed: 7)\n",
+        param("tok", (VOCAB, D), "embed"),
+        param("pos", (T, D), "embed"),
+    ]
+    for i in range(BLOCKS):
+        lines += [param(f"{name}_{i}", shape, init) for name, shape, init in BLOCK_PARAMS]
+    lines += [
+        param("lnfg", (D,), "ones"),
+        param("lnfb", (D,), "zeros"),
+        param("wout", (D, VOCAB), "w"),
+        param("bout", (VOCAB,), "zeros"),
+    ]
+    h = f"f32[B, {T}, {D}]"
+    v, w, u = f"f32[{D}]", f"f32[{D}, {D}]", f"f32[{HIDDEN}]"
+    lines.append(
+        f"  fn norm(h: {h}, gain: {v}, shift: {v}) -> {h} {{\n"
+        "    let c = h - mean(h, axis: 2, keepdims: true)\n"
+        "    let var = mean(square(c), axis: 2, keepdims: true)\n"
+        "    return c / sqrt(var + 0.00001) * gain + shift\n"
+        "  }\n"
+        f"  fn split(p: {h}) -> f32[B, {HEADS}, {T}, {DH}] {{\n"
+        f"    return transpose(reshape(p, B, {T}, {HEADS}, {DH}), 1, 2)\n"
+        "  }\n"
+        f"  fn attend(a: {h}, wq: {w}, bq: {v}, wk: {w}, bk: {v}, wv: {w}, bv: {v}) -> {h} {{\n"
+        "    let q = split(a @ wq + bq)\n"
+        "    let k = split(a @ wk + bk)\n"
+        "    let v = split(a @ wv + bv)\n"
+        f"    let p = softmax(causal_mask(q @ k.T * {SCALE!r}), axis: 3)\n"
+        f"    return reshape(transpose(p @ v, 1, 2), B, {T}, {D})\n"
+        "  }\n"
+        f"  fn block(h: {h}, ln1g: {v}, ln1b: {v}, wq: {w}, bq: {v}, wk: {w}, bk: {v}, "
+        f"wv: {w}, bv: {v}, wo: {w}, bo: {v}, ln2g: {v}, ln2b: {v}, w1: f32[{D}, {HIDDEN}], "
+        f"b1: {u}, w2: f32[{HIDDEN}, {D}], b2: {v}) -> {h} {{\n"
+        "    let r = h + attend(norm(h, ln1g, ln1b), wq, bq, wk, bk, wv, bv) @ wo + bo\n"
+        "    return r + gelu(norm(r, ln2g, ln2b) @ w1 + b1) @ w2 + b2\n"
+        "  }\n"
+        f"  fn model(x: f32[B, {T}]) -> f32[B, {ANSWER}, {VOCAB}] {{\n"
+        "    let h0 = embed(tok, x) + pos\n"
+    )
+    for i in range(BLOCKS):
+        args = ", ".join(f"{name}_{i}" for name, _, _ in BLOCK_PARAMS)
+        lines.append(f"    let h{i + 1} = block(h{i}, {args})\n")
+    lines += [
+        f"    let last = slice(norm(h{BLOCKS}, lnfg, lnfb), axis: 1, start: {T - ANSWER}, "
+        f"stop: {T})\n",
+        "    return last @ wout + bout\n",
+        "  }\n",
+        "  loss softmax_cross_entropy(model(x), y)\n",
+        f"  learner adam(lr: {LR}, beta1: {BETA1}, beta2: {BETA2}, eps: {EPS})\n",
+        f"  steps {steps}\n",
+        "}\n",
+    ]
+    return "".join(lines)
+
+
+def program_of(steps: int, folder: Path) -> tuple[Any, int]:
+    """The checked program of the system at `steps`, and its source's line count."""
+    path = folder / f"gpt{steps}.alpha"
+    text = alpha_source(steps)
+    path.write_text(text)
+    program, diags = Workspace().analyze_file(str(path)).program()
+    assert program is not None, [(d.name, d.message) for d in diags]
+    return program, text.count("\n")
+
+
+def has_avx512() -> bool:
+    return " avx512f" in Path("/proc/cpuinfo").read_text()
+
+
+def events_of(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+class AlphaBuild:
+    """One build (a --cpu choice) at two step counts, run at the given thread counts."""
+
+    def __init__(self, label: str, cpu: str | None, work: Path, short: int, long: int) -> None:
+        self.label, self.cpu, self.short, self.long = label, cpu, short, long
+        self.work = work
+        self.exes: dict[int, str] = {}
+        self.build_s: dict[int, float] = {}
+        for steps in (short, long):
+            folder = work / f"{label}-{steps}"
+            folder.mkdir(parents=True)
+            program, _ = program_of(steps, folder)
+            t0 = time.perf_counter()
+            result = build_program(program, folder / "build", deployment=Deployment(cpu=cpu))
+            self.build_s[steps] = time.perf_counter() - t0
+            self.exes[steps] = result.executables[0].path
+        self.best: dict[tuple[int, int], float] = {}
+        self.sha: dict[str, str] = {}
+        self.losses: list[float] = []
+        self.level = ""
+        for steps in (short, long):
+            self.run(steps, 1)  # warm the page cache; the long run's losses and SHA-256
+
+    def run(self, steps: int, threads: int, level: str | None = None) -> float:
+        out = self.work / f"{self.label}.params"
+        cmd = [self.exes[steps], "--threads", str(threads), "--params-out", str(out)]
+        env = dict(os.environ)
+        env.pop("ALPHA_CPU_LEVEL", None)
+        if level is not None:
+            env["ALPHA_CPU_LEVEL"] = level
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        dt = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} (ALPHA_CPU_LEVEL={level}): {proc.stderr[-2000:]}")
+        events = events_of(proc.stdout)
+        if steps == self.long:
+            key = f"--threads {threads}" + (f" ALPHA_CPU_LEVEL={level}" if level else "")
+            self.sha[key] = str(events[-1]["params_sha256"])
+            self.losses = [float(e["loss"]) for e in events if e.get("event") == "step"]
+            self.level = next((str(e.get("cpu")) for e in events if e.get("event") == "start"), "")
+        return dt
+
+    def sample(self, threads: int) -> None:
+        for steps in (self.short, self.long):
+            key = (steps, threads)
+            self.best[key] = min(self.best.get(key, float("inf")), self.run(steps, threads))
+
+    def ms_per_step(self, threads: int) -> float:
+        t_short, t_long = self.best[(self.short, threads)], self.best[(self.long, threads)]
+        return 1e3 * (t_long - t_short) / (self.long - self.short)
+
+
+def torch_module() -> Any:
+    """The transformer as an idiomatic PyTorch eager module (its class defined here so that
+    importing this file does not need torch)."""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1 = nn.LayerNorm(D, eps=1e-5)
+            self.q, self.k, self.v = nn.Linear(D, D), nn.Linear(D, D), nn.Linear(D, D)
+            self.o = nn.Linear(D, D)
+            self.ln2 = nn.LayerNorm(D, eps=1e-5)
+            self.fc = nn.Linear(D, HIDDEN)
+            self.gelu = nn.GELU(approximate="tanh")
+            self.proj = nn.Linear(HIDDEN, D)
+
+        def heads(self, p: torch.Tensor) -> torch.Tensor:
+            b, t, _ = p.shape
+            return p.view(b, t, HEADS, DH).transpose(1, 2)
+
+        def forward(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            b, t, _ = h.shape
+            a = self.ln1(h)
+            q, k, v = self.heads(self.q(a)), self.heads(self.k(a)), self.heads(self.v(a))
+            scores = (q @ k.transpose(-2, -1) * SCALE).masked_fill(mask, float("-inf"))
+            mixed = torch.softmax(scores, dim=-1) @ v
+            h = h + self.o(mixed.transpose(1, 2).reshape(b, t, D))
+            return h + self.proj(self.gelu(self.fc(self.ln2(h))))
+
+    class GPT(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tok = nn.Embedding(VOCAB, D)
+            self.pos = nn.Parameter(torch.zeros(T, D))
+            self.blocks = nn.ModuleList(Block() for _ in range(BLOCKS))
+            self.ln_f = nn.LayerNorm(D, eps=1e-5)
+            self.head = nn.Linear(D, VOCAB)
+            self.register_buffer("mask", torch.ones(T, T, dtype=torch.bool).triu(1))
+
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            h = self.tok(x) + self.pos
+            for block in self.blocks:
+                h = block(h, self.mask)
+            logits = self.head(self.ln_f(h)[:, T - ANSWER :])
+            total = F.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1), reduction="sum")
+            return total / x.shape[0]
+
+    return GPT()
+
+
+def load_alpha_params(model: Any, program: Any) -> None:
+    """Copies Alpha's initial values into the module (nn.Linear holds W transposed)."""
+    import torch
+
+    tensors = initial_params(program)
+    values = {spec.name: t.detach() for spec, t in zip(program.params, tensors, strict=True)}
+    linears = {"wq": "q", "wk": "k", "wv": "v", "wo": "o", "w1": "fc", "w2": "proj"}
+    biases = {"bq": "q", "bk": "k", "bv": "v", "bo": "o", "b1": "fc", "b2": "proj"}
+    with torch.no_grad():
+        model.tok.weight.copy_(values.pop("tok"))
+        model.pos.copy_(values.pop("pos"))
+        model.ln_f.weight.copy_(values.pop("lnfg"))
+        model.ln_f.bias.copy_(values.pop("lnfb"))
+        model.head.weight.copy_(values.pop("wout").T)
+        model.head.bias.copy_(values.pop("bout"))
+        for i, block in enumerate(model.blocks):
+            for name, _, _ in BLOCK_PARAMS:
+                value = values.pop(f"{name}_{i}")
+                if name in linears:
+                    getattr(block, linears[name]).weight.copy_(value.T)
+                elif name in biases:
+                    getattr(block, biases[name]).bias.copy_(value)
+                else:
+                    norm = block.ln1 if name.startswith("ln1") else block.ln2
+                    (norm.weight if name.endswith("g") else norm.bias).copy_(value)
+    assert not values, sorted(values)
+    assert sum(p.numel() for p in model.parameters()) == sum(s.count for s in program.params)
+
+
+class TorchRun:
+    """The module trained on the system's batches; each sample starts from the initial
+    values again (a fresh copy and a fresh Adam) and times `steps` steps after 2 warm-up."""
+
+    def __init__(self, program: Any) -> None:
+        import torch
+
+        self.torch = torch
+        self.program = program
+        x, y = synthetic.generate(program.data)
+        self.X = torch.from_numpy(x.astype(np.int64))
+        self.Y = torch.from_numpy(y.astype(np.int64))
+        self.best: dict[int, float] = {}
+        torch.set_num_threads(1)
+        self.losses = self.train(program.steps)
+
+    def train(self, steps: int, warmup: int = 0) -> list[float]:
+        torch = self.torch
+        model = torch_module()
+        load_alpha_params(model, self.program)
+        opt = torch.optim.Adam(model.parameters(), lr=LR, betas=(BETA1, BETA2), eps=EPS)
+        batches = []
+        for t in range(warmup + steps):
+            rows = torch.from_numpy(round_rows(self.program, t % self.program.steps))
+            batches.append((self.X[rows], self.Y[rows]))
+        losses = []
+        t0 = 0.0
+        for t, (x, y) in enumerate(batches):
+            if t == warmup:
+                t0 = time.perf_counter()
+            opt.zero_grad(set_to_none=True)
+            loss = model(x, y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.detach())
+        self.seconds = time.perf_counter() - t0
+        return [float(v) for v in losses]
+
+    def sample(self, threads: int, steps: int) -> None:
+        self.torch.set_num_threads(threads)
+        self.train(steps, warmup=2)
+        ms = 1e3 * self.seconds / steps
+        self.best[threads] = min(self.best.get(threads, float("inf")), ms)
+
+
+def rel(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(b), 1e-30)
+
+
+def node_functions(program: Any) -> dict[str, str]:
+    """What each of the kernels' node functions (`alpha.node.K.op`) computes: its op and
+    output and input shapes, for the first graph node it was made for (nodes of the same
+    kind, shape and constants share one, e.g. the 4 blocks'). The kernels are emitted once
+    more in this process with GraphEmitter._call_node wrapped (no compiler change)."""
+    from alpha_core.autodiff.reverse import training_step
+    from alpha_core.codegen import graph_emit
+    from alpha_core.codegen.kernels import build_kernels
+    from alpha_core.codegen.target import TARGETS
+
+    seen: dict[str, str] = {}
+    original = graph_emit.GraphEmitter._call_node
+
+    def recording(self: Any, b: Any, i: int, node: Any) -> None:
+        before = len(self.shared)
+        original(self, b, i, node)
+        if len(self.shared) > before:
+            ins = " ".join(str(list(self.shape(j))) for j in node.inputs)
+            seen[f"alpha.node.{before}.{node.op}"] = f"{list(self.shape(i))} <- {ins}"
+
+    host = TARGETS["x86_64"]
+    graph_emit.GraphEmitter._call_node = recording  # type: ignore[method-assign]
+    try:
+        build_kernels(program, training_step(program), host.triple, host.cpu, host.features)
+    finally:
+        graph_emit.GraphEmitter._call_node = original  # type: ignore[method-assign]
+    return seen
+
+
+def category(symbol: str, shapes: str) -> str:
+    """A coarse bucket of a profiled symbol, from its name and its node's shapes."""
+    if symbol.startswith("alpha.gemm"):
+        return "GEMM (the linear layers' products: forward, dx, dw)"
+    if symbol.startswith("alpha.apply"):
+        return "Adam (alpha.apply)"
+    if not symbol.startswith("alpha.node."):
+        return "outside the node functions (thread pool, kernel, start-up, init, libc)"
+    op = symbol.rsplit(".", 1)[1]
+    if op in ("gelu", "gelu_grad"):
+        return "gelu and its adjoint"
+    if op == "bmatmul":
+        return "attention: batched products (q k^T, p v and their adjoints)"
+    rank4 = f"{HEADS}, {T}" in shapes or f"{T}, {HEADS}" in shapes
+    if op in ("swap_axes", "transpose") and rank4:
+        return "attention: head split/merge and transposes (swap_axes, transpose)"
+    if rank4 or op in ("softmax", "causal_mask"):
+        return "attention: softmax, mask, scale and their adjoints"
+    if op == "reduce_to":
+        return "bias gradients (reduce_to over B, T)"
+    return "layer norm, residual and bias adds, other element-wise"
+
+
+def perf_profile(steps: int, threads: int) -> int:
+    """Where the step goes: a default build linked without `-s`, perf record of one run."""
+    import alpha_core.link.link as link
+
+    link.LINK_FLAGS = tuple(f for f in link.LINK_FLAGS if f != "-s")  # type: ignore[assignment]
+    with tempfile.TemporaryDirectory(prefix="transformer_perf.") as tmp:
+        work = Path(tmp)
+        program, _ = program_of(steps, work)
+        exe = build_program(program, work / "build").executables[0].path
+        data = work / "perf.data"
+        cmd = [exe, "--threads", str(threads), "--quiet", "--params-out", str(work / "p")]
+        rec = ["perf", "record", "-F", "2000", "-o", str(data), "--", *cmd]
+        subprocess.run(rec, check=True, capture_output=True)
+        report = subprocess.run(
+            ["perf", "report", "-i", str(data), "--stdio", "--sort", "pid,symbol"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    nodes = node_functions(program)
+    buckets: dict[str, float] = {}
+    per_thread: dict[str, list[float]] = {}  # pid: [all samples, GEMM samples] in %
+    print(
+        f"perf record, {steps} steps, default build unstripped, --threads {threads} "
+        "(symbols >= 0.3% of all samples):"
+    )
+    for line in report.splitlines():
+        parts = line.split()
+        if line.startswith("#") or len(parts) < 4 or not parts[0].endswith("%"):
+            continue
+        share, pid, symbol = float(parts[0][:-1]), parts[1], parts[3]
+        shapes = nodes.get(symbol, "")
+        bucket = category(symbol, shapes)
+        buckets[bucket] = buckets.get(bucket, 0.0) + share
+        mine = per_thread.setdefault(pid, [0.0, 0.0])
+        mine[0] += share
+        mine[1] += share if symbol.startswith("alpha.gemm") else 0.0
+        if share >= 0.3:
+            where = f" {pid}" if threads > 1 else ""
+            print(f"  {share:6.2f}%  {symbol:<34}{where} {shapes}")
+    print("by kind:")
+    for bucket, share in sorted(buckets.items(), key=lambda kv: -kv[1]):
+        print(f"  {share:6.2f}%  {bucket}")
+    if threads > 1:
+        print("by thread:")
+        for pid, (total, gemm) in sorted(per_thread.items(), key=lambda kv: -kv[1][0]):
+            print(f"  {pid}: {total:6.2f}% of the samples, {gemm:6.2f}% in the GEMM")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=20, help="steps timed per sample")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved samples of each")
+    ap.add_argument("--quick", action="store_true", help="4 steps, 2 rounds")
+    ap.add_argument("--perf", action="store_true", help="profile Alpha's step instead")
+    ap.add_argument("--threads", type=int, default=1, help="with --perf: the run's threads")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.steps, args.rounds = 4, 2
+    if args.perf:
+        return perf_profile(args.steps, args.threads)
+    info = machine()
+    load_before = os.getloadavg()[0]
+    short, long = 2, 2 + args.steps
+    with tempfile.TemporaryDirectory(prefix="transformer_torch.") as tmp:
+        work = Path(tmp)
+        program, lines = program_of(long, work)
+        print(
+            f"generated Alpha source: {lines} lines, {len(program.params)} parameter tensors, "
+            f"{sum(s.count for s in program.params):,} parameters"
+        )
+        builds = [AlphaBuild("default", None, work, short, long)]
+        if has_avx512():
+            builds.append(AlphaBuild("x86-64-v4", "x86-64-v4", work, short, long))
+        for build in builds:
+            print(
+                f"build {build.label}: {max(build.build_s.values()):.1f} s "
+                f"(kernels at {build.level})",
+                flush=True,
+            )
+        torch_run = TorchRun(program)
+        plan = [(builds[0], 1), (builds[0], 2)] + [(b, 1) for b in builds[1:]]
+        for _ in range(args.rounds):
+            for t in (1, 2):
+                torch_run.sample(t, args.steps)
+            for build, t in plan:
+                build.sample(t)
+        for level in ("x86-64-v2", "x86-64-v3", "x86-64-v4"):
+            if level != "x86-64-v4" or has_avx512():
+                builds[0].run(long, 1, level)
+        load_after = os.getloadavg()[0]
+        print(f"PyTorch {torch_run.torch.__version__}")
+        print(f"CPU: {info['cpu']} ({info.get('CPU(s)', info['cores'])} CPUs, {info.get('simd')})")
+        print(
+            f"1-minute load {load_before:.2f} before, {load_after:.2f} after; "
+            f"best of {args.rounds} interleaved samples, {args.steps} steps each"
+        )
+        a_losses, t_losses = builds[0].losses, torch_run.losses
+        print(
+            f"first-step loss: Alpha {a_losses[0]!r} PyTorch {t_losses[0]!r} "
+            f"(relative difference {rel(a_losses[0], t_losses[0]):.1e})"
+        )
+        print(
+            f"step {long} loss: Alpha {a_losses[-1]!r} PyTorch {t_losses[-1]!r} "
+            f"(largest relative difference over {long} steps "
+            f"{max(map(rel, a_losses, t_losses)):.1e})"
+        )
+        rows = [(f"PyTorch eager, {t} thread{'s' * (t > 1)}", torch_run.best[t]) for t in (1, 2)]
+        rows += [(f"Alpha {b.label}, --threads {t}", b.ms_per_step(t)) for b, t in plan]
+        print(f"{'system':<34} {'ms/step':>9} {'/ torch 1t':>11} {'/ torch 2t':>11}")
+        for name, ms in rows:
+            print(
+                f"{name:<34} {ms:9.2f} {ms / torch_run.best[1]:11.2f} "
+                f"{ms / torch_run.best[2]:11.2f}"
+            )
+        shas = {f"{b.label} {k}": sha for b in builds for k, sha in b.sha.items()}
+        for name, sha in shas.items():
+            print(f"params SHA-256 {name}: {sha}")
+        same = len(set(shas.values())) == 1
+        print("SHA-256 equal at every cpu level and thread count:", same)
+        if args.json:
+            args.json.write_text(
+                json.dumps(
+                    {
+                        "machine": info,
+                        "load": [load_before, load_after],
+                        "source_lines": lines,
+                        "steps": [short, long],
+                        "rounds": args.rounds,
+                        "ms_per_step": dict(rows),
+                        "first_loss": {"alpha": a_losses[0], "torch": t_losses[0]},
+                        "sha256": shas,
+                        "build_s": {b.label: b.build_s for b in builds},
+                    },
+                    indent=2,
+                )
+                + "\n"
+            )
+        return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
