@@ -220,7 +220,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="MODEL=N",
         help="the peers' timed steps for MODEL (overrides --scale)",
     )
-    ap.add_argument("--cpu", default="x86-64-v3", help="alpha build --cpu (default x86-64-v3)")
+    ap.add_argument(
+        "--cpu",
+        default="x86-64-v3",
+        help="alpha build --cpu (default x86-64-v3); `default`: no --cpu, as a user builds",
+    )
     ap.add_argument("--threads", default="1,2", help="thread counts for Alpha and PyTorch")
     ap.add_argument("--alpha-cli", help="the alpha command (default: the venv's `alpha`)")
     ap.add_argument(

@@ -155,7 +155,8 @@ class AlphaSystem(System):
         if self.cli is None:
             self.fail("not measured: the `alpha` CLI is not installed")
             return
-        build_flags = ["--cpu", self.cpu]
+        # `default`: no --cpu, as a user builds (every x86-64 level, the widest chosen at start)
+        build_flags = [] if self.cpu == "default" else ["--cpu", self.cpu]
         run_flags = ["--quiet"]
         if self.support == "build":
             build_flags += ["--threads", str(self.threads)]
