@@ -8,6 +8,7 @@ outputs. Sums are never reassociated: each accumulates from +0.0 in index order.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 from llvmlite import ir
@@ -51,19 +52,39 @@ REDUCE_LINES = 32
 XENT_LINES = 32  # examples of a softmax cross-entropy computed side by side
 
 
-def _reduced_suffix(shape: tuple[int, ...], strides: list[int]) -> tuple[int, int] | None:
-    """(rows, k) when a reduction adds the innermost k elements of each of `rows` lines into
-    output r (its row-major index): the reduced axes are the trailing ones, the others are the
-    output's own row-major axes. None for any other reduction (it keeps the plain loops)."""
+@dataclass(frozen=True)
+class Lines:
+    """A reduction seen as lines: for each index of the `outer` axes (their output strides),
+    `rows` lines of `k` trailing elements each; line r of an outer index adds into output
+    base + r * step, and no two lines of one outer index share an output."""
+
+    outer: tuple[int, ...]
+    outer_strides: tuple[int, ...]
+    rows: int
+    step: int
+    k: int
+
+
+def _reduced_suffix(shape: tuple[int, ...], strides: list[int]) -> Lines | None:
+    """The reduction as Lines when its trailing axes are reduced (stride 0) and the axes just
+    before them map to outputs as one row-major block (a layer norm's mean over the last axis;
+    a convolution's bias gradient, B and H, W reduced around C). None otherwise: those keep
+    the plain loops (whose inner loop already runs over independent outputs, or is too short)."""
     cut = len(shape)
     while cut > 0 and strides[cut - 1] == 0:
         cut -= 1
     if cut == len(shape) or cut == 0:
         return None
-    if strides[:cut] != row_major_strides(shape[:cut]):
+    first = cut
+    while first > 0 and strides[first - 1] != 0:
+        first -= 1
+    step = strides[cut - 1]
+    if [s * step for s in row_major_strides(shape[first:cut])] != strides[first:cut]:
         return None
-    rows, k = size(shape[:cut]), size(shape[cut:])
-    return (rows, k) if rows > 1 and k > 1 else None
+    rows, k = size(shape[first:cut]), size(shape[cut:])
+    if rows < 2 or k < 2:
+        return None
+    return Lines(tuple(shape[:first]), tuple(strides[:first]), rows, step, k)
 
 
 class GraphEmitter:
@@ -409,7 +430,7 @@ class GraphEmitter:
         st_src = row_major_strides(src_shape)
         lines = _reduced_suffix(src_shape, strides)
         if lines is not None:
-            self._reduce_lines(b, A, src, out, *lines)
+            self._reduce_lines(b, A, src, out, lines)
         else:
 
             def body(idx: list[ir.Value]) -> None:
@@ -426,23 +447,38 @@ class GraphEmitter:
             )
 
     def _reduce_lines(
-        self, b: ir.IRBuilder, A: LlvmArith, src: ir.Value, out: ir.Value, rows: int, k: int
+        self, b: ir.IRBuilder, A: LlvmArith, src: ir.Value, out: ir.Value, lines: Lines
     ) -> None:
-        """out[r] += src[r * k + j] for j ascending, every r: a sum over the innermost axis
-        (a layer norm's mean). In row-major order each output's additions would be one chain
-        over j and the outputs one after another; here a block of REDUCE_LINES outputs goes
-        together, the loop over the block inside the loop over j, so vector lanes are
-        independent outputs. Each output still adds its terms one at a time, j ascending."""
+        """out[base + r * step] += src[(outer, r, j)] for j ascending, every line r, outer index
+        after outer index (a layer norm's mean, a convolution's bias gradient). In row-major
+        order each output's additions are one chain over j and the lines follow each other;
+        here a block of REDUCE_LINES lines goes together, the loop over the block inside the
+        loop over j, so vector lanes are independent outputs. Each output still adds its terms
+        in the row-major order of the input: outer index ascending, then j ascending."""
+        per_outer = lines.rows * lines.k
 
-        def block(first: ir.Value, count: int) -> None:
-            def add(j: ir.Value, r: ir.Value) -> None:
-                o = b.add(first, r)
-                v = load(b, src, b.add(b.mul(o, i64(k)), j))
-                store(b, A.add(load(b, out, o), v), out, o)
+        def one_outer(idx: list[ir.Value]) -> None:
+            base = linear(b, idx, list(lines.outer_strides)) if idx else i64(0)
+            at = linear(b, idx, row_major_strides(lines.outer)) if idx else i64(0)
+            first_in = b.mul(at, i64(per_outer))
 
-            for_range(b, k, lambda j: for_range(b, count, lambda r: add(j, r), "ln"), "el")
+            def block(first: ir.Value, count: int) -> None:
+                def add(j: ir.Value, r: ir.Value) -> None:
+                    line = b.add(first, r)
+                    o = b.add(base, b.mul(line, i64(lines.step)))
+                    v = load(b, src, b.add(first_in, b.add(b.mul(line, i64(lines.k)), j)))
+                    store(b, A.add(load(b, out, o), v), out, o)
 
-        LineBlocks(b, rows, REDUCE_LINES, 0).run(block)
+                for_range(
+                    b, lines.k, lambda j: for_range(b, count, lambda r: add(j, r), "ln"), "el"
+                )
+
+            LineBlocks(b, lines.rows, REDUCE_LINES, 0).run(block)
+
+        if lines.outer:
+            nest(b, lines.outer, one_outer)
+        else:
+            one_outer([])
 
     def _broadcast(
         self, b: ir.IRBuilder, node: Node, out: ir.Value, shape: tuple[int, ...]
