@@ -36,6 +36,15 @@ def add_build_arguments(b: argparse.ArgumentParser, name: str) -> None:
             help="where every role reads the launch secret (32 bytes, mode 0600); the path "
             "is compiled in, never the secret (deployment input; alpha run gives one)",
         )
+    if name == "run":
+        b.add_argument(
+            "--eval-every",
+            type=int,
+            default=0,
+            metavar="N",
+            help="the held-out metric every N rounds too, kept in the run's holdout.csv (a run "
+            "without a plan; the training's bits are the same)",
+        )
     b.add_argument("--target", default="x86_64", choices=["x86_64", "aarch64"])
     b.add_argument(
         "--gpu-shadow",

@@ -248,6 +248,12 @@ def _report(outcomes: list[RoleOutcome], as_json: bool, a: Analysis, result: Bui
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.eval_every and (args.eval_every < 1 or args.plan is not None):  # before building
+        raise Refused(
+            "usage",
+            f"--eval-every {args.eval_every}: give a count of rounds from 1, for a run without "
+            "a plan (a plan's roles hold their parameters whole only at the end)",
+        )
     # the executables and the parameters stay: in -o, or in a new folder under ./alpha-runs
     a, result, diags = _build(args, Path(args.output) if args.output else None, runs=True)
     if result is None:
@@ -262,6 +268,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     extra = ["--data", args.data] if args.data and args.plan is None else []
     if steps > STEP_EVENTS:  # a long run reports at most STEP_EVENTS rounds (record.py)
         extra += ["--step-every", str(step_every(steps))]
+    if args.eval_every:  # the held-out metric every N rounds too
+        extra += ["--eval-every", str(args.eval_every)]
     commands = role_commands(result, extra)
     targets = {e.role: e.target for e in result.executables}
     built_in = Path(result.manifest).parent

@@ -100,6 +100,18 @@ static void metric_field(FILE *f, const char *key, double v, int present)
         fputs("null", f);
 }
 
+void event_evaluated(const struct alpha_program *p, uint32_t round, double metric)
+{
+    if (ferror(stdout))
+        return;
+    printf("{\"event\":\"evaluated\",\"round\":%u,\"holdout_rows\":%u", (unsigned)round,
+           (unsigned)p->holdout);
+    const char *key = p->label_kind == ALPHA_LABEL_CLASS ? "holdout_accuracy" : "holdout_mse";
+    metric_field(stdout, key, metric, 1);
+    fputs("}\n", stdout);
+    event_end();
+}
+
 void event_start(const struct alpha_program *p)
 {
     if (ferror(stdout))

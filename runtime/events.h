@@ -38,6 +38,8 @@ void event_start(const struct alpha_program *p);
 /* step (1-based), the round loss, the role, every addition the role performed this round, in
  * order, as "lo:hi=lo:mid+mid:hi", and the frames it sent and received this round with their
  * bytes (headers included). */
+/* The held-out metric of the parameters after `round` rounds (--eval-every). */
+void event_evaluated(const struct alpha_program *p, uint32_t round, double metric);
 void event_step(uint32_t step, float loss, const char *role, const struct addition *adds,
                 uint32_t n_adds, uint64_t frames, uint64_t bytes);
 void event_done(const struct alpha_program *p, const struct run_report *r);

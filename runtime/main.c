@@ -41,6 +41,7 @@ struct options {
     uint32_t keep;             /* --checkpoint-keep: published captures kept; 0: all */
     uint32_t threads;          /* --threads: 0 for the build's choice */
     uint32_t step_every;       /* --step-every N: a step event every N rounds; 0: none */
+    uint32_t eval_every;       /* --eval-every N: the held-out metric every N rounds; 0: none */
     int evaluate_only;
     const char *predict;       /* --predict INPUT: new inputs to run the forward pass on */
     const char *predict_out;   /* --predict-out OUT: where their outputs go */
@@ -67,6 +68,8 @@ static const char USAGE[] =
     "  --evaluate-only        with --resume: evaluate the capture's parameters, train nothing\n"
     "  --quiet                no step events\n"
     "  --step-every N         a step event every N rounds and for the last (default 1)\n"
+    "  --eval-every N         the held-out metric every N rounds (an `evaluated` event), for\n"
+    "                         a single-process run; the training's bits are the same\n"
     "  --secret-file PATH     the launch secret (32 bytes, mode 0600) for a role with links;\n"
     "                         else the descriptor in ALPHA_SECRET_FD, else the build's file\n"
     "  --threads N            threads for the matrix products (default: %s); any count\n"
@@ -112,7 +115,7 @@ static struct options parse_options(int argc, char **argv)
     if (ALPHA_ROLE.threads)
         snprintf(threads_text, sizeof threads_text, "%u", (unsigned)ALPHA_ROLE.threads);
     struct options o = {NULL, NULL, resume, dir, NULL, ALPHA_ROLE.checkpoint_keep,
-                        ALPHA_ROLE.threads, 1, 0, NULL, NULL, NULL};
+                        ALPHA_ROLE.threads, 1, 0, 0, NULL, NULL, NULL};
     static const char *const valued[] = {"--data", "--params-out", "--resume",
                                          "--checkpoint-dir", "--secret-file", "--predict",
                                          "--predict-out", "--params"};
@@ -133,6 +136,8 @@ static struct options parse_options(int argc, char **argv)
             o.step_every = 0;
         } else if (strcmp(a, "--step-every") == 0) {
             o.step_every = count_option(a, i + 1 < argc ? argv[++i] : "", "rounds");
+        } else if (strcmp(a, "--eval-every") == 0) {
+            o.eval_every = count_option(a, i + 1 < argc ? argv[++i] : "", "rounds");
         } else if (strcmp(a, "--describe") == 0) {
             net_describe(&ALPHA_ROLE);
             exit(0);
@@ -174,6 +179,12 @@ static struct options parse_options(int argc, char **argv)
         o.resume = NULL; /* the build's own resume path is not asked for */
     if (o.predict && !o.params_in && !o.resume)
         refuse(REFUSAL_USAGE, "--predict needs --params PATH or --resume PATH");
+    if (o.eval_every && ALPHA_ROLE.n_links)
+        refuse(REFUSAL_USAGE, "--eval-every evaluates a single-process run: role %s of a plan "
+               "holds its parameters whole only at the end", ALPHA_ROLE.name);
+    if (o.eval_every && !ALPHA_PROGRAM.holdout)
+        refuse(REFUSAL_USAGE, "--eval-every needs held-out rows, and system %s holds none out",
+               ALPHA_PROGRAM.system);
     if (o.evaluate_only && !o.resume)
         refuse(REFUSAL_USAGE, "--evaluate-only needs --resume PATH");
     if (!o.params_out)
@@ -359,6 +370,7 @@ int main(int argc, char **argv)
     else
         net_init(&net, p, role);
     hmac_wipe(secret, sizeof secret); /* the links hold their own keys now */
+    s.eval_every = o.eval_every;
     float loss = schedule_train(&s, &d, &net, o.step_every);
     const float *params = s.params;
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "batch.h"
+#include "evaluate.h"
 #include "refusal.h"
 #include "tree.h"
 
@@ -480,6 +481,10 @@ float schedule_train(struct schedule *s, const struct dataset *d, struct net *ne
                        net->bytes - bytes);
             frames = net->frames, bytes = net->bytes;
         }
+        /* the held-out metric of the round's parameters: the forward kernels and buffers are
+         * not the step's, so training goes on with the same bits */
+        if (s->eval_every && (t + 1) % s->eval_every == 0)
+            event_evaluated(p, t + 1, evaluate_holdout(p, d, s->params));
     }
     refusal_context(r->name, 0);
     return s->loss;

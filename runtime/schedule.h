@@ -85,6 +85,7 @@ struct schedule {
     uint32_t round, first_round;
     int checkpointing;            /* the round is a checkpoint round */
     uint32_t step_every; /* a step event every this many rounds and the last; 0: none */
+    uint32_t eval_every; /* the held-out metric every this many rounds (single process); 0: none */
     float loss;
     /* clipping by global norm (clip_norm.c): this round's norm nodes, and the values sent */
     struct norm_node *norms;

@@ -4,6 +4,8 @@
 <run folder>/
   events/<role>.jsonl   every event of each role, one JSON object a line (runtime.md "Events")
   metrics.csv           launch,round,loss,loss_bits,seconds: one row per reported round
+  holdout.csv           launch,round,holdout_accuracy|holdout_mse: one row per `evaluated`
+                        event (`alpha run --eval-every N`, a single-process run)
   summary.json          system, plan, identity (the build's: with a plan, the plan's), the
                         system's identity and configuration (its canonical text, item by
                         item), steps, times, final loss, held-out metric, parameters'
@@ -18,8 +20,9 @@ the run starts (state `running`) and replaced, whole, at its end; a resumed laun
 folder (alpha-tui's `u`) appends to the events and metrics, its rows under a new `launch`
 number, and the last row of a round is the one that counts (`alpha_core.run.history`).
 
-The language has no way to ask for a held-out metric every N rounds: the runtime measures it
-once, at the end (`done`), and the summary keeps that.
+The held-out metric is measured at the end (`done`), which the summary keeps, and, with
+`--eval-every N` (a run of one process: a plan's roles hold their parameters whole only at the
+end), every N rounds: the runtime's `evaluated` events, one row each in holdout.csv.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from alpha_core.run.identity import configuration
 FORMAT = "alpha-run/1"
 SUMMARY = "summary.json"
 METRICS = "metrics.csv"
+HOLDOUT = "holdout.csv"
 EVENTS = "events"
 METRIC_COLUMNS = ("launch", "round", "loss", "loss_bits", "seconds")
 STEP_EVENTS = 10_000  # at most this many step events from a role in a run
@@ -148,6 +152,15 @@ class RunRecord:
             if r.bytes + len(line) > EVENT_BYTES:
                 self.left_out[role] = self.left_out.get(role, 0) + 1
                 line = ""
+        elif kind == "evaluated":
+            metric = "holdout_accuracy" if "holdout_accuracy" in event else "holdout_mse"
+            path = self.folder / HOLDOUT
+            fresh = not path.exists()
+            with path.open("a", encoding="utf-8", newline="") as f:
+                writer = csv.writer(f, lineterminator="\n")
+                if fresh:
+                    writer.writerow(("launch", "round", metric))
+                writer.writerow((self.launches, event.get("round"), event.get(metric)))
         elif kind == "done":
             if self.done is None or ("params_sha256" in event and "params_sha256" not in self.done):
                 self.done = dict(event)
