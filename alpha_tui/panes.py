@@ -31,7 +31,7 @@ def device_text(
     if view.device is None:
         line = f"{view.role} runs on a host: {view.host}, no device"
         if cpu:
-            line += f"\n  kernels             {cpu} (the widest this CPU runs, chosen at start-up)"
+            line += f"\n  kernels             {cpu} (chosen at start-up, the widest it has)"
         return line
     lines = [f"{view.role} runs on a GPU: device profile {view.device} (host {view.host})"]
     if opened is None:

@@ -335,7 +335,7 @@ def test_a_round_whose_roles_disagree_is_named() -> None:
 @IN_LOOP
 async def test_the_device_pane_names_the_cpu_level_a_host_role_runs() -> None:
     """A host role's kernels: the level it chose at start-up (its start event's `cpu`)."""
-    from test_cpu_levels import widest_here
+    from test_cpu_levels import DIGITS_LEVELS, widest_of
 
     app = AlphaTui(DIGITS, plan="pair")
     async with app.run_test(size=LARGE) as pilot:
@@ -348,7 +348,8 @@ async def test_the_device_pane_names_the_cpu_level_a_host_role_runs() -> None:
         assert isinstance(panes, RolePanes)
         text = str(panes.query_one("#device-text").render())
         assert "runs on a host: x86_64" in text
-        assert f"kernels             {widest_here()} (the widest this CPU runs" in text
+        level = widest_of(DIGITS_LEVELS)
+        assert f"kernels             {level} (chosen at start-up" in text
 
 
 # ---- the device of a GPU role -------------------------------------------------------------------

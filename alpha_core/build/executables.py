@@ -95,7 +95,8 @@ def _level_code(text: str, level: str, host: HostTarget) -> Callable[[], bytes]:
 
 def kernels_objects(program: Program, target: str, cpu: str | None = None) -> tuple[Path, ...]:
     """What a role links for its kernels. A default x86-64 build: a copy of the kernels per
-    level (v2, v3, v4) and the dispatcher that picks one at start-up (codegen/levels.py); a
+    level (v2, v3, and v4 when a product takes the packed GEMM: levels.TASKS_ONLY) and the
+    dispatcher that picks one at start-up (codegen/levels.py); a
     build for one CPU (`--cpu`, or AArch64): its kernels and a dispatcher naming that CPU."""
     host = TARGETS[target]
     zig = host.zig
@@ -107,6 +108,8 @@ def kernels_objects(program: Program, target: str, cpu: str | None = None) -> tu
     objects: list[Path] = []
     renaming = Path(levels.__file__).read_bytes()
     for level in levels.X86_LEVELS:
+        if level in levels.TASKS_ONLY and copies and not copies[0].scratch:
+            break  # no product takes the packed GEMM: the v4 copy would be the slower one
         h = _host(target, level)
         text = _kernels_text(program, h, small=level in levels.SMALL)
         copies.append(levels.copy_of(text, level))

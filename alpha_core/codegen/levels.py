@@ -30,7 +30,12 @@ LEVEL_VARIABLE = "ALPHA_CPU_LEVEL"
 # levels whose copy is optimised for size: x86-64-v2 is the fallback for CPUs without AVX2
 # (before 2013, and some low-end parts since), where the kernels unrolled for speed took as much
 # room as the v3 and v4 copies together; built for size they take a fifth of it
-SMALL = frozenset({"x86-64-v2"})  # names a level to use instead of the widest (for tests)
+SMALL = frozenset({"x86-64-v2"})
+# levels carried only when the kernels have tasks (a product on the packed GEMM): without them
+# the v4 copy ran slower than the v3 one on this project's small examples (digits_cnn 2,143
+# against 1,675 us a step, the transformer example 1,119 against 1,004; docs/performance.md),
+# while a model whose products take the GEMM is fastest at v4
+TASKS_ONLY = frozenset({"x86-64-v4"})  # names a level to use instead of the widest (for tests)
 
 # the kernels' functions (runtime/alpha_program.h), with their C prototypes for the dispatcher
 KERNELS: dict[str, tuple[str, str, str]] = {

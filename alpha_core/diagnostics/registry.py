@@ -372,7 +372,8 @@ _ENTRIES = [
         "cpu-level-unsupported",
         START_UP,
         "ALPHA_CPU_LEVEL names kernels the executable cannot run",
-        "A default x86-64 build carries its kernels for x86-64-v2, v3 and v4 and runs the widest "
+        "A default x86-64 build carries its kernels for x86-64-v2 and v3 (and v4 when a product "
+        "takes the packed GEMM) and runs the widest "
         "the CPU supports (the start event's `cpu` names it); every level gives the same bits. "
         "The environment variable ALPHA_CPU_LEVEL chooses one instead, for tests and "
         "comparisons. A level the executable does not carry (a build pinned with `--cpu` "
