@@ -15,7 +15,7 @@ from llvmlite import ir
 
 from alpha_core.codegen.conv_ops import emit_conv_op
 from alpha_core.codegen.gemm import GemmEmitter
-from alpha_core.codegen.line_blocks import LineBlocks
+from alpha_core.codegen.line_blocks import MAX, SUM, Block, LineBlocks, softmax_sums
 from alpha_core.codegen.loops import (
     F32,
     I32,
@@ -462,16 +462,14 @@ class GraphEmitter:
             at = linear(b, idx, row_major_strides(lines.outer)) if idx else i64(0)
             first_in = b.mul(at, i64(per_outer))
 
-            def block(first: ir.Value, count: int) -> None:
-                def add(j: ir.Value, r: ir.Value) -> None:
-                    line = b.add(first, r)
+            def block(blk: Block) -> None:
+                def add(r: ir.Value, j: ir.Value) -> None:
+                    line = b.add(blk.first, r)
                     o = b.add(base, b.mul(line, i64(lines.step)))
                     v = load(b, src, b.add(first_in, b.add(b.mul(line, i64(lines.k)), j)))
                     store(b, A.add(load(b, out, o), v), out, o)
 
-                for_range(
-                    b, lines.k, lambda j: for_range(b, count, lambda r: add(j, r), "ln"), "el"
-                )
+                blk.over(lines.k, add)
 
             LineBlocks(b, lines.rows, REDUCE_LINES, 0).run(block)
 
@@ -509,60 +507,34 @@ class GraphEmitter:
         rows, classes = self.shape(node.inputs[0])
         z, labels = self._in(node, 0), self._in(node, 1)
         exp, log = self.math["exp"], self.math["log"]
-        blocks = LineBlocks(b, rows, XENT_LINES, 2)
-        m_buf, s_buf = 0, 1
 
-        def slot(buf: int, j: ir.Value) -> ir.Value:
-            return blocks.slot(buf, j)
-
-        def one_block(first: ir.Value, count: int) -> None:
+        def one_block(blk: Block) -> None:
             def at(j: ir.Value, c: ir.Value) -> ir.Value:
-                return b.add(b.mul(b.add(first, j), i64(classes)), c)
-
-            def lanes(body: Callable[[ir.Value], None]) -> None:
-                for_range(b, count, body, "ln")
-
-            def over(body: Callable[[ir.Value, ir.Value], None]) -> None:
-                for_range(b, classes, lambda c: lanes(lambda j: body(j, c)), "cl")
-
-            lanes(lambda j: b.store(load(b, z, at(j, i64(0))), slot(m_buf, j)))
-
-            def top(j: ir.Value, c: ir.Value) -> None:
-                v, m = load(b, z, at(j, c)), b.load(slot(m_buf, j), typ=F32)
-                b.store(A.select(A.gt(v, m), v, m), slot(m_buf, j))
-
-            over(top)
-            lanes(lambda j: b.store(A.const(0.0), slot(s_buf, j)))
-
-            def add(j: ir.Value, c: ir.Value) -> None:
-                m = b.load(slot(m_buf, j), typ=F32)
-                e = b.call(exp, [A.sub(load(b, z, at(j, c)), m)])
-                b.store(A.add(b.load(slot(s_buf, j), typ=F32), e), slot(s_buf, j))
-
-            over(add)
+                return b.add(b.mul(b.add(blk.first, j), i64(classes)), c)
 
             def label(j: ir.Value) -> ir.Value:
-                return b.sext(load(b, labels, b.add(first, j), I32), ir.IntType(64))
+                return b.sext(load(b, labels, b.add(blk.first, j), I32), ir.IntType(64))
 
+            softmax_sums(blk, A, z, classes, at, exp)
             if not grad:
 
                 def loss(j: ir.Value) -> None:
-                    m, s = b.load(slot(m_buf, j), typ=F32), b.load(slot(s_buf, j), typ=F32)
+                    m, s = blk.get(MAX, j), blk.get(SUM, j)
                     zy = load(b, z, at(j, label(j)))
-                    store(b, A.sub(b.call(log, [s]), A.sub(zy, m)), out, b.add(first, j))
+                    store(b, A.sub(b.call(log, [s]), A.sub(zy, m)), out, b.add(blk.first, j))
 
-                lanes(loss)
+                blk.lanes(loss)
                 return
 
             def cls(j: ir.Value, c: ir.Value) -> None:
-                m, s = b.load(slot(m_buf, j), typ=F32), b.load(slot(s_buf, j), typ=F32)
+                m, s = blk.get(MAX, j), blk.get(SUM, j)
                 p = A.div(b.call(exp, [A.sub(load(b, z, at(j, c)), m)]), s)
                 hot = b.icmp_unsigned("==", c, label(j))
                 store(b, A.sub(p, A.select(hot, A.const(1.0), A.const(0.0))), out, at(j, c))
 
-            over(cls)
+            blk.over(classes, cls)
 
-        blocks.run(one_block)
+        LineBlocks(b, rows, XENT_LINES, 2).run(one_block)
 
     def _mse(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value, grad: bool) -> None:
         """Per example: d = p - t; loss = (Σ d*d) / n; grad = (d + d) / n."""

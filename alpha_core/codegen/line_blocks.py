@@ -12,7 +12,33 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
-from alpha_core.codegen.loops import F32, PTR, entry_alloca, for_range, i64
+from alpha_core.codegen.loops import F32, PTR, entry_alloca, for_range, i64, load
+from alpha_core.semantics.llvm_arith import LlvmArith
+
+# (line of the block, element) -> the element's offset
+Element = Callable[[ir.Value, ir.Value], ir.Value]
+
+
+class Block:
+    """One block of lines: `count` lines from line `first`, and their running values."""
+
+    def __init__(self, lines: LineBlocks, first: ir.Value, count: int) -> None:
+        self.b, self.lines, self.first, self.count = lines.b, lines, first, count
+
+    def get(self, which: int, j: ir.Value) -> ir.Value:
+        """Running value `which` of the block's line j."""
+        return self.b.load(self.lines.slot(which, j), typ=F32)
+
+    def set(self, which: int, j: ir.Value, value: ir.Value) -> None:
+        self.b.store(value, self.lines.slot(which, j))
+
+    def lanes(self, body: Callable[[ir.Value], None]) -> None:
+        """body(j) for every line of the block: the loop whose iterations are vector lanes."""
+        for_range(self.b, self.count, body, "ln")
+
+    def over(self, n: int, body: Callable[[ir.Value, ir.Value], None]) -> None:
+        """body(j, k) for k ascending over a line's n elements, every line at each k."""
+        for_range(self.b, n, lambda k: self.lanes(lambda j: body(j, k)), "el")
 
 
 class LineBlocks:
@@ -30,10 +56,49 @@ class LineBlocks:
         """Running value `which` of the block's line j."""
         return self.b.gep(self.buffers[which], [i64(0), j], inbounds=True, source_etype=self.block)
 
-    def run(self, one_block: Callable[[ir.Value, int], None]) -> None:
-        """one_block(first line, count) for every block: full ones in a loop, then the rest."""
+    def run(self, one_block: Callable[[Block], None]) -> None:
+        """one_block for every block: the full ones in a loop, then the rest."""
         b = self.b
         full, rest = divmod(self.lines, self.width)
-        for_range(b, full, lambda blk: one_block(b.mul(blk, i64(self.width)), self.width), "blk")
+        for_range(
+            b,
+            full,
+            lambda blk: one_block(Block(self, b.mul(blk, i64(self.width)), self.width)),
+            "blk",
+        )
         if rest:
-            one_block(i64(full * self.width), rest)
+            one_block(Block(self, i64(full * self.width), rest))
+
+
+MAX, SUM = 0, 1  # the running values of softmax_sums
+
+
+def softmax_sums(
+    blk: Block,
+    A: LlvmArith,
+    src: ir.Value,
+    n: int,
+    at: Element,
+    exp: ir.Function,
+    keep: Callable[[ir.Value, ir.Value, ir.Value], None] | None = None,
+) -> None:
+    """For each line of the block: MAX = its first element, then v > m ? v : m ascending; SUM =
+    Σ exp(v - MAX) ascending from +0.0 (softmax and the softmax cross-entropy). `keep(j, k, e)`
+    is given each exp(v - MAX) as it is added."""
+    b = blk.b
+    blk.lanes(lambda j: blk.set(MAX, j, load(b, src, at(j, i64(0)))))
+
+    def top(j: ir.Value, k: ir.Value) -> None:
+        v, m = load(b, src, at(j, k)), blk.get(MAX, j)
+        blk.set(MAX, j, A.select(A.gt(v, m), v, m))
+
+    blk.over(n, top)
+    blk.lanes(lambda j: blk.set(SUM, j, A.const(0.0)))
+
+    def add(j: ir.Value, k: ir.Value) -> None:
+        e = b.call(exp, [A.sub(load(b, src, at(j, k)), blk.get(MAX, j))])
+        if keep is not None:
+            keep(j, k, e)
+        blk.set(SUM, j, A.add(blk.get(SUM, j), e))
+
+    blk.over(n, add)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
-from alpha_core.codegen.line_blocks import LineBlocks
+from alpha_core.codegen.line_blocks import MAX, SUM, Block, LineBlocks, softmax_sums
 from alpha_core.codegen.loops import (
     F32,
     I32,
@@ -137,15 +137,10 @@ def _softmax(
         return
     x = em.ptrs[node.inputs[0]]
     exp, log = em.math["exp"], em.math["log"]
-    blocks = LineBlocks(b, lines, SOFTMAX_LINES, 2)
-    m_buf, s_buf = 0, 1
 
-    def slot(buf: int, j: ir.Value) -> ir.Value:
-        return blocks.slot(buf, j)
-
-    def one_block(first: ir.Value, count: int) -> None:
+    def one_block(blk: Block) -> None:
         def start(j: ir.Value) -> ir.Value:
-            r = b.add(first, j)  # the line: o = r / inner, c = r % inner
+            r = b.add(blk.first, j)  # the line: o = r / inner, c = r % inner
             if inner == 1:
                 return b.mul(r, i64(n))
             o, c = b.udiv(r, i64(inner)), b.urem(r, i64(inner))
@@ -154,46 +149,24 @@ def _softmax(
         def at(j: ir.Value, k: ir.Value) -> ir.Value:
             return b.add(start(j), b.mul(k, i64(inner)))
 
-        def lanes(body: Callable[[ir.Value], None]) -> None:
-            for_range(b, count, body, "ln")
-
-        def over(body: Callable[[ir.Value, ir.Value], None]) -> None:
-            for_range(b, n, lambda k: lanes(lambda j: body(j, k)), "el")
-
-        lanes(lambda j: b.store(load(b, x, start(j)), slot(m_buf, j)))
-
-        def top(j: ir.Value, k: ir.Value) -> None:
-            v, m = load(b, x, at(j, k)), b.load(slot(m_buf, j), typ=F32)
-            b.store(A.select(A.gt(v, m), v, m), slot(m_buf, j))
-
-        over(top)
-        lanes(lambda j: b.store(A.const(0.0), slot(s_buf, j)))
-
-        def add(j: ir.Value, k: ir.Value) -> None:
-            m = b.load(slot(m_buf, j), typ=F32)
-            e = b.call(exp, [A.sub(load(b, x, at(j, k)), m)])
-            if node.op == "softmax":
-                store(b, e, out, at(j, k))
-            b.store(A.add(b.load(slot(s_buf, j), typ=F32), e), slot(s_buf, j))
-
-        over(add)
         if node.op == "softmax":
+            softmax_sums(blk, A, x, n, at, exp, lambda j, k, e: store(b, e, out, at(j, k)))
 
             def scale(j: ir.Value, k: ir.Value) -> None:
-                s = b.load(slot(s_buf, j), typ=F32)
-                store(b, A.div(load(b, out, at(j, k)), s), out, at(j, k))
+                store(b, A.div(load(b, out, at(j, k)), blk.get(SUM, j)), out, at(j, k))
 
-            over(scale)
-        else:
-            lanes(lambda j: b.store(b.call(log, [b.load(slot(s_buf, j), typ=F32)]), slot(s_buf, j)))
+            blk.over(n, scale)
+            return
+        softmax_sums(blk, A, x, n, at, exp)
+        blk.lanes(lambda j: blk.set(SUM, j, b.call(log, [blk.get(SUM, j)])))
 
-            def shift(j: ir.Value, k: ir.Value) -> None:
-                m, ls = b.load(slot(m_buf, j), typ=F32), b.load(slot(s_buf, j), typ=F32)
-                store(b, A.sub(A.sub(load(b, x, at(j, k)), m), ls), out, at(j, k))
+        def shift(j: ir.Value, k: ir.Value) -> None:
+            m, ls = blk.get(MAX, j), blk.get(SUM, j)
+            store(b, A.sub(A.sub(load(b, x, at(j, k)), m), ls), out, at(j, k))
 
-            over(shift)
+        blk.over(n, shift)
 
-    blocks.run(one_block)
+    LineBlocks(b, lines, SOFTMAX_LINES, 2).run(one_block)
 
 
 def _bmatmul(
