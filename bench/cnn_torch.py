@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,10 +39,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+from alpha_timing import AlphaBuild, has_avx512  # noqa: E402
 from learners_torch import clip_and_step, initial_params, optimizer, round_rows  # noqa: E402
+from machine import machine  # noqa: E402
 
-from alpha_core.build.executables import build_program  # noqa: E402
-from alpha_core.build.outputs import Deployment  # noqa: E402
 from alpha_core.data import synthetic  # noqa: E402
 from alpha_core.workspace.analysis import Workspace  # noqa: E402
 
@@ -83,73 +82,12 @@ def step_flops() -> float:
     return 2.0 * (2 * conv1 + 3 * conv2 + 3 * dense1 + 3 * dense2)
 
 
-def cpu_name() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    except OSError:
-        return "unknown"
-    for line in out.splitlines():
-        if line.startswith("Model name:"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
-
-
-def has_avx512() -> bool:
-    return " avx512f" in Path("/proc/cpuinfo").read_text()
-
-
 def program_of(steps: int, folder: Path) -> Any:
     path = folder / f"cnn{steps}.alpha"
     path.write_text(SYSTEM % {"rows": ROWS, "steps": steps})
     program, diags = Workspace().analyze_file(str(path)).program()
     assert program is not None, [(d.name, d.message) for d in diags]
     return program
-
-
-class AlphaBuild:
-    """One build (a --cpu choice) at two step counts, run at each thread count."""
-
-    def __init__(self, label: str, cpu: str | None, work: Path, short: int, long: int) -> None:
-        self.label, self.cpu, self.short, self.long = label, cpu, short, long
-        self.exes: dict[int, str] = {}
-        for steps in (short, long):
-            folder = work / f"{label}-{steps}"
-            folder.mkdir(parents=True)
-            t0 = time.perf_counter()
-            result = build_program(
-                program_of(steps, folder), folder / "build", deployment=Deployment(cpu=cpu)
-            )
-            self.build_s = time.perf_counter() - t0
-            self.exes[steps] = result.executables[0].path
-        self.work = work
-        self.best: dict[tuple[int, int], float] = {}
-        self.sha: dict[int, str] = {}
-        self.first_loss: float | None = None
-        for steps in (short, long):
-            self.run(steps, 1)  # warm the page cache
-
-    def run(self, steps: int, threads: int) -> float:
-        out = self.work / f"{self.label}.params"
-        cmd = [self.exes[steps], "--threads", str(threads), "--params-out", str(out)]
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
-        dt = time.perf_counter() - t0
-        events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-        if steps == self.long:
-            self.sha[threads] = str(events[-1]["params_sha256"])
-        losses = [float(e["loss"]) for e in events if e.get("event") == "step"]
-        if losses:
-            self.first_loss = losses[0]
-        return dt
-
-    def sample(self, threads: int) -> None:
-        for steps in (self.short, self.long):
-            key = (steps, threads)
-            self.best[key] = min(self.best.get(key, float("inf")), self.run(steps, threads))
-
-    def ms_per_step(self, threads: int) -> float:
-        t_short, t_long = self.best[(self.short, threads)], self.best[(self.long, threads)]
-        return 1e3 * (t_long - t_short) / (self.long - self.short)
 
 
 class TorchRun:
@@ -208,9 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     short, long = 2, 2 + args.steps
     with tempfile.TemporaryDirectory(prefix="cnn_torch.") as tmp:
         work = Path(tmp)
-        builds = [AlphaBuild("default", None, work, short, long)]
+        builds = [AlphaBuild("default", None, work, short, long, program_of)]
         if has_avx512():
-            builds.append(AlphaBuild("x86-64-v4", "x86-64-v4", work, short, long))
+            builds.append(AlphaBuild("x86-64-v4", "x86-64-v4", work, short, long, program_of))
         torch_run = TorchRun(program_of(long, work))
         for _ in range(args.rounds):
             for t in threads:
@@ -219,9 +157,11 @@ def main(argv: list[str] | None = None) -> int:
                     build.sample(t)
         load_after = os.getloadavg()[0]
         flops = step_flops()
-        print(f"CPU: {cpu_name()}; 1-minute load {load_before:.2f} before, {load_after:.2f} after")
+        cpu = str(machine()["cpu"])
+        print(f"CPU: {cpu}; 1-minute load {load_before:.2f} before, {load_after:.2f} after")
         print(f"step: {flops / 1e9:.2f} GFLOP; best of {args.rounds} interleaved samples")
-        print(f"first-step loss: Alpha {builds[0].first_loss} PyTorch {torch_run.first_loss}")
+        first = builds[0].losses[0] if builds[0].losses else None
+        print(f"first-step loss: Alpha {first} PyTorch {torch_run.first_loss}")
         rows = []
         for t in threads:
             rows.append((f"PyTorch eager, {t} thread{'s' * (t > 1)}", torch_run.best[t], t))
@@ -234,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name:<36} {ms:9.2f} {flops / ms / 1e6:8.1f} "
                 f"{ms / torch_run.best[1]:11.2f} {ms / torch_run.best[2]:11.2f}"
             )
-        shas = {f"{b.label} --threads {t}": sha for b in builds for t, sha in b.sha.items()}
+        shas = {f"{b.label} {k}": sha for b in builds for k, sha in b.sha.items()}
         for name, sha in shas.items():
             print(f"params SHA-256 {name}: {sha}")
         same = len(set(shas.values())) == 1
@@ -243,11 +183,11 @@ def main(argv: list[str] | None = None) -> int:
             args.json.write_text(
                 json.dumps(
                     {
-                        "cpu": cpu_name(),
+                        "cpu": cpu,
                         "load": [load_before, load_after],
                         "ms_per_step": {name: ms for name, ms, _ in rows},
                         "sha256": shas,
-                        "build_s": {b.label: b.build_s for b in builds},
+                        "build_s": {b.label: max(b.build_s.values()) for b in builds},
                     },
                     indent=2,
                 )

@@ -55,11 +55,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+from alpha_timing import AlphaBuild, has_avx512  # noqa: E402
 from learners_torch import initial_params, round_rows  # noqa: E402
 from machine import machine  # noqa: E402
 
 from alpha_core.build.executables import build_program  # noqa: E402
-from alpha_core.build.outputs import Deployment  # noqa: E402
 from alpha_core.data import synthetic  # noqa: E402
 from alpha_core.workspace.analysis import Workspace  # noqa: E402
 
@@ -163,6 +163,10 @@ def alpha_source(steps: int) -> str:
     return "".join(lines)
 
 
+def program_only(steps: int, folder: Path) -> Any:
+    return program_of(steps, folder)[0]
+
+
 def program_of(steps: int, folder: Path) -> tuple[Any, int]:
     """The checked program of the system at `steps`, and its source's line count."""
     path = folder / f"gpt{steps}.alpha"
@@ -171,67 +175,6 @@ def program_of(steps: int, folder: Path) -> tuple[Any, int]:
     program, diags = Workspace().analyze_file(str(path)).program()
     assert program is not None, [(d.name, d.message) for d in diags]
     return program, text.count("\n")
-
-
-def has_avx512() -> bool:
-    return " avx512f" in Path("/proc/cpuinfo").read_text()
-
-
-def events_of(stdout: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
-
-
-class AlphaBuild:
-    """One build (a --cpu choice) at two step counts, run at the given thread counts."""
-
-    def __init__(self, label: str, cpu: str | None, work: Path, short: int, long: int) -> None:
-        self.label, self.cpu, self.short, self.long = label, cpu, short, long
-        self.work = work
-        self.exes: dict[int, str] = {}
-        self.build_s: dict[int, float] = {}
-        for steps in (short, long):
-            folder = work / f"{label}-{steps}"
-            folder.mkdir(parents=True)
-            program, _ = program_of(steps, folder)
-            t0 = time.perf_counter()
-            result = build_program(program, folder / "build", deployment=Deployment(cpu=cpu))
-            self.build_s[steps] = time.perf_counter() - t0
-            self.exes[steps] = result.executables[0].path
-        self.best: dict[tuple[int, int], float] = {}
-        self.sha: dict[str, str] = {}
-        self.losses: list[float] = []
-        self.level = ""
-        for steps in (short, long):
-            self.run(steps, 1)  # warm the page cache; the long run's losses and SHA-256
-
-    def run(self, steps: int, threads: int, level: str | None = None) -> float:
-        out = self.work / f"{self.label}.params"
-        cmd = [self.exes[steps], "--threads", str(threads), "--params-out", str(out)]
-        env = dict(os.environ)
-        env.pop("ALPHA_CPU_LEVEL", None)
-        if level is not None:
-            env["ALPHA_CPU_LEVEL"] = level
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        dt = time.perf_counter() - t0
-        if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} (ALPHA_CPU_LEVEL={level}): {proc.stderr[-2000:]}")
-        events = events_of(proc.stdout)
-        if steps == self.long:
-            key = f"--threads {threads}" + (f" ALPHA_CPU_LEVEL={level}" if level else "")
-            self.sha[key] = str(events[-1]["params_sha256"])
-            self.losses = [float(e["loss"]) for e in events if e.get("event") == "step"]
-            self.level = next((str(e.get("cpu")) for e in events if e.get("event") == "start"), "")
-        return dt
-
-    def sample(self, threads: int) -> None:
-        for steps in (self.short, self.long):
-            key = (steps, threads)
-            self.best[key] = min(self.best.get(key, float("inf")), self.run(steps, threads))
-
-    def ms_per_step(self, threads: int) -> float:
-        t_short, t_long = self.best[(self.short, threads)], self.best[(self.long, threads)]
-        return 1e3 * (t_long - t_short) / (self.long - self.short)
 
 
 def torch_module() -> Any:
@@ -489,9 +432,9 @@ def main(argv: list[str] | None = None) -> int:
             f"generated Alpha source: {lines} lines, {len(program.params)} parameter tensors, "
             f"{sum(s.count for s in program.params):,} parameters"
         )
-        builds = [AlphaBuild("default", None, work, short, long)]
+        builds = [AlphaBuild("default", None, work, short, long, program_only)]
         if has_avx512():
-            builds.append(AlphaBuild("x86-64-v4", "x86-64-v4", work, short, long))
+            builds.append(AlphaBuild("x86-64-v4", "x86-64-v4", work, short, long, program_only))
         for build in builds:
             print(
                 f"build {build.label}: {max(build.build_s.values()):.1f} s "
