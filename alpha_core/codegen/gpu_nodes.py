@@ -498,7 +498,7 @@ class NodeBodies(LayerBodies):
         grad: bool,
     ) -> None:
         """Example r: m = max z; s = Σ exp(z - m); loss = log s - (z[y] - m);
-        grad = exp(z - m) / s - [j = y] (the host's recipe, graph_emit._xent)."""
+        grad = exp(z - m) / s - [j = y] (the host's recipe, loss_ops.emit_xent)."""
         jz, jy = node.inputs
         _, classes = self.shape(jz)
         base = b.mul(r, i64(classes))

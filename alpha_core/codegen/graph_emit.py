@@ -15,13 +15,11 @@ from llvmlite import ir
 
 from alpha_core.codegen.conv_ops import emit_conv_op
 from alpha_core.codegen.gemm import GemmEmitter
-from alpha_core.codegen.line_blocks import MAX, SUM, Block, LineBlocks, softmax_sums
+from alpha_core.codegen.line_blocks import Block, LineBlocks
 from alpha_core.codegen.loops import (
     F32,
-    I32,
     PTR,
     broadcast_strides,
-    entry_alloca,
     for_range,
     i64,
     linear,
@@ -30,7 +28,7 @@ from alpha_core.codegen.loops import (
     row_major_strides,
     store,
 )
-from alpha_core.codegen.loss_ops import emit_loss_op
+from alpha_core.codegen.loss_ops import emit_loss_op, emit_mse, emit_xent
 from alpha_core.codegen.parts import CallRun
 from alpha_core.codegen.small_product import emit_small_product
 from alpha_core.codegen.tensor_ops import emit_layer_op
@@ -49,7 +47,6 @@ Family = Callable[["GraphEmitter", ir.IRBuilder, LlvmArith, int, Node, ir.Value]
 
 # Sums over an innermost axis computed side by side, this many outputs at a time.
 REDUCE_LINES = 32
-XENT_LINES = 32  # examples of a softmax cross-entropy computed side by side
 
 
 @dataclass(frozen=True)
@@ -370,10 +367,10 @@ class GraphEmitter:
         self._broadcast(b, node, out, self.shape(i))
 
     def _xent_node(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
-        self._xent(b, A, node, out, grad=node.op == "xent_grad")
+        emit_xent(self, b, A, node, out, grad=node.op == "xent_grad")  # loss_ops.py
 
     def _mse_node(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
-        self._mse(b, A, node, out, grad=node.op == "mse_grad")
+        emit_mse(self, b, A, node, out, grad=node.op == "mse_grad")  # loss_ops.py
 
     def _layer(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
         emit_layer_op(self, b, A, i, node, out)  # tensor_ops.py
@@ -496,76 +493,6 @@ class GraphEmitter:
             lambda idx: store(b, load(b, src, linear(b, idx, strides)), out, linear(b, idx, st_o)),
         )
 
-    def _xent(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value, grad: bool) -> None:
-        """Per example: m = max z (from the first class, then v > m ? v : m ascending);
-        s = Σ exp(z - m) ascending from +0.0; loss = log s - (z[y] - m);
-        grad = exp(z - m) / s - [j = y].
-
-        Examples go in blocks of XENT_LINES, each pass a loop over the block's examples inside
-        the loop over classes, so vector lanes are independent examples; each example's
-        operations and their order are the ones above."""
-        rows, classes = self.shape(node.inputs[0])
-        z, labels = self._in(node, 0), self._in(node, 1)
-        exp, log = self.math["exp"], self.math["log"]
-
-        def one_block(blk: Block) -> None:
-            def at(j: ir.Value, c: ir.Value) -> ir.Value:
-                return b.add(b.mul(b.add(blk.first, j), i64(classes)), c)
-
-            def label(j: ir.Value) -> ir.Value:
-                return b.sext(load(b, labels, b.add(blk.first, j), I32), ir.IntType(64))
-
-            softmax_sums(blk, A, z, classes, at, exp)
-            if not grad:
-
-                def loss(j: ir.Value) -> None:
-                    m, s = blk.get(MAX, j), blk.get(SUM, j)
-                    zy = load(b, z, at(j, label(j)))
-                    store(b, A.sub(b.call(log, [s]), A.sub(zy, m)), out, b.add(blk.first, j))
-
-                blk.lanes(loss)
-                return
-
-            def cls(j: ir.Value, c: ir.Value) -> None:
-                m, s = blk.get(MAX, j), blk.get(SUM, j)
-                p = A.div(b.call(exp, [A.sub(load(b, z, at(j, c)), m)]), s)
-                hot = b.icmp_unsigned("==", c, label(j))
-                store(b, A.sub(p, A.select(hot, A.const(1.0), A.const(0.0))), out, at(j, c))
-
-            blk.over(classes, cls)
-
-        LineBlocks(b, rows, XENT_LINES, 2).run(one_block)
-
-    def _mse(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value, grad: bool) -> None:
-        """Per example: d = p - t; loss = (Σ d*d) / n; grad = (d + d) / n."""
-        rows, width = self.shape(node.inputs[0])
-        p, t = self._in(node, 0), self._in(node, 1)
-        n = A.const(float(width))
-        if grad:
-            for_range(
-                b,
-                rows * width,
-                lambda j: store(
-                    b, A.div(A.add(d := A.sub(load(b, p, j), load(b, t, j)), d), n), out, j
-                ),
-            )
-            return
-        s_slot = entry_alloca(b)
-
-        def example(r: ir.Value) -> None:
-            base = b.mul(r, i64(width))
-            b.store(A.const(0.0), s_slot)
-
-            def term(j: ir.Value) -> None:
-                d = A.sub(load(b, p, b.add(base, j)), load(b, t, b.add(base, j)))
-                b.store(A.add(b.load(s_slot, typ=F32), A.mul(d, d)), s_slot)
-
-            for_range(b, width, term, "sq")
-            store(b, A.div(b.load(s_slot, typ=F32), n), out, r)
-
-        for_range(b, rows, example, "ex")
-
-    #: the emitter of each host family the operation table names (alpha_core/ops: Op.host)
     FAMILIES: ClassVar[dict[str, Family]] = {
         "bound": _bound,
         "const": _const,
