@@ -168,6 +168,15 @@ class StepsItem:
 
 
 @dataclass(frozen=True)
+class ArithmeticItem:
+    """`arithmetic fused` or `arithmetic unfused`: how a sum of products adds each term."""
+
+    word: str
+    word_span: Span
+    span: Span
+
+
+@dataclass(frozen=True)
 class ErrorItem:
     """An item that did not parse; its diagnostic is reported beside the tree."""
 
@@ -175,7 +184,9 @@ class ErrorItem:
     span: Span
 
 
-SystemItem = DataItem | BatchItem | ParamItem | FnItem | LossItem | LearnerItem | StepsItem
+SystemItem = (
+    DataItem | BatchItem | ParamItem | FnItem | LossItem | LearnerItem | StepsItem | ArithmeticItem
+)
 
 
 # ---- declarations --------------------------------------------------------------------------
