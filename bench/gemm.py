@@ -144,7 +144,7 @@ def module(
 ) -> tuple[ir.Module, int]:
     mod = ir.Module(name="bench.gemm")
     mod.triple = host.triple
-    tile = blocking_of(host.triple, host.cpu, host.features)
+    tile = blocking_of(host.triple, host.cpu, host.features, fused)
     width = tile.width
     gemm = GemmEmitter(mod, tile, fused)
     run = ir.Function(

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, build, cli, program_of, run_exe
 from reference import train
+from test_cnn_gemm import SOURCE as CNN
 from test_cpu_levels import run_at, runs_here
 from test_gemm import SOURCE
 from test_partitioned import SHORT, build_plan_roles, build_single, plan_text, written_sha
@@ -108,6 +109,17 @@ def test_fused_products_are_exact_at_every_level_and_thread_count(
     refused = run_at(exe, "x86-64-v2", "--quiet")
     assert refused.returncode != 0 and "cpu-level-unsupported" in refused.stderr
     assert "x86-64-v3, x86-64-v4" in refused.stderr  # what it carries: no v2 copy
+
+
+def test_a_fused_cnn_on_the_gemm_is_exact_at_every_level_and_thread_count(tmp_path: Path) -> None:
+    """Convolutions and their adjoints as packed products (codegen/conv_gemm.py), fused."""
+    program = program_of(fused(CNN), tmp_path / "g.alpha")
+    exe = build(program, tmp_path / "build").executables[0].path
+    reference = train(program).sha256
+    for level in ("x86-64-v3", "x86-64-v4"):
+        if runs_here(level):
+            for threads in (1, 2):
+                assert _sha_at(exe, level, threads, tmp_path / "p") == reference, (level, threads)
 
 
 def test_a_cpu_without_fma_is_refused_at_start_up_before_reading_anything(
