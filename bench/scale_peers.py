@@ -7,11 +7,13 @@ sequential batches over the training rows, wrapping (as the Alpha runtime does w
 shuffle). The peers compute the batch at once, not in 8 leaves: that is what a practitioner
 writes in each framework.
 
-Data: `--digits CSV` trains on the first 1,500 rows of the digits table with the features
-scaled by 1/16 (examples/digits.alpha); otherwise R synthetic rows of standard normal features
-with label i mod dL. The values differ from Alpha's synthetic rows (the step's cost does not
-depend on them); the shapes are the same. Parameters start as normal(0, 0.05) weights and zero
-biases.
+Data: `--digits CSV` trains on the first 1,500 rows of the digits table with the features scaled by
+1/16 (examples/digits.alpha); otherwise R synthetic rows of standard normal features with label i
+mod dL, or with `--rows-npz` the rows of an .npz (x, y): bench/scale.py passes Alpha's own synthetic
+rows, because the step's cost does depend on them on some CPUs: a model that separates its classes
+well drives some softmax probabilities below 2^-126, and on Intel cores every product with such a
+subnormal value takes a microcode assist (docs/performance.md). Parameters start as normal(0, 0.05)
+weights and zero biases.
 
 Usage:
     python bench/scale_peers.py {torch,numpy} --dims 784,1024,1024,10 --batch 256
@@ -182,6 +184,9 @@ def run_peer(args: argparse.Namespace) -> dict[str, Any]:
     dims = [int(d) for d in args.dims.split(",")]
     if args.digits is not None:
         x, y = digits_rows(args.digits)
+    elif args.rows_npz is not None:  # Alpha's own rows (bench/scale.py writes them)
+        held = np.load(args.rows_npz)
+        x, y = held["x"].astype(np.float32), held["y"].astype(np.int64).reshape(-1)
     else:
         x, y = synthetic_rows(args.rows, dims[0], dims[-1], seed=7)
     if args.peer == "numpy":
@@ -225,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--rows", type=int, default=0, help="synthetic rows (default: 2 x batch)")
     ap.add_argument("--digits", type=Path, help="train on this digits CSV instead")
+    ap.add_argument("--rows-npz", type=Path, help="train on these rows (arrays x and y)")
     ap.add_argument("--lr", type=float, default=0.001)
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     ap.add_argument("--steps", type=int, default=100, help="timed steps")

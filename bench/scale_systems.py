@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from machine import single_thread_env
 from scale_models import DIGITS_DATA, Model, alpha_source
 
@@ -238,6 +239,12 @@ class PeerSystem(System):
     def __init__(self, model: Model, peer: str, threads: int, timeout: float) -> None:
         super().__init__()
         self.model, self.peer, self.threads, self.timeout = model, peer, threads, timeout
+        self.rows: Path | None = None  # Alpha's synthetic rows as an .npz, once prepared
+
+    def prepare(self, work: Path) -> None:
+        if not self.model.digits:
+            self.rows = alpha_rows(self.model, work)
+        super().prepare(work)
 
     def sample(self) -> None:
         m = self.model
@@ -247,6 +254,8 @@ class PeerSystem(System):
         cmd += ["--steps", str(m.peer_steps), "--warmup", str(m.warmup)]
         if m.digits:
             cmd += ["--digits", str(DIGITS_DATA)]
+        elif self.rows is not None:
+            cmd += ["--rows-npz", str(self.rows)]
         env = thread_env(self.threads, unset_openblas_tuning=self.peer == "numpy")
         try:
             proc = subprocess.run(
@@ -263,3 +272,21 @@ class PeerSystem(System):
         if self.result.us_per_step is None or us < self.result.us_per_step:
             self.result.us_per_step = us
             self.result.extra = run
+
+
+def alpha_rows(model: Model, work: Path) -> Path:
+    """The synthetic rows Alpha's system of `model` trains on, as x and y in an .npz (made
+    once per model): the peers train on the same values."""
+    path = work / f"{model.name}-rows.npz"
+    if not path.exists():
+        from alpha_core.data import synthetic
+        from alpha_core.workspace.analysis import Workspace
+
+        source = work / f"{model.name}-rows.alpha"
+        source.write_text(alpha_source(model, 1))
+        program, diags = Workspace().analyze_file(str(source)).program()
+        if program is None:
+            raise ValueError(f"{model.name}: {[d.message for d in diags]}")
+        x, y = synthetic.generate(program.data)
+        np.savez(path, x=np.asarray(x, np.float32), y=np.asarray(y).reshape(len(x), -1)[:, 0])
+    return path
