@@ -167,6 +167,17 @@ def program_only(steps: int, folder: Path) -> Any:
     return program_of(steps, folder)[0]
 
 
+def fused_program(steps: int, folder: Path) -> Any:
+    """The system in `arithmetic fused` (docs/language.md)."""
+    path = folder / f"gpt{steps}-fused.alpha"
+    path.write_text(
+        alpha_source(steps).replace(f"  steps {steps}\n", f"  steps {steps}\n  arithmetic fused\n")
+    )
+    program, diags = Workspace().analyze_file(str(path)).program()
+    assert program is not None and program.fused, [(d.name, d.message) for d in diags]
+    return program
+
+
 def program_of(steps: int, folder: Path) -> tuple[Any, int]:
     """The checked program of the system at `steps`, and its source's line count."""
     path = folder / f"gpt{steps}.alpha"
@@ -417,6 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--perf", action="store_true", help="profile Alpha's step instead")
     ap.add_argument("--threads", type=int, default=1, help="with --perf: the run's threads")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--fused", action="store_true", help="also the system in arithmetic fused")
     args = ap.parse_args(argv)
     if args.quick:
         args.steps, args.rounds = 4, 2
@@ -435,6 +447,8 @@ def main(argv: list[str] | None = None) -> int:
         builds = [AlphaBuild("default", None, work, short, long, program_only)]
         if has_avx512():
             builds.append(AlphaBuild("x86-64-v4", "x86-64-v4", work, short, long, program_only))
+        if args.fused:
+            builds.append(AlphaBuild("fused", None, work, short, long, fused_program))
         for build in builds:
             print(
                 f"build {build.label}: {max(build.build_s.values()):.1f} s "
@@ -443,6 +457,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         torch_run = TorchRun(program)
         plan = [(builds[0], 1), (builds[0], 2)] + [(b, 1) for b in builds[1:]]
+        plan += [(b, 2) for b in builds if b.label == "fused"]
         for _ in range(args.rounds):
             for t in (1, 2):
                 torch_run.sample(t, args.steps)
@@ -451,6 +466,9 @@ def main(argv: list[str] | None = None) -> int:
         for level in ("x86-64-v2", "x86-64-v3", "x86-64-v4"):
             if level != "x86-64-v4" or has_avx512():
                 builds[0].run(long, 1, level)
+                for b in builds:
+                    if b.label == "fused" and level != "x86-64-v2":  # no v2 copy: no FMA there
+                        b.run(long, 1, level)
         load_after = os.getloadavg()[0]
         print(f"PyTorch {torch_run.torch.__version__}")
         print(f"CPU: {info['cpu']} ({info.get('CPU(s)', info['cores'])} CPUs, {info.get('simd')})")
@@ -479,8 +497,10 @@ def main(argv: list[str] | None = None) -> int:
         shas = {f"{b.label} {k}": sha for b in builds for k, sha in b.sha.items()}
         for name, sha in shas.items():
             print(f"params SHA-256 {name}: {sha}")
-        same = len(set(shas.values())) == 1
-        print("SHA-256 equal at every cpu level and thread count:", same)
+        unfused = {v for k, v in shas.items() if not k.startswith("fused ")}
+        fused_shas = {v for k, v in shas.items() if k.startswith("fused ")}
+        same = len(unfused) == 1 and len(fused_shas) <= 1
+        print("SHA-256 equal at every cpu level and thread count (per arithmetic):", same)
         if args.json:
             args.json.write_text(
                 json.dumps(
