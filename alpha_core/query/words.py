@@ -14,7 +14,7 @@ from alpha_core.syntax import ast
 from alpha_core.workspace.module_check import CheckedModule
 
 KEYWORDS = frozenset(
-    "system plan pairing for data batch leaves shuffle param fn let return loss learner steps "
+    "system plan pairing for in data batch leaves shuffle param fn let return loss learner steps "
     "roles topology round each computes over its combine by deliver to applies contract".split()
 )
 _TOKEN = re.compile(
