@@ -202,9 +202,7 @@ def not_a_tensor(lw: ExprLowering, e: ast.Name, bound: Binding) -> None:
     lw.ctx.refuse("type-mismatch", message, e.span, help=help)
 
 
-def block_argument(
-    lw: ExprLowering, arg: ast.Expr, param: ast.FnParam, env: Env
-) -> Binding | None:
+def block_argument(lw: ExprLowering, arg: ast.Expr, param: ast.FnParam, env: Env) -> Binding | None:
     """The binding of an argument declared `p: blocks`: the block `arg` names."""
     assert isinstance(param.type, ast.BlockType)
     ctx = lw.ctx

@@ -37,9 +37,7 @@ def tensor_name(array: str, block: int, member: str) -> str:
 
 def tensor_count(items: list[ast.ParamItem | ast.ParamArrayItem]) -> int:
     """How many parameter tensors the items declare, each block's members counted."""
-    return sum(
-        1 if isinstance(p, ast.ParamItem) else max(0, p.count) * _names(p) for p in items
-    )
+    return sum(1 if isinstance(p, ast.ParamItem) else max(0, p.count) * _names(p) for p in items)
 
 
 def nth_tensor_span(items: list[ast.ParamItem | ast.ParamArrayItem], n: int) -> Span:
@@ -126,7 +124,9 @@ def array_specs(
             if init.kind in RANDOM:
                 init = replace(init, seed=init.seed + block * BLOCK_SEED_STRIDE)
             n = size(shape)
-            specs.append(ParamSpec(tensor_name(item.name, block, name), shape, offset, n, init, decl))
+            specs.append(
+                ParamSpec(tensor_name(item.name, block, name), shape, offset, n, init, decl)
+            )
             offset += n
     return specs
 

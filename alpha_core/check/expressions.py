@@ -56,7 +56,8 @@ class ExprLowering:
                 self.ctx.unknown("name", e.id, e.span, list(env) + list(self.fns))
                 return None
             if bound.other is not None:  # a block array, a block or a loop's index
-                return block_lowering.not_a_tensor(self, e, bound)
+                block_lowering.not_a_tensor(self, e, bound)
+                return None
             self.ctx.definitions[e.span] = bound.span
             return bound.node if bound.node >= 0 else None  # < 0: refused where declared
         if isinstance(e, ast.String):

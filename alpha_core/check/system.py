@@ -365,7 +365,8 @@ def _model(
         )
         return None
     xparam = model.params[0]
-    xshape = declared_shape(xparam.type)
+    xtype = xparam.type
+    xshape = declared_shape(xtype) if isinstance(xtype, ast.TensorType) else None
     if xshape is None or len(xshape) < 2 or xshape[0] != BATCH or BATCH in xshape[1:]:
         ctx.refuse(
             "shape-mismatch",
@@ -379,7 +380,9 @@ def _model(
         ctx.refuse(
             "shape-mismatch",
             f"the model takes {per_example} features but the data has {features}",
-            xparam.type.dims[1].span if len(xshape) == 2 else xparam.type.span,
+            xtype.dims[1].span
+            if len(xshape) == 2 and isinstance(xtype, ast.TensorType)
+            else xtype.span,
         )
         return None
     x = b.add("input_x", (), xshape)
