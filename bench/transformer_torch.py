@@ -66,6 +66,7 @@ from machine import machine  # noqa: E402
 
 from alpha_core.build.executables import build_program  # noqa: E402
 from alpha_core.data import synthetic  # noqa: E402
+from alpha_core.link.toolchain import LinkError  # noqa: E402
 from alpha_core.workspace.analysis import Workspace  # noqa: E402
 
 D, HEADS, DH, BLOCKS, T, BATCH, VOCAB = 128, 4, 32, 4, 64, 16, 11
@@ -432,7 +433,12 @@ def deep_build(blocks: int) -> int:
                 program, diags = Workspace().analyze_file(str(path)).program()
                 assert program is not None, [(d.name, d.message) for d in diags]
                 checked = time.perf_counter() - start
-                build_program(program, work / label)
+                try:
+                    build_program(program, work / label)
+                except LinkError as refused:  # a refusal by name, its first line
+                    took = time.perf_counter() - start
+                    print(f"  {label}: refused after {took:.2f} s: {str(refused)[:300]}")
+                    return 1
                 took = time.perf_counter() - start
                 print(
                     f"  {label}: check {checked:.2f} s, check and build {took:.2f} s "
