@@ -115,6 +115,7 @@ def alpha_source(steps: int, blocks: int = BLOCKS) -> str:
     def typed(shape: tuple[int, ...]) -> str:
         return f"f32[{', '.join(map(str, shape))}]"
 
+    embeddings = init("embed"), init("embed")  # seeds 1 and 2, then the members', then wout's
     groups: dict[tuple[tuple[int, ...], str], list[str]] = {}
     for name, shape, kind in BLOCK_PARAMS:
         groups.setdefault((shape, kind), []).append(name)
@@ -129,8 +130,8 @@ def alpha_source(steps: int, blocks: int = BLOCKS) -> str:
             f"  data train: sequences(task: sort, length: {T // 2}, rows: {ROWS}, seed: 1, "
             "holdout: 16)\n",
             f"  batch {BATCH} leaves 1 shuffle(seed: 7)\n",
-            f"  param tok: {typed((VOCAB, D))} = {init('embed')}\n",
-            f"  param pos: {typed((T, D))} = {init('embed')}\n",
+            f"  param tok: {typed((VOCAB, D))} = {embeddings[0]}\n",
+            f"  param pos: {typed((T, D))} = {embeddings[1]}\n",
             f"  param blocks[{blocks}] {{\n",
             *members,
             "  }\n",

@@ -7,6 +7,7 @@ named refusal at the place a human would look."""
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -163,6 +164,27 @@ def test_the_deep_example_is_short_and_builds_warm_quickly(tmp_path: Path) -> No
         took = time.perf_counter() - start
     assert len(program.params) == 2 + 12 * 13 + 3  # 13 members a block
     print(f"12-block example: {lines} lines, warm build {took:.2f} s")
+    assert took < 20, took
+
+
+def test_the_d128_twelve_block_transformer_is_short_and_links(tmp_path: Path) -> None:
+    """bench/transformer_torch.py's model (d 128, 4 heads, T 64, biases, a 4x gelu MLP) with 12
+    blocks: 39 lines, 2.39 M parameters, and kernel buffers over 2 GiB, which link (x86-64's
+    medium code model) and build warm in under 20 s."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from transformer_torch import alpha_source
+
+    text = alpha_source(20, 12)
+    assert text.count("\n") < 40 and alpha_source(20, 4).count("\n") == text.count("\n")
+    build_program(program_of(BLOCKS, tmp_path / "toolchain"), tmp_path / "toolchain" / "out")
+    with fresh_shared():
+        start = time.perf_counter()
+        program = program_of(text, tmp_path / "gpt")
+        built = build_program(program, tmp_path / "gpt" / "out")
+        took = time.perf_counter() - start
+    assert len(program.params) == 2 + 12 * 16 + 4 and program.n_params == 2_390_539
+    assert built.executables[0].path
+    print(f"d-128 12-block transformer: {text.count(chr(10))} lines, warm build {took:.2f} s")
     assert took < 20, took
 
 
