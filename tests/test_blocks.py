@@ -24,7 +24,7 @@ from alpha_core.build.executables import build_plan, build_program
 from alpha_core.build.outputs import Deployment
 from alpha_core.check.block_params import BLOCK_SEED_STRIDE
 from alpha_core.checkpoint import read_checkpoint
-from alpha_core.checkpoint.export import layout_of_program, tensors
+from alpha_core.checkpoint.export import layout_of_program, tensors, write
 from alpha_core.link.toolchain import cache_root
 from alpha_core.run.launch import free_port_base
 from alpha_core.support.span import LineIndex
@@ -224,6 +224,19 @@ def test_a_partitioned_plan_gives_the_single_bits_and_captures_name_each_block(
     by_name = tensors(ckpt.values("params"), layout_of_program(program), "the capture")
     assert by_name["blocks[2].wq"].shape == (32, 32)
     assert not np.array_equal(by_name["blocks[2].wq"], by_name["blocks[3].wq"])
+    # exported (`alpha export`'s writer) under the same names, and loaded back by one of them
+    archive = tmp_path / "capture.npz"
+    write(by_name, "npz", archive)
+    loads = BLOCKS.replace(
+        "param w0: f32[4, 8] = normal(0.0, 0.5, seed: 1)",
+        "param w0: f32[4, 8] = normal(0.0, 0.5, seed: 1)\n"
+        f'  param q: f32[32, 32] = load("{archive}", key: "blocks[2].wq")',
+    )
+    loaded = program_of(loads, tmp_path / "loads")
+    spec = next(p for p in loaded.params if p.name == "q")
+    assert spec.init.loaded is not None
+    values = np.frombuffer(spec.init.loaded.values, "<f4").reshape(32, 32)
+    assert np.array_equal(values, by_name["blocks[2].wq"])
 
 
 # ---- refusals --------------------------------------------------------------------------------
