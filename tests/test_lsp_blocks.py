@@ -127,3 +127,29 @@ async def test_a_member_renamed_to_its_sibling_is_refused(client: Client) -> Non
                 new_name="wk",
             )
         )
+
+
+async def _complete(client: Client, text: str, marker: str = "‸") -> list[types.CompletionItem]:
+    """Completion at the marker, in a copy of the example opened under its own URI."""
+    at = position_of(text, marker)
+    uri = DEEP_URI.replace(".alpha", f"-completion-{abs(hash(text))}.alpha")
+    client.open(uri, text.replace(marker, "", 1))
+    result = await client.text_document_completion_async(
+        types.CompletionParams(text_document=doc(uri), position=at)
+    )
+    client.close(uri)
+    assert isinstance(result, types.CompletionList)
+    return list(result.items)
+
+
+@IN_MODULE_LOOP
+async def test_completion_after_a_block_offers_its_members(client: Client) -> None:
+    members = ["g1", "g2", "n1", "n2", "bo", "b2", "wq", "wk", "wv", "wo", "w1", "b1", "w2"]
+    # a block argument, in a body that does not parse while `p.` is typed
+    typing = DEEP.replace("    let a = norm(h, p.g1, p.n1)\n", "    let a = p.‸\n")
+    items = await _complete(client, typing)
+    assert [i.label for i in items] == members
+    assert next(i for i in items if i.label == "w1").detail == "f32[32, 64]"
+    # an indexed block in the model
+    typing = DEEP.replace("    let h = embed(tok, x) + pos\n", "    let h = blocks[3].‸\n")
+    assert [i.label for i in await _complete(client, typing)] == members

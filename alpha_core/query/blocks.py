@@ -5,6 +5,7 @@ the tree alone, so a system with refusals elsewhere still describes its blocks."
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 
 from alpha_core.check.block_params import BLOCK_SEED_STRIDE
@@ -115,3 +116,25 @@ def statements(body: tuple[ast.Stmt, ...]) -> Iterator[ast.Stmt]:
         yield stmt
         if isinstance(stmt, ast.ForLoop):
             yield from statements(stmt.body)
+
+
+_BEFORE_DOT = re.compile(r"([A-Za-z_]\w*)\s*(\[[^\[\]]*\])?\s*\.\Z")
+
+
+def members_after(decl: ast.Decl, item_text: str, head: str) -> list[tuple[str, str]] | None:
+    """After `blocks[i].` or `p.` (`p` an argument declared `p: blocks` in the item's text,
+    which need not parse while it is typed): each member of the array and its type; None
+    where no block stands before the dot."""
+    m = _BEFORE_DOT.search(head)
+    if m is None:
+        return None
+    name = m.group(1)
+    if m.group(2) is None:  # `p.`: the array is the argument's declared type
+        typed = re.search(rf"\b{re.escape(name)}\s*:\s*([A-Za-z_]\w*)\s*[,)]", item_text)
+        if typed is None:
+            return None
+        name = typed.group(1)
+    for item in arrays(decl):
+        if item.name == name:
+            return [(n.name, type_text(d.type)) for d in item.members for n in d.names]
+    return None
