@@ -89,6 +89,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         out.print(
             f"[green]ok[/] system [bold]{name}[/]: {p.n_params:,} parameters, "
             f"batch {p.batch} in {p.leaves} leaves, {p.learner.kind}, {p.steps} steps"
+            + (", fused arithmetic" if p.fused else "")
         )
     for name, plan in sorted(a.checked.plans.items()):
         out.print(

@@ -34,6 +34,7 @@ SYSTEM_ITEMS = [
     ("loss", "loss ${1|softmax_cross_entropy,sigmoid_cross_entropy,mse|}(model(x), y)"),
     ("learner", "learner ${1|sgd,momentum,adam|}(lr: ${2:0.01})"),
     ("steps", "steps ${1:100}"),
+    ("arithmetic", "arithmetic ${1|fused,unfused|}"),
 ]
 FN_ITEMS = [("let", "let ${1:h} = $0"), ("return", "return $0")]
 PLAN_ITEMS = [

@@ -22,6 +22,7 @@ KINDS = {
     "loss": K.Property,
     "learner": K.Property,
     "steps": K.Property,
+    "arithmetic": K.Property,
     "roles": K.Enum,
     "role": K.EnumMember,
     "topology": K.Property,

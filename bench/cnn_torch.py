@@ -82,9 +82,13 @@ def step_flops() -> float:
     return 2.0 * (2 * conv1 + 3 * conv2 + 3 * dense1 + 3 * dense2)
 
 
-def program_of(steps: int, folder: Path) -> Any:
+def program_of(steps: int, folder: Path, fused: bool = False) -> Any:
+    """The system at `steps`; `fused`: in `arithmetic fused`."""
     path = folder / f"cnn{steps}.alpha"
-    path.write_text(SYSTEM % {"rows": ROWS, "steps": steps})
+    text = SYSTEM % {"rows": ROWS, "steps": steps}
+    if fused:
+        text = text.replace(f"steps {steps}\n", f"steps {steps}\n  arithmetic fused\n", 1)
+    path.write_text(text)
     program, diags = Workspace().analyze_file(str(path)).program()
     assert program is not None, [(d.name, d.message) for d in diags]
     return program
@@ -140,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=20, help="steps timed per sample")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved samples of each")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--fused", action="store_true", help="also the system in arithmetic fused")
     args = ap.parse_args(argv)
     threads = (1, 2)
     load_before = os.getloadavg()[0]
@@ -149,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
         builds = [AlphaBuild("default", None, work, short, long, program_of)]
         if has_avx512():
             builds.append(AlphaBuild("x86-64-v4", "x86-64-v4", work, short, long, program_of))
+        if args.fused:
+            fused = lambda steps, folder: program_of(steps, folder, fused=True)  # noqa: E731
+            builds.append(AlphaBuild("fused", None, work, short, long, fused))
         torch_run = TorchRun(program_of(long, work))
         for _ in range(args.rounds):
             for t in threads:
@@ -177,8 +185,10 @@ def main(argv: list[str] | None = None) -> int:
         shas = {f"{b.label} {k}": sha for b in builds for k, sha in b.sha.items()}
         for name, sha in shas.items():
             print(f"params SHA-256 {name}: {sha}")
-        same = len(set(shas.values())) == 1
-        print("SHA-256 equal at every cpu level and thread count:", same)
+        unfused = {v for k, v in shas.items() if not k.startswith("fused ")}
+        fused_shas = {v for k, v in shas.items() if k.startswith("fused ")}
+        same = len(unfused) == 1 and len(fused_shas) <= 1
+        print("SHA-256 equal at every cpu level and thread count (per arithmetic):", same)
         if args.json:
             args.json.write_text(
                 json.dumps(

@@ -145,18 +145,22 @@ def summarise(model: Model, systems: dict[str, System], threads: list[int]) -> d
         "us_per_step": us,
         "gflops": gflops,
         "ratios": {
-            f"torch1T/alpha{t}T": div(us.get("torch-1"), us.get(f"alpha-{t}")) for t in threads
+            f"torch1T/{kind}{t}T": div(us.get("torch-1"), us.get(f"{kind}-{t}"))
+            for t in threads
+            for kind in ("alpha", "fused")
+            if f"{kind}-{t}" in us
         },
         "systems": {key: s.result.as_dict() for key, s in systems.items()},
     }
 
 
-def same_bits(systems: dict[str, dict[str, Any]]) -> str:
-    """Whether Alpha's parameters after each run agree across thread counts (they must)."""
+def same_bits(systems: dict[str, dict[str, Any]], kind: str = "alpha") -> str:
+    """Whether Alpha's parameters after each run agree across thread counts (they must);
+    `kind`: the unfused systems (alpha-N) or the fused ones (fused-N)."""
     digests = {
         key: tuple(sorted((k, v) for k, v in res["extra"].items() if k.startswith("params_sha")))
         for key, res in systems.items()
-        if key.startswith("alpha-") and res["extra"]
+        if key.startswith(f"{kind}-") and res["extra"]
     }
     if not digests:
         return "Alpha not measured"
@@ -169,9 +173,12 @@ def same_bits(systems: dict[str, dict[str, Any]]) -> str:
 
 
 def print_table(rows: list[dict[str, Any]], threads: list[int]) -> None:
+    fused = any(f"fused-{t}" in r["us_per_step"] for r in rows for t in threads)
     head = ["model", "params"]
     head += [f"Alpha {t}T µs" for t in threads] + [f"torch {t}T µs" for t in threads]
     head += ["NumPy µs"] + [f"torch1T/Alpha{t}T" for t in threads]
+    if fused:
+        head += [f"fused {t}T µs" for t in threads] + [f"torch1T/fused{t}T" for t in threads]
     head += [f"Alpha {t}T GFLOP/s" for t in threads] + [f"torch {t}T GFLOP/s" for t in threads]
     print("| " + " | ".join(head) + " |")
     print("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
@@ -181,7 +188,10 @@ def print_table(rows: list[dict[str, Any]], threads: list[int]) -> None:
         cells += [fmt(us.get(f"alpha-{t}"), ",.0f") for t in threads]
         cells += [fmt(us.get(f"torch-{t}"), ",.0f") for t in threads]
         cells += [fmt(us.get("numpy-1"), ",.0f")]
-        cells += [fmt(r["ratios"][f"torch1T/alpha{t}T"], ".2f") for t in threads]
+        cells += [fmt(r["ratios"].get(f"torch1T/alpha{t}T"), ".2f") for t in threads]
+        if fused:
+            cells += [fmt(us.get(f"fused-{t}"), ",.0f") for t in threads]
+            cells += [fmt(r["ratios"].get(f"torch1T/fused{t}T"), ".2f") for t in threads]
         cells += [fmt(gf.get(f"alpha-{t}"), ".1f") for t in threads]
         cells += [fmt(gf.get(f"torch-{t}"), ".1f") for t in threads]
         print("| " + " | ".join(cells) + " |")
@@ -226,6 +236,11 @@ def main(argv: list[str] | None = None) -> int:
         help="alpha build --cpu (default x86-64-v3); `default`: no --cpu, as a user builds",
     )
     ap.add_argument("--threads", default="1,2", help="thread counts for Alpha and PyTorch")
+    ap.add_argument(
+        "--fused",
+        action="store_true",
+        help="also each model in `arithmetic fused` (systems fused-N beside alpha-N)",
+    )
     ap.add_argument("--alpha-cli", help="the alpha command (default: the venv's `alpha`)")
     ap.add_argument(
         "--timeout",
@@ -279,6 +294,10 @@ def main(argv: list[str] | None = None) -> int:
                     systems[f"alpha-{t}"] = AlphaSystem(
                         model, t, support, cli, args.cpu, args.timeout
                     )
+                    if args.fused:
+                        systems[f"fused-{t}"] = AlphaSystem(
+                            model, t, support, cli, args.cpu, args.timeout, fused=True
+                        )
             if not args.no_torch:
                 for t in threads:
                     systems[f"torch-{t}"] = PeerSystem(model, "torch", t, args.timeout)
@@ -317,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{row['model']} {key}: {res['note']}")
     for row in rows:
         print(f"{row['model']}: {same_bits(row['systems'])}")
+        if args.fused:
+            print(f"{row['model']} fused: {same_bits(row['systems'], 'fused')}")
     warn_load("at end", info["load_at_end"])
     seconds = time.perf_counter() - started
     print(f"whole run: {seconds:.0f} s")

@@ -103,5 +103,11 @@ def synthetic_source(model: Model, steps: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def alpha_source(model: Model, steps: int) -> str:
-    return digits_source(steps) if model.digits else synthetic_source(model, steps)
+def alpha_source(model: Model, steps: int, fused: bool = False) -> str:
+    """The model's system; `fused`: in `arithmetic fused` (the item after `steps`)."""
+    text = digits_source(steps) if model.digits else synthetic_source(model, steps)
+    if fused:
+        text = re.sub(
+            r"^(\s*)steps (\d+)$", r"\g<0>\n\g<1>arithmetic fused", text, count=1, flags=re.M
+        )
+    return text

@@ -143,10 +143,12 @@ class AlphaSystem(System):
         cli: list[str] | None,
         cpu: str,
         timeout: float,
+        fused: bool = False,
     ) -> None:
         super().__init__()
         self.model, self.threads, self.support = model, threads, support
         self.cli, self.cpu, self.timeout = cli, cpu, timeout
+        self.fused = fused  # the system in `arithmetic fused`
         self.cmds: dict[int, list[str]] = {}
         self.best: dict[int, float] = {}
         self.rounds = 0
@@ -165,12 +167,12 @@ class AlphaSystem(System):
         try:
             for steps in self.model.alpha_steps:
                 # A run-time thread count shares one build per step count between counts.
-                tag = f"{self.model.name}-s{steps}"
+                tag = f"{self.model.name}-s{steps}" + ("-fused" if self.fused else "")
                 if self.support == "build":
                     tag += f"-t{self.threads}"
                 path = BUILT.get(work / tag)
                 if path is None:
-                    source = alpha_source(self.model, steps)
+                    source = alpha_source(self.model, steps, self.fused)
                     path = build(self.cli, work, tag, source, build_flags, self.timeout)
                     BUILT[work / tag] = path
                 params = work / f"{tag}-t{self.threads}.params"

@@ -72,6 +72,8 @@ struct alpha_program {
     const char *x_key;           /* NPZ: the features' array (member x_key.npy) */
     const char *y_key;           /* NPZ: the labels' array */
     uint32_t token_bytes;        /* TOKENS: 2 (uint16) or 4 (uint32) */
+    const char *arithmetic;      /* "unfused" or "fused": how a sum of products adds a term;
+                                  * a capture names it (a fused one only) and a resume checks */
 };
 
 extern const struct alpha_program ALPHA_PROGRAM;

@@ -80,10 +80,23 @@ int cpu_level_choose(const char *const *names, int n, const char **refused)
         *refused = why;
         return -1;
     }
-    int best = 0;
+    int best = -1;
     for (int i = 0; i < n; i++)
         if (supports(level_of(names[i])))
             best = i;
+    if (best < 0) {
+        /* only an executable without an x86-64-v2 copy gets here: a system of `arithmetic
+         * fused`, whose products need FMA */
+        int used = snprintf(why, sizeof why, "this CPU runs none of the kernels this "
+                            "executable carries (");
+        for (int i = 0; i < n && used > 0 && (size_t)used < sizeof why; i++)
+            used += snprintf(why + used, sizeof why - (size_t)used, "%s%s", i ? ", " : "",
+                             names[i]);
+        if (used > 0 && (size_t)used < sizeof why)
+            snprintf(why + used, sizeof why - (size_t)used, "): its system's arithmetic is "
+                     "fused, and a fused multiply-add needs FMA (x86-64-v3 or later)");
+        *refused = why;
+    }
     return best;
 }
 

@@ -78,6 +78,11 @@ char *manifest_text(const struct capture *c, int top, float loss, size_t *size)
         memcpy(&bits, &loss, sizeof bits);
         fprintf(f, ",\n  \"n_params\": %llu,\n  \"learner\": ", (unsigned long long)p->n_params);
         json_string(f, p->learner);
+        if (p->arithmetic && strcmp(p->arithmetic, "unfused") != 0) {
+            /* an unfused capture keeps the bytes it always had: no field means unfused */
+            fprintf(f, ",\n  \"arithmetic\": ");
+            json_string(f, p->arithmetic);
+        }
         fprintf(f, ",\n  \"state_slots\": %u,\n  \"state_scalars\": %u,\n  \"loss_bits\": "
                 "\"%08x\",\n  \"tensors\": [", (unsigned)p->state_slots,
                 (unsigned)p->state_scalars, (unsigned)bits);

@@ -50,6 +50,7 @@
 #define REFUSAL_CHECKPOINT_INCOMPLETE "checkpoint-incomplete" /* missing, unpublished, gaps */
 #define REFUSAL_CHECKPOINT_MALFORMED "checkpoint-malformed"   /* not a manifest this reads */
 #define REFUSAL_CHECKPOINT_IDENTITY_MISMATCH "checkpoint-identity-mismatch"
+#define REFUSAL_ARITHMETIC_MISMATCH "arithmetic-mismatch" /* a capture of the other arithmetic */
 #define REFUSAL_CHECKPOINT_DIGEST_MISMATCH "checkpoint-digest-mismatch"
 #define REFUSAL_CHECKPOINT_FOLDER_FOREIGN "checkpoint-folder-foreign" /* not this system's */
 /* GPU roles (gpu_cuda.c: the NVIDIA driver, opened with dlopen). */

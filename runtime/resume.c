@@ -181,6 +181,13 @@ static void read_manifest(struct reader *r, const char *file, const char *sha, i
     const char *format = json_get_string(m, "format"), *id = json_get_string(m, "identity");
     if (!format || strcmp(format, sha ? CHECKPOINT_PART_FORMAT : CHECKPOINT_FORMAT) != 0)
         malformed(path, "not an Alpha checkpoint manifest of a format this runtime reads");
+    const char *arithmetic = json_get_string(m, "arithmetic");
+    if (!sha && id && strcmp(id, p->identity) != 0 && p->arithmetic &&
+        strcmp(arithmetic ? arithmetic : "unfused", p->arithmetic) != 0)
+        refuse(REFUSAL_ARITHMETIC_MISMATCH, "checkpoint %s was made by a system of arithmetic "
+               "%s, but this executable's system %s is of arithmetic %s: the same parameters "
+               "would go on with other bits", path, arithmetic ? arithmetic : "unfused",
+               p->system, p->arithmetic);
     if (!id || strcmp(id, p->identity) != 0)
         refuse(REFUSAL_CHECKPOINT_IDENTITY_MISMATCH, "checkpoint %s is of system identity %.64s, "
                "but this executable runs system %s, identity %s", path, id ? id : "(none)",

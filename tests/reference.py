@@ -26,6 +26,7 @@ from alpha_core.data import synthetic
 from alpha_core.ir.graph import Graph, concrete
 from alpha_core.link.batch_reference import example_rows
 from alpha_core.semantics.mathfuncs import numpy_math
+from alpha_core.semantics.numpy_fma import fma32
 from alpha_core.semantics.rng import numpy_init
 
 Array = Any
@@ -34,6 +35,20 @@ Array = Any
 @dataclass
 class Mode:
     dtype: Any
+    fused: bool = False  # the system's arithmetic: how a sum of products adds each term
+
+    def muladd(self, acc: Array, x: Array, y: Array, keep: Array | None = None) -> Array:
+        """acc + x · y, the product rounded first, or fma(x, y, acc) rounded once (fused);
+        where `keep` is false the term is skipped (acc + +0.0, or acc as it is)."""
+        dt = self.dtype
+        if self.fused:
+            assert dt == np.float32
+            summed = fma32(x, y, acc)
+            return summed if keep is None else np.where(keep, summed, acc).astype(dt)
+        term = (x * y).astype(dt)
+        if keep is not None:
+            term = np.where(keep, term, dt(0.0))
+        return (acc + term).astype(dt)
 
     def math(self, name: str, x: Array) -> Array:
         if self.dtype == np.float32:
@@ -110,7 +125,7 @@ def evaluate(
             a, c = ins
             r = np.zeros(shape, dtype=dt)
             for k in range(a.shape[1]):
-                r = (r + (a[:, k : k + 1] * c[k : k + 1, :]).astype(dt)).astype(dt)
+                r = mode.muladd(r, a[:, k : k + 1], c[k : k + 1, :])
         elif op == "transpose":
             r = np.ascontiguousarray(np.swapaxes(ins[0], -1, -2))
         elif op in LAYER:
@@ -218,6 +233,7 @@ def train(program: Program, steps: int | None = None) -> RunResult:
     flat = np.concatenate([p.ravel() for p in params]).astype(np.float32)
     state = np.zeros(program.n_state, dtype=np.float32)
     losses = []
+    mode = Mode(np.float32, fused=program.fused)
     for t in range(program.steps if steps is None else steps):
         shaped = [flat[s.offset : s.offset + s.count].reshape(s.shape) for s in program.params]
         leaf_grads, leaf_losses = [], []
@@ -233,7 +249,7 @@ def train(program: Program, steps: int | None = None) -> RunResult:
                 leaf=leaf,
             )
             reference_layers.CONTEXT.update(round=t, leaf=leaf)
-            loss, grads = leaf_step(program, step, shaped, X[rows], Y[rows], F32)
+            loss, grads = leaf_step(program, step, shaped, X[rows], Y[rows], mode)
             leaf_losses.append(np.float32(loss))
             leaf_grads.append(np.concatenate([g.ravel() for g in grads]).astype(np.float32))
         gsum = tree_sum(leaf_grads)

@@ -23,7 +23,7 @@ def _padded(x: Array, p: int) -> tuple[Array, Array]:
 def conv(n: Node, ins: list[Array], shape: tuple[int, ...], mode: Any) -> Array:
     dt = mode.dtype
     win = window_of(n.attrs)
-    s, zero = win.stride, dt(0.0)
+    s = win.stride
     oh_n, ow_n = shape[-2:]
     if n.op == "conv2d":  # out[b,o,oh,ow] = Σ over c, kh, kw ascending
         x, w = ins
@@ -36,8 +36,7 @@ def conv(n: Node, ins: list[Array], shape: tuple[int, ...], mode: Any) -> Array:
                     cols = slice(kw, kw + s * (ow_n - 1) + 1, s)
                     xv = xp[:, c, rows, cols][:, None, :, :]
                     ok = inside[rows, cols]
-                    term = (xv * w[None, :, c, kh, kw, None, None]).astype(dt)
-                    r = (r + np.where(ok, term, zero)).astype(dt)
+                    r = mode.muladd(r, xv, w[None, :, c, kh, kw, None, None], ok)
         return r
     if n.op == "conv2d_dw":  # dw[o,c,kh,kw] = Σ over b, oh, ow ascending
         x, d = ins
@@ -48,8 +47,7 @@ def conv(n: Node, ins: list[Array], shape: tuple[int, ...], mode: Any) -> Array:
                 for ow in range(d.shape[3]):
                     patch = xp[bi, :, oh * s : oh * s + win.kh, ow * s : ow * s + win.kw]
                     ok = inside[oh * s : oh * s + win.kh, ow * s : ow * s + win.kw]
-                    term = (d[bi, :, oh, ow][:, None, None, None] * patch[None]).astype(dt)
-                    r = (r + np.where(ok, term, zero)).astype(dt)
+                    r = mode.muladd(r, d[bi, :, oh, ow][:, None, None, None], patch[None], ok)
         return r
     # conv2d_dx: dx[b,c,ih,iw] = Σ over o, kh, kw ascending of w[o,c,kh,kw] d[b,o,oh,ow]
     d, w = ins
@@ -68,8 +66,8 @@ def conv(n: Node, ins: list[Array], shape: tuple[int, ...], mode: Any) -> Array:
                 okw = (tw >= 0) & (tw % s == 0) & (tw // s < d.shape[3])
                 ow = np.where(okw, tw // s, 0)
                 dv = d[:, o][:, oh][:, :, ow][:, None, :, :]
-                term = (w[None, o, :, kh, kw, None, None] * dv).astype(dt)
-                r = (r + np.where(okh[:, None] & okw[None, :], term, zero)).astype(dt)
+                keep = okh[:, None] & okw[None, :]
+                r = mode.muladd(r, w[None, o, :, kh, kw, None, None], dv, keep)
     return r
 
 

@@ -106,7 +106,7 @@ def bmatmul(n: Node, ins: list[Array], shape: tuple[int, ...], mode: Any) -> Arr
     a, c = ins
     r = np.zeros(shape, dtype=dt)
     for k in range(a.shape[-1]):
-        r = (r + (a[..., :, k : k + 1] * c[..., k : k + 1, :]).astype(dt)).astype(dt)
+        r = mode.muladd(r, a[..., :, k : k + 1], c[..., k : k + 1, :])
     return r
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from llvmlite import ir
+from reference import Mode
 from reference_conv import conv
 
 from alpha_core.codegen.conv_gemm import emit_conv_product
@@ -101,10 +101,10 @@ def _cases() -> list[tuple[tuple[int, ...], str]]:
     return [(shape, op) for shape in SHAPES for op in OPS]
 
 
-def _module(host: HostTarget) -> ir.Module:
+def _module(host: HostTarget, fused: bool = False) -> ir.Module:
     mod = ir.Module(name="test.conv_gemm")
     mod.triple = host.triple
-    gemm = GemmEmitter(mod, blocking_of(host.triple, host.cpu, host.features))
+    gemm = GemmEmitter(mod, blocking_of(host.triple, host.cpu, host.features, fused), fused)
     run = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I32, PTR, PTR, PTR]), "conv_run")
     which, out, a, bm = run.args
     b = ir.IRBuilder(run.append_basic_block("entry"))
@@ -133,13 +133,13 @@ def _inputs(shapes: tuple[tuple[int, ...], ...], seed: int) -> list[np.ndarray]:
     return values
 
 
-def _check(exe: list[str], tmp: Path, threads: tuple[int, ...]) -> None:
+def _check(exe: list[str], tmp: Path, threads: tuple[int, ...], fused: bool = False) -> None:
     for i, (shape, op) in enumerate(_cases()):
         shapes = _shapes(shape, op)
         a, bm = _inputs(shapes, seed=i)
         (tmp / "a.bin").write_bytes(a.tobytes())
         (tmp / "b.bin").write_bytes(bm.tobytes())
-        want = conv(_node(shape, op), [a, bm], shapes[0], SimpleNamespace(dtype=np.float32))
+        want = conv(_node(shape, op), [a, bm], shapes[0], Mode(np.float32, fused=fused))
         n = int(np.prod(shapes[0]))
         for t in threads:
             args = [str(t), str(i), str(tmp / "a.bin"), str(tmp / "b.bin"), str(n)]
@@ -178,3 +178,17 @@ def test_convolutions_on_the_gemm_have_the_reference_bits_on_aarch64(tmp_path: P
         host.zig, object_code(_module(host), host), DRIVER, tmp_path / "build", "conv"
     )
     _check(["qemu-aarch64", str(exe)], tmp_path, (2,))
+
+
+@pytest.mark.parametrize("cpu", ["x86-64-v3", "x86-64-v4"])
+def test_fused_convolutions_on_the_gemm_have_the_fused_reference_bits(
+    cpu: str, tmp_path: Path
+) -> None:
+    """`arithmetic fused`: each term one fma, in the same orders (docs/semantics.md §6)."""
+    assert cpu != "x86-64-v4" or " avx512f" in Path("/proc/cpuinfo").read_text()
+    host = TARGETS["x86_64"]
+    host = HostTarget(host.name, host.triple, host.zig, cpu, host.features)
+    exe = link_kernels_driver(
+        host.zig, object_code(_module(host, fused=True), host), DRIVER, tmp_path / "b", "conv"
+    )
+    _check([str(exe)], tmp_path, (1, 3), fused=True)

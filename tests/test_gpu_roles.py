@@ -102,7 +102,7 @@ def test_every_example_has_exact_ptx_that_assembles(tmp_path: Path) -> None:
             continue
         ptx = _ptx_of(source, tmp_path / example.name)
         assert f".target {PTX_CPU}" in ptx and ".version 7.8" in ptx
-        assert lint_ptx(ptx) == [], (example.name, lint_ptx(ptx)[:5])
+        assert lint_ptx(ptx, program.fused) == [], (example.name, lint_ptx(ptx)[:5])
         assert len(kernel_names(ptx)) > 0
         ptx_file = tmp_path / f"{example.stem}.ptx"
         ptx_file.write_text(ptx)

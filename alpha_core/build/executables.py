@@ -88,9 +88,10 @@ def kernels_file(program: Program, target: str, cpu: str | None = None) -> Path:
     return bytes_object("kernels", host.zig, key, lambda: object_code(text, host))
 
 
-def _level_code(text: str, level: str, host: HostTarget) -> Callable[[], bytes]:
-    """Makes one level's copy of the kernels, its symbols suffixed (on a cache miss only)."""
-    return lambda: object_code(levels.renamed(text, level), host)
+def _level_code(text: str, level: str, first: str, host: HostTarget) -> Callable[[], bytes]:
+    """Makes one level's copy of the kernels, its symbols suffixed (on a cache miss only);
+    `first`: the narrowest level carried."""
+    return lambda: object_code(levels.renamed(text, level, first), host)
 
 
 def kernels_objects(program: Program, target: str, cpu: str | None = None) -> tuple[Path, ...]:
@@ -107,14 +108,15 @@ def kernels_objects(program: Program, target: str, cpu: str | None = None) -> tu
     copies: list[levels.LevelCopy] = []
     objects: list[Path] = []
     renaming = Path(levels.__file__).read_bytes()
-    for level in levels.X86_LEVELS:
+    for level in levels.carried(program.fused):
         if level in levels.TASKS_ONLY and copies and not copies[0].scratch:
             break  # no product takes the packed GEMM: the v4 copy would be the slower one
         h = _host(target, level)
         text = _kernels_text(program, h, small=level in levels.SMALL)
         copies.append(levels.copy_of(text, level))
-        key = _object_key(h, text, renaming, level.encode())
-        objects.append(bytes_object("kernels", zig, key, _level_code(text, level, h)))
+        first = levels.carried(program.fused)[0]
+        key = _object_key(h, text, renaming, level.encode(), first.encode())
+        objects.append(bytes_object("kernels", zig, key, _level_code(text, level, first, h)))
     objects.append(c_object("kernels-levels", zig, levels.dispatcher_c(copies)))
     return tuple(objects)
 

@@ -66,6 +66,12 @@ class LearnerSpec:
         return text
 
 
+# How a sum of products adds each term (docs/semantics.md, "Arithmetic"): `unfused` rounds the
+# product and then the sum, `fused` one correctly rounded fused multiply-add per term.
+UNFUSED, FUSED = "unfused", "fused"
+ARITHMETICS = (UNFUSED, FUSED)
+
+
 @dataclass(frozen=True)
 class Program:
     """A system that passed every check: the input to autodiff and codegen."""
@@ -85,6 +91,11 @@ class Program:
     # the node the forward (evaluation) kernel writes when it is not `output`: a single logit's
     # [0, z], whose first maximum is the predicted class of sigmoid_cross_entropy
     forward_output: int | None = None
+    arithmetic: str = UNFUSED  # UNFUSED or FUSED
+
+    @property
+    def fused(self) -> bool:
+        return self.arithmetic == FUSED
 
     @property
     def leaf_size(self) -> int:
@@ -134,6 +145,8 @@ class Program:
             f"learner {self.learner.text()}",
             f"steps {self.steps}",
         ]
+        if self.fused:  # an unfused system keeps the identity it always had
+            parts.append(f"arithmetic {self.arithmetic}")
         return "\n".join(parts) + "\n"
 
     def identity(self) -> str:

@@ -16,7 +16,7 @@ from alpha_core.check.init_check import INITS as INITS  # re-exported: editors
 from alpha_core.check.init_check import Files, check_init
 from alpha_core.check.learner_check import LEARNERS as LEARNERS  # re-exported: editors
 from alpha_core.check.learner_check import check_learner
-from alpha_core.check.program import LearnerSpec, ParamSpec, Program
+from alpha_core.check.program import ARITHMETICS, UNFUSED, LearnerSpec, ParamSpec, Program
 from alpha_core.data.spec import DataSpec
 from alpha_core.diagnostics import Related
 from alpha_core.ir.graph import BATCH, Graph, GraphBuilder, GraphTooLarge, size
@@ -32,6 +32,7 @@ ITEM_WORDS = {
     ast.LossItem: "loss",
     ast.LearnerItem: "learner",
     ast.StepsItem: "steps",
+    ast.ArithmeticItem: "arithmetic",
 }
 LOSSES = ("softmax_cross_entropy", "mse", "sigmoid_cross_entropy")
 # the grammar's NAME: every word the tree holds is one of these in the declaration's text
@@ -54,6 +55,7 @@ class _Items:
     loss: ast.LossItem | None = None
     learner: ast.LearnerItem | None = None
     steps: ast.StepsItem | None = None
+    arithmetic: ast.ArithmeticItem | None = None
     params: list[ast.ParamItem | ast.ParamArrayItem] = field(default_factory=list)
     fns: dict[str, ast.FnItem] = field(default_factory=dict)
 
@@ -64,6 +66,7 @@ _SINGLE = {
     ast.LossItem: "loss",
     ast.LearnerItem: "learner",
     ast.StepsItem: "steps",
+    ast.ArithmeticItem: "arithmetic",
 }
 
 
@@ -143,6 +146,7 @@ def check_system(
         _missing(ctx, decl, "steps", "steps 100")
     elif not 1 <= steps.count <= RUNTIME_U32:
         ctx.refuse("bad-argument", f"`steps` must be from 1 to {RUNTIME_U32:,}", steps.count_span)
+    arithmetic = _arithmetic(items.arithmetic, ctx)
     if not items.params:
         _missing(ctx, decl, "param", "param w: f32[4, 3] = normal(0.0, 0.1, seed: 1)")
     try:
@@ -183,7 +187,18 @@ def check_system(
         steps.count,
         smoothing=smoothing,
         forward_output=forward_output,
+        arithmetic=arithmetic,
     )
+
+
+def _arithmetic(item: ast.ArithmeticItem | None, ctx: CheckContext) -> str:
+    """`fused` or `unfused` (the default, and what a refused word leaves)."""
+    if item is None:
+        return UNFUSED
+    if item.word not in ARITHMETICS:
+        ctx.unknown("arithmetic", item.word, item.word_span, ARITHMETICS)
+        return UNFUSED
+    return item.word
 
 
 def _missing(ctx: CheckContext, decl: ast.Decl, what: str, example: str) -> None:

@@ -56,6 +56,16 @@ class _Sum:
             v = self.b.select(keep, v, self.A.const(0.0))
         self.b.store(self.A.add(self.b.load(self.slot, typ=F32), v), self.slot)
 
+    def add_product(self, x: ir.Value, y: ir.Value, keep: ir.Value) -> None:
+        """A term x · y of the sum in the system's arithmetic, skipped where not `keep` (a
+        padded position): unfused, the product or +0.0 is added; fused, fma(x, y, sum) or the
+        sum as it was (the bits of fma(+0.0, y, sum) for a finite y, as conv_gemm.py gathers)."""
+        if not self.A.fused:
+            self.add(self.A.mul(x, y), keep)
+            return
+        held = self.b.load(self.slot, typ=F32)
+        self.b.store(self.b.select(keep, self.A.muladd(held, x, y), held), self.slot)
+
     def value(self) -> ir.Value:
         return self.b.load(self.slot, typ=F32)
 
@@ -119,7 +129,7 @@ def emit_conv_op(
                 iw, okw = _source(b, win, ow, kw, xs[3])
                 xv = load(b, x, _at(b, [bi, c, ih, iw], xs))
                 wv = load(b, w, _at(b, [o, c, kh, kw], ws))
-                acc.add(A.mul(xv, wv), b.and_(okh, okw))
+                acc.add_product(xv, wv, b.and_(okh, okw))
 
             _loops(b, (ws[1], ws[2], ws[3]), term)
             store(b, acc.value(), out, _at(b, idx, shape))
@@ -139,7 +149,7 @@ def emit_conv_op(
                 ow, okw = _target(b, win, iw, kw, ds[3])
                 wv = load(b, w, _at(b, [o, c, kh, kw], ws))
                 dv = load(b, d, _at(b, [bi, o, oh, ow], ds))
-                acc.add(A.mul(wv, dv), b.and_(okh, okw))
+                acc.add_product(wv, dv, b.and_(okh, okw))
 
             _loops(b, (ws[0], ws[2], ws[3]), term)
             store(b, acc.value(), out, _at(b, idx, shape))
@@ -159,7 +169,7 @@ def emit_conv_op(
                 iw, okw = _source(b, win, ow, kw, xs[3])
                 xv = load(b, x, _at(b, [bi, c, ih, iw], xs))
                 dv = load(b, d, _at(b, [bi, o, oh, ow], ds))
-                acc.add(A.mul(xv, dv), b.and_(okh, okw))
+                acc.add_product(xv, dv, b.and_(okh, okw))
 
             _loops(b, (ds[0], ds[2], ds[3]), term)
             store(b, acc.value(), out, _at(b, idx, shape))

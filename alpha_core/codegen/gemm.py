@@ -1,15 +1,15 @@
 """Large matrix products in the BLIS shape, with the bits of the plain loop.
 
-C[i, j] = Σ_p A[i, p] * B[p, j], each sum from +0.0 in ascending p with a separate multiply and
-add (never a fused one). That order is all the exactness contract fixes, so everything else is
-free: A and B are read through strides (so Aᵀ·B and A·Bᵀ need no transposed copy), copied into
-packed panels (MR rows of A, NR columns of B, k-major, zero-padded at the edges), and the output
-is computed in tasks of MC x NC elements, each a loop over blocks of KC values of p. A register
-micro-kernel keeps an MR x NR tile of accumulators in vector registers for a whole block of p;
-between blocks the partial sums go to C and come back unchanged (a float32 store and load are
-exact), so each output still adds its products one at a time in ascending p. Lanes and tasks only
-ever hold different outputs, never parts of one sum: the bits do not depend on the vector width,
-the blocking or how many threads run the tasks.
+C[i, j] = Σ_p A[i, p] * B[p, j], each sum from +0.0 in ascending p, each term in the system's
+arithmetic: a separate multiply and add, or (`arithmetic fused`) one fused multiply-add. That order
+is all the exactness contract fixes, so everything else is free: A and B are read through strides
+(so Aᵀ·B and A·Bᵀ need no transposed copy), copied into packed panels (MR rows of A, NR columns of
+B, k-major, zero-padded at the edges), and the output is computed in tasks of MC x NC elements, each
+a loop over blocks of KC values of p. A register micro-kernel keeps an MR x NR tile of accumulators
+in vector registers for a whole block of p; between blocks the partial sums go to C and come back
+unchanged (a float32 store and load are exact), so each output still adds its products one at a time
+in ascending p. Lanes and tasks only ever hold different outputs, never parts of one sum: the bits
+do not depend on the vector width, the blocking or how many threads run the tasks.
 
 Two additions ride on the store of a finished sum, never inside it: a chain of arrays whose
 elements are added to each output (the combine tree's pending values, `call`), and a tree of
@@ -33,6 +33,7 @@ from alpha_core.codegen.tree_tiles import (
 )
 from alpha_core.lower.blocking import TREE_MC, Blocking
 from alpha_core.lower.tree import tree_walk
+from alpha_core.semantics.llvm_arith import emit_muladd
 
 DIRECT_ROWS = 96  # B is read in place by one row of tasks of at most this many rows
 # ... a global the runtime lowers to 0 in a role that shares its machine with other roles
@@ -49,8 +50,8 @@ class GemmEmitter:
     """Declares the product's functions in a module once and emits calls to them."""
 
     def __init__(self, module: ir.Module, blocking: Blocking, fused: bool = False) -> None:
-        """`fused` (bench/gemm.py --fma only, never a build): each step one correctly rounded
-        fused multiply-add, the contract an `fma` system would choose, to measure its gain."""
+        """`fused`: the system's arithmetic (`arithmetic fused`, docs/semantics.md): each term
+        one correctly rounded fused multiply-add, `acc = fma(a, b, acc)`, p ascending."""
         self.module = module
         self.k = blocking
         self.fused = fused
@@ -228,14 +229,7 @@ class GemmEmitter:
                 a_all = splat(b, av, K.width)
                 for v in range(nv):
                     acc = b.load(slots[r][v], typ=self.vec)
-                    if self.fused:
-                        name = f"llvm.fma.v{K.width}f32"
-                        fma = self.module.globals.get(name) or ir.Function(
-                            self.module, ir.FunctionType(self.vec, [self.vec] * 3), name
-                        )
-                        b.store(b.call(fma, [a_all, brow[v], acc]), slots[r][v])
-                    else:
-                        b.store(b.fadd(acc, b.fmul(a_all, brow[v])), slots[r][v])
+                    b.store(emit_muladd(b, self.fused, acc, a_all, brow[v]), slots[r][v])
 
         for_count(b, kc, step, "p")
 

@@ -53,6 +53,16 @@ class ConvBody:
 
         level(0, [])
 
+    def _add_product(self, x: ir.Value, y: ir.Value, keep: ir.Value) -> None:
+        """A term x · y in the system's arithmetic, skipped where not `keep` (conv_ops.py's
+        _Sum.add_product: the same bits)."""
+        b, A = self.b, self.A
+        if not A.fused:
+            self._add(A.mul(x, y), keep)
+            return
+        held = b.load(self.acc, typ=F32)
+        b.store(b.select(keep, A.muladd(held, x, y), held), self.acc)
+
     def _add(self, v: ir.Value, keep: ir.Value | None = None) -> None:
         b, A = self.b, self.A
         if keep is not None:
@@ -61,7 +71,7 @@ class ConvBody:
 
     def emit(self, shape: tuple[int, ...], out: ir.Value, t: ir.Value) -> int:
         """Output t of the node; returns the thread count."""
-        b, A, win, op = self.b, self.A, self.win, self.node.op
+        b, win, op = self.b, self.win, self.node.op
         b.store(ir.Constant(F32, 0.0), self.acc)
         if op == "conv2d":
             xs, ws = self.shapes
@@ -73,7 +83,7 @@ class ConvBody:
                 iw, okw = _source(b, win, ow, kw, xs[3])
                 xv = self.read(0, _at(b, [bi, c, ih, iw], xs))
                 wv = self.read(1, _at(b, [o, c, kh, kw], ws))
-                self._add(A.mul(xv, wv), b.and_(okh, okw))
+                self._add_product(xv, wv, b.and_(okh, okw))
 
             self._nest((ws[1], ws[2], ws[3]), term)
         elif op == "conv2d_dx":
@@ -86,7 +96,7 @@ class ConvBody:
                 ow, okw = _target(b, win, iw, kw, ds[3])
                 wv = self.read(1, _at(b, [o, c, kh, kw], ws))
                 dv = self.read(0, _at(b, [bi, o, oh, ow], ds))
-                self._add(A.mul(wv, dv), b.and_(okh, okw))
+                self._add_product(wv, dv, b.and_(okh, okw))
 
             self._nest((ws[0], ws[2], ws[3]), term_x)
         elif op == "conv2d_dw":
@@ -99,7 +109,7 @@ class ConvBody:
                 iw, okw = _source(b, win, ow, kw, xs[3])
                 xv = self.read(0, _at(b, [bi, c, ih, iw], xs))
                 dv = self.read(1, _at(b, [bi, o, oh, ow], ds))
-                self._add(A.mul(xv, dv), b.and_(okh, okw))
+                self._add_product(xv, dv, b.and_(okh, okw))
 
             self._nest((ds[0], ds[2], ds[3]), term_w)
         else:

@@ -208,6 +208,7 @@ class GpuKernels:
             f"alpha.gpu.{prefix}",
             self.device == "ptx",
             training=prefix == "step",
+            fused=self.program.fused,
         )
         where: dict[int, tuple[int, int]] = dict(bound)
         owned: dict[int, int] = {}

@@ -109,7 +109,7 @@ class LayerBodies:
             def step(kk: ir.Value) -> None:
                 av = self._read(b, ptrs, ja, b.add(a_row, kk))
                 cv = self._read(b, ptrs, jc, b.add(c_col, b.mul(kk, i64(cols))))
-                b.store(A.add(b.load(acc, typ=F32), A.mul(av, cv)), acc)
+                b.store(A.muladd(b.load(acc, typ=F32), av, cv), acc)
 
             loop(b, k, step, "k")
             store(b, b.load(acc, typ=F32), out, t)

@@ -95,8 +95,10 @@ class NodeBodies(LayerBodies):
         prefix: str,
         ptx: bool = False,
         training: bool = True,
+        fused: bool = False,
     ) -> None:
         self.module = module
+        self.fused = fused  # the system's arithmetic: its products' terms (LlvmArith.muladd)
         self.ptx = ptx
         self.training = training  # the step graph: dropout masks; the forward: the identity
         self._leaf: ir.Value | None = None  # the leaf scalars' address, in a dropout body
@@ -127,7 +129,7 @@ class NodeBodies(LayerBodies):
             ptrs[j] = self._arg(b, args, k + 1)
         leaf = node.op == "dropout" and self.training
         self._leaf = self._arg(b, args, len(inputs) + 1) if leaf else None
-        threads = self._body(b, LlvmArith(b), node, i, out, ptrs, t)
+        threads = self._body(b, LlvmArith(b, self.fused), node, i, out, ptrs, t)
         b.ret_void()
         return NodeKernel(fn, threads, inputs, leaf)
 
@@ -424,7 +426,7 @@ class NodeBodies(LayerBodies):
         def step(kk: ir.Value) -> None:
             av = self._read(b, ptrs, ja, b.add(b.mul(r, i64(k)), kk))
             wv = self._read(b, ptrs, jw, b.add(b.mul(kk, i64(n)), c))
-            b.store(A.add(b.load(acc, typ=F32), A.mul(av, wv)), acc)
+            b.store(A.muladd(b.load(acc, typ=F32), av, wv), acc)
 
         loop(b, k, step, "k")
         store(b, b.load(acc, typ=F32), out, t)

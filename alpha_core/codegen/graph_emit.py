@@ -156,7 +156,7 @@ class GraphEmitter:
         outline = len(live) >= OUTLINE_FROM
         # the calls of an outlined kernel, emitted in part functions when there are many
         self._run = CallRun(self.module, b, f"alpha.{self.prefix}") if outline else None
-        A = LlvmArith(b)
+        A = LlvmArith(b, self.gemm.fused)
         for i in live:
             node = self.graph[i]
             if i in self.folded:
@@ -229,7 +229,7 @@ class GraphEmitter:
                 if self.graph[j].op == "const":
                     self.ptrs[j] = self.buffer(j)
             inner = ir.IRBuilder(fn.append_basic_block("entry"))
-            self._emit(inner, LlvmArith(inner), i, node)
+            self._emit(inner, LlvmArith(inner, self.gemm.fused), i, node)
             inner.ret_void()
             self.ptrs = saved
             self.shared[key] = fn

@@ -458,7 +458,7 @@ def build_kernels(
     (never their bits)."""
     module = ir.Module(name=f"alpha.{program.name}")
     module.triple = triple
-    gemm = GemmEmitter(module, blocking_of(triple, cpu, features))
+    gemm = GemmEmitter(module, blocking_of(triple, cpu, features, program.fused), program.fused)
     emit_init(module, program)
     shared: dict[tuple[object, ...], ir.Function] = {}  # node functions of both kernels
     emit_leaf_grad(module, program, step, gemm, shared)

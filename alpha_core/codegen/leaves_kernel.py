@@ -221,7 +221,8 @@ def _leaf_sums(
         buf.type = PTR
         one = GraphEmitter(module, graph, program.leaf_size, f"leaves.{leaf}", gemm)
         one.ptrs = {src: gep(b, rows, i64(leaf * program.leaf_size * per_row)), g: buf}
-        one._emit(b, LlvmArith(b), g, graph[g])  # the node alone, on this leaf's rows
+        # the node alone, on this leaf's rows
+        one._emit(b, LlvmArith(b, one.gemm.fused), g, graph[g])
         values.append(buf)
 
     def tree(lo: int, hi: int) -> ir.Value:  # left + right, into the left's buffer

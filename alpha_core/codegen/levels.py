@@ -91,6 +91,16 @@ SHARED = {"alpha_direct_rows": "int64_t", "alpha_clip_sqsum": "float"}
 POINTERS = {"alpha_clip_hook": ('#include "schedule.h"', "clip_hook_fn")}
 
 
+# levels without FMA: a system of `arithmetic fused` carries none of them, and its executable
+# refuses a CPU that runs none of the levels it carries (runtime/cpu_level.c)
+NO_FMA = frozenset({"x86-64-v2"})
+
+
+def carried(fused: bool) -> tuple[str, ...]:
+    """The levels a default x86-64 build carries, narrowest first."""
+    return tuple(v for v in X86_LEVELS if not (fused and v in NO_FMA))
+
+
 class UnknownExport(Exception):
     """A kernels module defines an external symbol the dispatcher does not know: a new kernel
     must be added to KERNELS, or it would be called unsuffixed and fail to link."""
@@ -163,9 +173,10 @@ def copy_of(text: str, level: str) -> LevelCopy:
     return LevelCopy(level, tuple(kernels), scratch, hook, tuple(shared), tuple(pointers))
 
 
-def renamed(text: str, level: str) -> str:
+def renamed(text: str, level: str, narrowest: str = X86_LEVELS[0]) -> str:
     """The kernels module `text` with its external definitions suffixed for `level`, and
-    the SHARED variables made externals the dispatcher defines."""
+    the SHARED variables made externals the dispatcher defines; `narrowest`, the first level
+    the build carries, keeps the ONCE kernels every level calls."""
     for name, ctype in SHARED.items():
         ir_type = "i64" if ctype == "int64_t" else "float"
         text = _shared_definition(name).sub(f"@{name} = external global {ir_type}", text)
@@ -173,7 +184,7 @@ def renamed(text: str, level: str) -> str:
     suffix = suffix_of(level)
     for f in module.functions:
         if not f.is_declaration and f.linkage == llvm.Linkage.external:
-            if level != X86_LEVELS[0] and f.name in ONCE:
+            if level != narrowest and f.name in ONCE:
                 f.linkage = llvm.Linkage.internal  # the narrowest copy's runs instead
             f.name = f.name + suffix
     for g in module.global_variables:

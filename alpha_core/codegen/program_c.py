@@ -222,6 +222,7 @@ def _program_part(
         "state_slots": f"{program.state_slots}u",
         "state_scalars": f"{program.state_scalars}u",
         "learner": _c_string(program.learner.kind),
+        "arithmetic": _c_string(program.arithmetic),
         # the CSV's size: the runtime refuses another size before reading a byte of it
         "data_size": f"{d.size}ull",
         "label_positions": f"{d.positions}u",

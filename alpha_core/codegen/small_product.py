@@ -46,7 +46,7 @@ def emit_small_product(
             for r, slot in enumerate(slots):
                 row_k = b.add(a0, b.add(b.mul(b.add(m0, i64(r)), i64(k)), ki))
                 av = splat(b, load(b, a, row_k), width)
-                b.store(A.add(b.load(slot, typ=ty), A.mul(av, cv)), slot)
+                b.store(A.muladd(b.load(slot, typ=ty), av, cv), slot)
 
         for_range(b, k, step, "k")
         for r, slot in enumerate(slots):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import subprocess
@@ -123,3 +124,20 @@ def object_code(module: ir.Module | str, target: HostTarget) -> bytes:
     """Verified, optimised at O3 (no fast-math anywhere), emitted as an ELF object."""
     mod = optimized_ir(module, target)
     return bytes(_machine(target).emit_object(mod))
+
+
+@functools.cache
+def fuses(target: str, cpu: str) -> bool:
+    """Whether `cpu` of `target` has a fused multiply-add instruction: LLVM's code for one
+    `llvm.fma.f32` on it is the instruction itself rather than a call to the C library's fmaf
+    (what LLVM emits for a CPU without one, x86-64-v2 among them)."""
+    host = dataclasses.replace(TARGETS[target], cpu=cpu)
+    f32 = ir.FloatType()
+    module = ir.Module(name="fma_probe")
+    module.triple = host.triple
+    fn = ir.Function(module, ir.FunctionType(f32, [f32] * 3), "probe")
+    fma = ir.Function(module, ir.FunctionType(f32, [f32] * 3), "llvm.fma.f32")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b.ret(b.call(fma, list(fn.args)))
+    asm = _machine(host).emit_assembly(optimized_ir(module, host))
+    return "fmaf" not in asm

@@ -37,9 +37,10 @@ def vector_width(triple: str, cpu: str, features: str) -> int:
     return 4
 
 
-def blocking_of(triple: str, cpu: str, features: str) -> Blocking:
+def blocking_of(triple: str, cpu: str, features: str, fused: bool = False) -> Blocking:
     """The tile for a target CPU: its vector width, and 32 registers on AVX-512 and AArch64
-    (16 on the other x86-64 levels)."""
+    (16 on the other x86-64 levels); `fused`: for a system of `arithmetic fused`."""
     width = vector_width(triple, cpu, features)
-    registers = 32 if width == 16 or triple.startswith("aarch64") else 16
-    return blocking_for(width, registers)
+    aarch64 = triple.startswith("aarch64")
+    registers = 32 if width == 16 or aarch64 else 16
+    return blocking_for(width, registers, fused and not aarch64)

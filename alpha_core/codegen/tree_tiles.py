@@ -33,6 +33,7 @@ from llvmlite import ir
 from alpha_core.codegen.loops import F32, I64, PTR, entry_alloca, for_count, gep, i64, splat
 from alpha_core.lower.blocking import Blocking
 from alpha_core.lower.tree import tree_walk
+from alpha_core.semantics.llvm_arith import emit_muladd
 
 
 class TaskFrames(Protocol):
@@ -41,6 +42,7 @@ class TaskFrames(Protocol):
 
     module: ir.Module
     k: Blocking
+    fused: bool  # the system's arithmetic (LlvmArith.muladd)
 
     def task_frame(
         self, name: str, fields: int, mc: int
@@ -62,7 +64,7 @@ def tile_rows(registers: int, leaves: int) -> int:
 
 
 def emit_tile(
-    module: ir.Module, name: str, leaves: int, k: int, rows: int, lanes: int
+    module: ir.Module, name: str, leaves: int, k: int, rows: int, lanes: int, fused: bool
 ) -> ir.Function:
     """tile(c, ldc, a, a0, a1, bm, b0, a_step, b_step): the rows x lanes tile at c (row stride
     ldc) = the canonical tree's sum over the leaves of Σ_p a[r, p] · bm[p, lane], leaf l's
@@ -85,12 +87,15 @@ def emit_tile(
         acc: list[ir.Value] = []
         for p in range(k):
             brow = b.load(gep(b, b_leaf, b.mul(i64(p), b0), ty), typ=ty, align=4)
-            products = []
+            row_values = []
             for r in range(rows):
                 at = b.add(b.mul(i64(r), a0), b.mul(i64(p), a1))
-                av = splat(b, b.load(gep(b, a_leaf, at), typ=F32, align=4), lanes)
-                products.append(b.fmul(av, brow))
-            acc = products if p == 0 else [b.fadd(v, w) for v, w in zip(acc, products, strict=True)]
+                row_values.append(splat(b, b.load(gep(b, a_leaf, at), typ=F32, align=4), lanes))
+            if p == 0:
+                acc = [b.fmul(av, brow) for av in row_values]
+            else:  # acc + a · b, fused or not (LlvmArith.muladd)
+                pairs = zip(acc, row_values, strict=True)
+                acc = [emit_muladd(b, fused, v, av, brow) for v, av in pairs]
         for j in reversed(links):  # the chain's last first, as the blocked kernel adds it
             acc = [b.fadd(v, w) for v, w in zip(acc, pending.pop(j), strict=True)]
         if into is None:  # + 0.0: the root as if every sum had started from +0.0
@@ -113,9 +118,10 @@ def emit_tree_tiles_task(
     stem = f"alpha.gemm.rtree{leaves}k{k}"
     rows = tile_rows(K.registers, leaves)
     task_rows = rows * max(1, most_rows // rows)
-    full = emit_tile(module, f"{stem}.tile", leaves, k, rows, K.width)
-    row = emit_tile(module, f"{stem}.row", leaves, k, 1, K.width) if rows > 1 else full
-    lane = emit_tile(module, f"{stem}.lane", leaves, k, 1, 1)
+    fused = emitter.fused
+    full = emit_tile(module, f"{stem}.tile", leaves, k, rows, K.width, fused)
+    row = emit_tile(module, f"{stem}.row", leaves, k, 1, K.width, fused) if rows > 1 else full
+    lane = emit_tile(module, f"{stem}.lane", leaves, k, 1, 1, fused)
     fn, b, f, _, blk = emitter.task_frame(f"{stem}.task", 15, task_rows)
     c, a, bm, _, n, _, a0, a1, b0, _, _, _, _, a_step, b_step = f
     i0, j0, mc, nc = blk["i0"], blk["j0"], blk["mc"], blk["nc"]

@@ -905,6 +905,18 @@ _ENTRIES = [
         "identities.",
     ),
     Refusal(
+        "arithmetic-mismatch",
+        RESUME,
+        "the checkpoint was made by a system of the other arithmetic",
+        "A system's arithmetic (`arithmetic fused` or the default `unfused`) is part of its "
+        "identity: the same parameters trained on with the other arithmetic would give other "
+        "bits. Resuming or evaluating a capture made by a system of the other arithmetic is "
+        "refused before anything is built (`alpha run --resume`, `alpha eval`) and again by "
+        "the executable at start-up, naming both arithmetics; a fused capture's manifest says "
+        '`"arithmetic": "fused"`, an unfused one has no such field. Change the source\'s '
+        "`arithmetic` item back, or train from the start.",
+    ),
+    Refusal(
         "checkpoint-digest-mismatch",
         RESUME,
         "a shard or manifest is not what its manifest says",

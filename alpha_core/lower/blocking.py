@@ -42,7 +42,7 @@ class Blocking:
         return self.kc * self.nc + self.mc * self.kc + 16
 
 
-def blocking_for(width: int, registers: int) -> Blocking:
+def blocking_for(width: int, registers: int, fused: bool = False) -> Blocking:
     """The tile for `registers` vector registers of `width` lanes: as many accumulators as leave
     room for a row of B, a broadcast element of A and a product.
 
@@ -55,6 +55,8 @@ def blocking_for(width: int, registers: int) -> Blocking:
     A block of few rows (a leaf's examples, a small batch) takes the shorter tile `small_mr`
     where it pads fewer rows of A: 8 rows on AVX-512, 4 on AVX2. AVX-512's MC of 264 (11 tiles)
     takes a batch of 256 rows in one block, where 240 left a block of 16 rows beside it."""
+    if fused and width >= 8:
+        return _fused_blocking(width)
     if width >= 16:
         return Blocking(16, 24, 16, 192, 264, 240, small_mr=8, registers=32)
     if width == 8:
@@ -62,3 +64,21 @@ def blocking_for(width: int, registers: int) -> Blocking:
     if registers >= 32:  # AArch64 NEON: 32 registers of 4 lanes
         return Blocking(4, 8, 12, 256, 96, 252, registers=32)
     return Blocking(4, 4, 8, 256, 96, 256)  # SSE: 16 registers of 4 lanes
+
+
+def _fused_blocking(width: int) -> Blocking:
+    """The tile of `arithmetic fused` on AVX-512 and AVX2: two vectors of B wide (12 x 32 and
+    6 x 16, the shape of BLIS's kernels), and panels of B 960 columns wide.
+
+    Unfused, a step of the one-vector tile is a multiply with A's element folded in and an add,
+    two instructions per product, and the FMA units (which run both) are the limit. Fused, each
+    product is one instruction, and the tall one-vector tile's element of A per product (a load
+    each) and its share of packing become the limit: on a Sapphire Rapids core, 1024^3 in fused
+    arithmetic ran at 122-139 GFLOP/s with 24 x 16 tiles and 240-column tasks, 167-169 with
+    12 x 32 or 14 x 32 and 960 columns (A's panels packed once per 960 columns of C instead of
+    per 240), 176 with 6 x 64 (which pads a 32-channel product to 64); AVX2 at the same core
+    83 with 12 x 8, 103 with 6 x 16 (bench/gemm.py --fma; docs/performance.md). MC stays a
+    multiple of TREE_MC's divisors (12 and 6 divide 96)."""
+    if width >= 16:
+        return Blocking(16, 12, 32, 256, 264, 960, small_mr=8, registers=32)
+    return Blocking(8, 6, 16, 256, 192, 960, small_mr=4)

@@ -127,19 +127,20 @@ def task_scratch(program: Program, step: StepGraph) -> int:
         blocks = tree_walk(program.leaves)[1]
         return max(
             (t.scratch_floats + blocks * TREE_MC * t.nc) * FLOAT
-            for t in (blocking_for(w, r) for w, r in TILES)
+            for t in (blocking_for(w, r, program.fused) for w, r in TILES)
         )
     panels = 0
     for node in step.graph.nodes:
         if node.op == "matmul":
             (m, k), (_, n) = (concrete(step.graph[i].shape, program.leaf_size) for i in node.inputs)
             if packed(m, n, k):
-                panels = max(blocking_for(w, r).scratch_floats for w, r in TILES) * FLOAT
+                tiles = (blocking_for(w, r, program.fused) for w, r in TILES)
+                panels = max(t.scratch_floats for t in tiles) * FLOAT
         elif node.op in CONV_PRODUCTS:
             out = concrete(node.shape, program.leaf_size)
             ins = tuple(concrete(step.graph[i].shape, program.leaf_size) for i in node.inputs)
             if on_gemm(node.op, out, ins):  # its gathered operands beside the panels
-                tiles = (blocking_for(w, r) for w, r in TILES)
+                tiles = (blocking_for(w, r, program.fused) for w, r in TILES)
                 return max(t.scratch_floats + gather_floats(t) for t in tiles) * FLOAT
     return panels
 

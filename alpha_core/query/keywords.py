@@ -44,6 +44,10 @@ KEYWORD_DOCS: dict[str, str] = {
     "`x` stands for the examples and `y` for the labels.",
     "learner": _learners() + ": how the parameters are updated from the combined gradient.",
     "steps": "`steps N`: the number of training steps (rounds, in a plan).",
+    "arithmetic": "`arithmetic fused` adds each term of every sum of products (`@`, batched "
+    "`@`, convolutions and their gradients) with one correctly rounded fused multiply-add, in "
+    "the declared order; `arithmetic unfused` (the default) multiplies and adds separately. "
+    "Part of the system's identity; fused needs FMA (x86-64-v3 or later, AArch64, GPUs).",
     "roles": "`roles worker[N], hub`: the processes of a plan; `worker[N]` is a family of N "
     "members.",
     "topology": "`topology pair`, `star(hub)` or `hierarchy(fanout: K)`: how the roles "

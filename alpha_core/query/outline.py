@@ -59,6 +59,8 @@ def _item_symbol(item: object, text: str) -> Symbol | None:
         return sym(kind, kind, item.call.func, item.call.func_span)
     if isinstance(item, ast.StepsItem):
         return sym("steps", "steps", str(item.count), item.count_span)
+    if isinstance(item, ast.ArithmeticItem):
+        return sym("arithmetic", "arithmetic", item.word, item.word_span)
     if isinstance(item, ast.RolesItem):
         kids = tuple(
             Symbol(

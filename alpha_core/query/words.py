@@ -15,7 +15,8 @@ from alpha_core.workspace.module_check import CheckedModule
 
 KEYWORDS = frozenset(
     "system plan pairing for in data batch leaves shuffle param fn let return loss learner steps "
-    "roles topology round each computes over its combine by deliver to applies contract".split()
+    "roles topology round each computes over its combine by deliver to applies contract "
+    "arithmetic".split()
 )
 _TOKEN = re.compile(
     r"(?P<comment>#[^\n]*)|(?P<string>\"[^\"\n]*\"?)"

@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from alpha_core.check.program import Program
+from alpha_core.check.program import UNFUSED, Program
 from alpha_core.checkpoint.folder import locate
 from alpha_core.checkpoint.pack import TOP, TRAILER, PackError, split
 from alpha_core.checkpoint.reader import CheckpointError
@@ -69,6 +69,7 @@ def configuration(canonical: str) -> dict[str, str]:
             items.update(_learner(rest))
         else:
             items[head] = rest
+    items.setdefault("arithmetic", UNFUSED)  # the text names only a fused system's
     return items
 
 
@@ -164,6 +165,7 @@ class CaptureIdentity:
     system: str
     identity: str
     round: int
+    arithmetic: str = UNFUSED  # a fused capture's manifest names it; an unfused one does not
 
 
 def capture_identity(path: Path) -> CaptureIdentity | None:
@@ -185,7 +187,11 @@ def capture_identity(path: Path) -> CaptureIdentity | None:
         data = os.pread(fd, tail, size - tail)
         manifest = json.loads(split(data, MANIFEST_LIMIT).manifest)
         return CaptureIdentity(
-            capture, str(manifest["system"]), str(manifest["identity"]), int(manifest["round"])
+            capture,
+            str(manifest["system"]),
+            str(manifest["identity"]),
+            int(manifest["round"]),
+            str(manifest.get("arithmetic", UNFUSED)),
         )
     except (OSError, PackError, ValueError, KeyError, TypeError):
         return None
@@ -200,8 +206,18 @@ def identity_refusal(path: str | Path, program: Program, doing: str) -> Diagnost
     held = capture_identity(Path(path))
     if held is None or held.identity == program.identity():
         return None
-    canonical = recorded_canonical(held.capture, held.identity)
     where = f"the capture {held.capture} (round {held.round:,})"
+    if held.arithmetic != program.arithmetic:
+        return Diagnostic(
+            "arithmetic-mismatch",
+            f"cannot {doing} {where}: it was made by system `{held.system}` of arithmetic "
+            f"{held.arithmetic}, and the source gives `{program.name}` of arithmetic "
+            f"{program.arithmetic}",
+            None,
+            help="nothing was built; declare the arithmetic the capture was made with "
+            f"(`arithmetic {held.arithmetic}`), or run from the start",
+        )
+    canonical = recorded_canonical(held.capture, held.identity)
     if canonical is None:
         what = (
             f"was made by system `{held.system}` of identity {held.identity}, and the source "

@@ -53,6 +53,7 @@ def build_choice(
     `on_built(executable, done, total)` is told of each role as it is linked."""
     # the compiler is loaded here, when a choice is built: a face that only checks, projects
     # or runs what was built never loads LLVM
+    from alpha_core.build.arithmetic_check import arithmetic_refusals
     from alpha_core.build.deployment_check import deployment_refusals
     from alpha_core.build.executables import build_plan, build_program
 
@@ -70,6 +71,7 @@ def build_choice(
             program = with_steps(program, choice.steps)
             d = deployment(1)
             refused = deployment_refusals(d, [target]) or resume_refusals(d, program)
+            refused = refused or arithmetic_refusals(program, [target], d.cpu)
             refused = refused or data_refusals(program.data, data or d.data_path)
             if refused:
                 return None, refused
@@ -89,6 +91,7 @@ def build_choice(
         refused = deployment_refusals(d, hosts, role_ports(plan, roles, d))
         refused = refused or data_refusals(plan.system.data, d.data_path)
         refused = refused or resume_refusals(d, plan.system)
+        refused = refused or arithmetic_refusals(plan.system, hosts, d.cpu)
         if refused:
             return None, refused
         result = build_plan(plan, pairing, into, d, roles, on_built)

@@ -39,14 +39,41 @@ def _intrinsic(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) 
     return ir.Function(module, ir.FunctionType(ret, args), name=name)
 
 
+def fma_function(module: ir.Module, ty: ir.Type) -> ir.Function:
+    """``llvm.fma`` of float32 or a vector of them: always one correctly rounded fused
+    multiply-add (``llvm.fmuladd`` would leave the choice to LLVM, and so would a ``contract``
+    flag: neither is ever emitted)."""
+    name = f"llvm.fma.v{ty.count}f32" if isinstance(ty, ir.VectorType) else "llvm.fma.f32"
+    return _intrinsic(module, name, ty, [ty, ty, ty])
+
+
+def emit_fma(b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value) -> ir.Value:
+    """fma(x, y, acc) = x · y + acc rounded once, of scalars or of vectors lane by lane."""
+    return b.call(fma_function(b.function.module, x.type), [x, y, acc])
+
+
+def emit_muladd(b: ir.IRBuilder, fused: bool, acc: ir.Value, x: ir.Value, y: ir.Value) -> ir.Value:
+    """One term of a sum of products in the system's arithmetic (docs/semantics.md,
+    "Arithmetic"): ``acc + x · y`` with the product rounded first (unfused), or
+    ``fma(x, y, acc)`` (fused)."""
+    return emit_fma(b, x, y, acc) if fused else b.fadd(acc, b.fmul(x, y))
+
+
 class LlvmArith:
     """Emits :class:`Arith` / :class:`Arith64` operations through an ``ir.IRBuilder``.
 
     ``F`` is a ``float`` value, ``I`` an ``i32``, ``M`` an ``i1`` and ``U`` an ``i64``.
+    ``fused`` is the system's arithmetic, used by :meth:`muladd` alone: the terms of its sums of
+    products; every other operation is the same in both arithmetics.
     """
 
-    def __init__(self, builder: ir.IRBuilder) -> None:
+    def __init__(self, builder: ir.IRBuilder, fused: bool = False) -> None:
         self.b = builder
+        self.fused = fused
+
+    def muladd(self, acc: ir.Value, x: ir.Value, y: ir.Value) -> ir.Value:
+        """A term of a sum of products: ``acc + x · y`` in the system's arithmetic."""
+        return emit_muladd(self.b, self.fused, acc, x, y)
 
     @property
     def module(self) -> ir.Module:

@@ -252,6 +252,15 @@ class StepsItem:
 
 
 @dataclass(frozen=True)
+class ArithmeticItem:
+    """`arithmetic fused` or `arithmetic unfused`: how a sum of products adds each term."""
+
+    word: str
+    word_span: Span
+    span: Span
+
+
+@dataclass(frozen=True)
 class ErrorItem:
     """An item that did not parse; its diagnostic is reported beside the tree."""
 
@@ -260,7 +269,15 @@ class ErrorItem:
 
 
 SystemItem = (
-    DataItem | BatchItem | ParamItem | ParamArrayItem | FnItem | LossItem | LearnerItem | StepsItem
+    DataItem
+    | BatchItem
+    | ParamItem
+    | ParamArrayItem
+    | FnItem
+    | LossItem
+    | LearnerItem
+    | StepsItem
+    | ArithmeticItem
 )
 
 

@@ -26,9 +26,9 @@ _HEADER = re.compile(rf"(system){_WS}{_NAME}|(plan|pairing){_WS}{_NAME}{_WS}for{
 _STEPS = re.compile(rf"steps{_WS}([0-9]{{1,18}})")
 # every word the grammar spells as a literal: the lexer reads these as keywords, not names
 KEYWORDS = frozenset(
-    "applies batch by checkpoint combine computes contract data deliver each every fn for in its "
-    "learner leaves let loss over pairing param plan return roles round rounds shuffle state "
-    "steps system to topology".split()
+    "applies arithmetic batch by checkpoint combine computes contract data deliver each every fn "
+    "for in its learner leaves let loss over pairing param plan return roles round rounds shuffle "
+    "state steps system to topology".split()
 )
 
 Header = tuple[str, str, Span, str | None, Span | None]

@@ -175,6 +175,9 @@ class Build:
     def _steps_item(self, t: Any, count: lark.Token) -> ast.StepsItem:
         return ast.StepsItem(self._int(count), self._span(count), self._span(t))
 
+    def _arithmetic_item(self, t: Any, word: lark.Token) -> ast.ArithmeticItem:
+        return ast.ArithmeticItem(str(word), self._span(word), self._span(t))
+
     def _tensor_type(self, t: Any, dtype: lark.Token, dims: Any) -> ast.TensorType:
         ds = tuple(self.node(d) for d in dims.children) if dims is not None else ()
         return ast.TensorType(str(dtype), self._span(dtype), ds, self._span(t))
