@@ -123,6 +123,31 @@ def test_the_block_form_is_the_written_out_form_with_documented_seeds(tmp_path: 
     assert shas[0] == shas[1]
 
 
+def test_a_loop_is_its_passes_written_out(tmp_path: Path) -> None:
+    """Nested loops, an index computed from two loops' indices (`2 - i`), a `let` of each pass
+    and a new value carried across passes: the graph of the passes written out by hand with
+    constant indices."""
+    looped = _model(
+        "    let h = x @ w0\n    for i in 0..3 {\n      for j in 0..2 {\n"
+        "        let t = tanh(h @ blocks[2 - i].wa) * blocks[i].g\n"
+        "        h = h + t @ blocks[j].wb\n"
+        "      }\n    }\n    return h @ out"
+    )
+    passes = []
+    for i in range(3):
+        for j in range(2):
+            passes.append(
+                f"    let t{i}{j} = tanh(h{2 * i + j} @ blocks[{2 - i}].wa) * blocks[{i}].g\n"
+                f"    let h{2 * i + j + 1} = h{2 * i + j} + t{i}{j} @ blocks[{j}].wb\n"
+            )
+    written = _model("    let h0 = x @ w0\n" + "".join(passes) + "    return h6 @ out")
+    a, b = program_of(looped, tmp_path / "a"), program_of(written, tmp_path / "b")
+    assert [(n.op, n.inputs, n.shape, n.attrs) for n in a.model.nodes] == [
+        (n.op, n.inputs, n.shape, n.attrs) for n in b.model.nodes
+    ]
+    assert a.identity() == b.identity()  # the same system: names, seeds, graph
+
+
 def test_the_block_form_equals_the_numpy_reference(tmp_path: Path) -> None:
     assert_exact(BLOCKS, tmp_path / "tiny")
 
