@@ -366,6 +366,12 @@ REFUSED = [
     ),
     ("no-blocks", BLOCKS.replace("blocks[3]", "blocks[0]"), "bad-argument", "0"),
     (
+        "too-many-tensors",  # 5,001 blocks of 3 members, counted before anything is expanded:
+        BLOCKS.replace("blocks[3]", "blocks[5001]"),  # the 10,001st tensor is block 3,333's wa
+        "system-too-large",
+        "wa",
+    ),
+    (
         "two-members-a-line",
         BLOCKS.replace("    g: f32[8] = ones\n", "    g: f32[8] = ones h: f32[8] = zeros\n"),
         "syntax-error",
