@@ -14,6 +14,7 @@ from alpha_core.check.builtins import CALLS, REDUCE, UNARY
 from alpha_core.check.init_check import INIT_POSITIONAL
 from alpha_core.check.system import INITS, LEARNERS, LOSSES
 from alpha_core.plan.pairing_check import GPU_PROFILES, HOSTS
+from alpha_core.query.blocks import members_after
 from alpha_core.syntax import ast
 from alpha_lsp.kernel import AlphaServer, Snapshot, guarded
 
@@ -219,6 +220,11 @@ def _scope(snap: Snapshot, offset: int) -> list[types.CompletionItem]:
 def _system(snap: Snapshot, decl: ast.Decl, offset: int, head: str) -> list[types.CompletionItem]:
     item = _item_at(decl, offset)
     in_fn = _inside_braces(snap, item, offset, "fn")
+    if in_fn and item is not None:  # after `blocks[i].` or `p.`: the block's members
+        start = item.span.start  # type: ignore[attr-defined]
+        members = members_after(decl, snap.text[start:offset], head)
+        if members is not None:
+            return [types.CompletionItem(label=n, kind=CK.Field, detail=t) for n, t in members]
     if not head.strip():
         return _snippets(FN_ITEMS if in_fn else SYSTEM_ITEMS, CK.Keyword) + (
             _scope(snap, offset) if in_fn else []
@@ -315,7 +321,7 @@ def _pairing(snap: Snapshot, decl: ast.Decl, offset: int, head: str) -> list[typ
 def register(server: AlphaServer) -> None:
     @server.feature(
         types.TEXT_DOCUMENT_COMPLETION,
-        types.CompletionOptions(trigger_characters=[" ", "(", ":", ","]),
+        types.CompletionOptions(trigger_characters=[" ", "(", ":", ",", "."]),
     )
     @guarded(lambda: types.CompletionList(is_incomplete=False, items=[]))
     def completion(ls: AlphaServer, params: types.CompletionParams) -> types.CompletionList:

@@ -9,6 +9,7 @@ from alpha_core import query
 from alpha_core.check.context import show_shape
 from alpha_core.plan.model import Pairing, Plan
 from alpha_core.plan.profiles import DEVICE_PROFILES
+from alpha_core.query.blocks import described_at
 from alpha_core.query.keywords import keyword_doc
 from alpha_core.query.rename import word_at
 from alpha_core.support.span import Span
@@ -252,6 +253,10 @@ def hover_text(snap: Snapshot, offset: int) -> str | None:
         declared = _declared(chain, offset) or _in_unparsed(snap, chain, offset)
         if declared is not None:
             parts.append(_code(declared))
+    if decl.kind == "system":  # a block array, a member or a loop's index: what it is
+        described = described_at(decl, offset, snap.analysis.checked.definitions)
+        if described is not None:
+            parts.append(_code(described))
     if not parts:
         keyword = _keyword(snap, offset)
         if keyword is not None:

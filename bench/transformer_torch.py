@@ -6,8 +6,10 @@ residual), a final layer norm and an untied output projection; T 64 (the text of
 `sequences(task: sort, length: 32, ...)`: 32 digits, a separator and 31 answer digits; the
 loss is the cross-entropy of the 32 answer positions), batch 16 in one leaf, Adam.
 
-Alpha has no block arrays yet, so the system is generated text (`alpha_source`): each block's
-16 parameters written out. PyTorch runs an idiomatic eager module (nn.Embedding, nn.LayerNorm,
+The system is generated text (`alpha_source`): each block's 16 parameters declared once in a
+block array `param blocks[4] { ... }`, members of one type and initialiser on one line: 39 lines
+whatever the number of blocks (105 at 4 blocks when they were written out per block).
+PyTorch runs an idiomatic eager module (nn.Embedding, nn.LayerNorm,
 nn.Linear, nn.GELU(approximate="tanh"), softmax attention with a causal mask) holding a copy
 of Alpha's initial parameters (alpha_core.semantics.rng, as bench/ops_torch.py takes them) and
 trained on the same batches (the runtime's batch selection) with torch.optim.Adam.
@@ -31,8 +33,11 @@ process only), records one run (`--threads T`, default 1) with `perf record` and
 for, the shares by kind (GEMM, attention, layer norm, gelu, ...) and, at T > 1, by thread:
 where Alpha's step time goes.
 
+`--deep N` instead prints the N-block model's line count and its warm build time (issue 25:
+12 blocks in under 40 lines, built warm in under 20 s).
+
 Usage: .venv-bench/bin/python bench/transformer_torch.py [--quick] [--steps N] [--rounds R]
-    [--json OUT] | --perf [--steps N] [--threads T]
+    [--json OUT] | --perf [--steps N] [--threads T] | --deep N
 This is a benchmark, never a test: nothing here asserts a timing.
 """
 
@@ -61,6 +66,7 @@ from machine import machine  # noqa: E402
 
 from alpha_core.build.executables import build_program  # noqa: E402
 from alpha_core.data import synthetic  # noqa: E402
+from alpha_core.link.toolchain import LinkError  # noqa: E402
 from alpha_core.workspace.analysis import Workspace  # noqa: E402
 
 D, HEADS, DH, BLOCKS, T, BATCH, VOCAB = 128, 4, 32, 4, 64, 16, 11
@@ -91,76 +97,76 @@ BLOCK_PARAMS = (
 )
 
 
-def alpha_source(steps: int) -> str:
-    """The system as Alpha text, each block's parameters written out."""
-    seed = 0
+def alpha_source(steps: int, blocks: int = BLOCKS) -> str:
+    """The system as Alpha text: each block's 16 parameters declared once, in a block array
+    (docs/language.md, "Block arrays"), members of one type and initialiser on one line;
+    `blocks` blocks (the benchmark's 4, or more for `--deep`)."""
+    seeds = iter(range(1, 100))
 
-    def param(name: str, shape: tuple[int, ...], init: str) -> str:
-        nonlocal seed
-        dims = ", ".join(map(str, shape))
-        if init in ("ones", "zeros"):
-            return f"  param {name}: f32[{dims}] = {init}\n"
-        seed += 1
-        std = {"w": W_STD, "w2": W2_STD, "embed": EMBED_STD}[init]
-        return f"  param {name}: f32[{dims}] = normal(0.0, {std:.9g}, seed: {seed})\n"
+    def init(kind: str, names: int = 1) -> str:
+        if kind in ("ones", "zeros"):
+            return kind
+        std = {"w": W_STD, "w2": W2_STD, "embed": EMBED_STD}[kind]
+        seed = next(seeds)
+        for _ in range(names - 1):  # the k-th name of a member declaration takes seed + k
+            next(seeds)
+        return f"normal(0.0, {std:.9g}, seed: {seed})"
 
-    lines = [
-        "system gpt {\n",
-        f"  data train: sequences(task: sort, length: {T // 2}, rows: {ROWS}, seed: 1, "
-        "holdout: 16)\n",
-        f"  batch {BATCH} leaves 1 shuffle(seed: 7)\n",
-        param("tok", (VOCAB, D), "embed"),
-        param("pos", (T, D), "embed"),
+    def typed(shape: tuple[int, ...]) -> str:
+        return f"f32[{', '.join(map(str, shape))}]"
+
+    embeddings = init("embed"), init("embed")  # seeds 1 and 2, then the members', then wout's
+    groups: dict[tuple[tuple[int, ...], str], list[str]] = {}
+    for name, shape, kind in BLOCK_PARAMS:
+        groups.setdefault((shape, kind), []).append(name)
+    members = [
+        f"    {', '.join(names)}: {typed(shape)} = {init(kind, len(names))}\n"
+        for (shape, kind), names in groups.items()
     ]
-    for i in range(BLOCKS):
-        lines += [param(f"{name}_{i}", shape, init) for name, shape, init in BLOCK_PARAMS]
-    lines += [
-        param("lnfg", (D,), "ones"),
-        param("lnfb", (D,), "zeros"),
-        param("wout", (D, VOCAB), "w"),
-        param("bout", (VOCAB,), "zeros"),
-    ]
-    h = f"f32[B, {T}, {D}]"
-    v, w, u = f"f32[{D}]", f"f32[{D}, {D}]", f"f32[{HIDDEN}]"
-    lines.append(
-        f"  fn norm(h: {h}, gain: {v}, shift: {v}) -> {h} {{\n"
-        "    let c = h - mean(h, axis: 2, keepdims: true)\n"
-        "    let var = mean(square(c), axis: 2, keepdims: true)\n"
-        "    return c / sqrt(var + 0.00001) * gain + shift\n"
-        "  }\n"
-        f"  fn split(p: {h}) -> f32[B, {HEADS}, {T}, {DH}] {{\n"
-        f"    return transpose(reshape(p, B, {T}, {HEADS}, {DH}), 1, 2)\n"
-        "  }\n"
-        f"  fn attend(a: {h}, wq: {w}, bq: {v}, wk: {w}, bk: {v}, wv: {w}, bv: {v}) -> {h} {{\n"
-        "    let q = split(a @ wq + bq)\n"
-        "    let k = split(a @ wk + bk)\n"
-        "    let v = split(a @ wv + bv)\n"
-        f"    let p = softmax(causal_mask(q @ k.T * {SCALE!r}), axis: 3)\n"
-        f"    return reshape(transpose(p @ v, 1, 2), B, {T}, {D})\n"
-        "  }\n"
-        f"  fn block(h: {h}, ln1g: {v}, ln1b: {v}, wq: {w}, bq: {v}, wk: {w}, bk: {v}, "
-        f"wv: {w}, bv: {v}, wo: {w}, bo: {v}, ln2g: {v}, ln2b: {v}, w1: f32[{D}, {HIDDEN}], "
-        f"b1: {u}, w2: f32[{HIDDEN}, {D}], b2: {v}) -> {h} {{\n"
-        "    let r = h + attend(norm(h, ln1g, ln1b), wq, bq, wk, bk, wv, bv) @ wo + bo\n"
-        "    return r + gelu(norm(r, ln2g, ln2b) @ w1 + b1) @ w2 + b2\n"
-        "  }\n"
-        f"  fn model(x: f32[B, {T}]) -> f32[B, {ANSWER}, {VOCAB}] {{\n"
-        "    let h0 = embed(tok, x) + pos\n"
+    h, v = f"f32[B, {T}, {D}]", f"f32[{D}]"
+    return "".join(
+        [
+            "system gpt {\n",
+            f"  data train: sequences(task: sort, length: {T // 2}, rows: {ROWS}, seed: 1, "
+            "holdout: 16)\n",
+            f"  batch {BATCH} leaves 1 shuffle(seed: 7)\n",
+            f"  param tok: {typed((VOCAB, D))} = {embeddings[0]}\n",
+            f"  param pos: {typed((T, D))} = {embeddings[1]}\n",
+            f"  param blocks[{blocks}] {{\n",
+            *members,
+            "  }\n",
+            f"  param lnfg: {v} = ones\n",
+            f"  param lnfb: {v} = zeros\n",
+            f"  param wout: {typed((D, VOCAB))} = {init('w')}\n",
+            f"  param bout: {typed((VOCAB,))} = zeros\n",
+            f"  fn norm(h: {h}, gain: {v}, shift: {v}) -> {h} {{\n",
+            "    let c = h - mean(h, axis: 2, keepdims: true)\n",
+            "    return c / sqrt(mean(square(c), axis: 2, keepdims: true) + 0.00001) * gain"
+            " + shift\n",
+            "  }\n",
+            f"  fn heads(p: {h}) -> f32[B, {HEADS}, {T}, {DH}] {{\n",
+            f"    return transpose(reshape(p, B, {T}, {HEADS}, {DH}), 1, 2)\n",
+            "  }\n",
+            f"  fn block(h: {h}, p: blocks) -> {h} {{\n",
+            "    let a = norm(h, p.ln1g, p.ln1b)\n",
+            "    let s = softmax(causal_mask(heads(a @ p.wq + p.bq) @ heads(a @ p.wk + p.bk).T * "
+            f"{SCALE!r}), axis: 3)\n",
+            f"    let r = h + reshape(transpose(s @ heads(a @ p.wv + p.bv), 1, 2), B, {T}, {D}) "
+            "@ p.wo + p.bo\n",
+            "    return r + gelu(norm(r, p.ln2g, p.ln2b) @ p.w1 + p.b1) @ p.w2 + p.b2\n",
+            "  }\n",
+            f"  fn model(x: f32[B, {T}]) -> f32[B, {ANSWER}, {VOCAB}] {{\n",
+            "    let h = embed(tok, x) + pos\n",
+            f"    for i in 0..{blocks} {{ h = block(h, blocks[i]) }}\n",
+            f"    return slice(norm(h, lnfg, lnfb), axis: 1, start: {T - ANSWER}, stop: {T}) "
+            "@ wout + bout\n",
+            "  }\n",
+            "  loss softmax_cross_entropy(model(x), y)\n",
+            f"  learner adam(lr: {LR}, beta1: {BETA1}, beta2: {BETA2}, eps: {EPS})\n",
+            f"  steps {steps}\n",
+            "}\n",
+        ]
     )
-    for i in range(BLOCKS):
-        args = ", ".join(f"{name}_{i}" for name, _, _ in BLOCK_PARAMS)
-        lines.append(f"    let h{i + 1} = block(h{i}, {args})\n")
-    lines += [
-        f"    let last = slice(norm(h{BLOCKS}, lnfg, lnfb), axis: 1, start: {T - ANSWER}, "
-        f"stop: {T})\n",
-        "    return last @ wout + bout\n",
-        "  }\n",
-        "  loss softmax_cross_entropy(model(x), y)\n",
-        f"  learner adam(lr: {LR}, beta1: {BETA1}, beta2: {BETA2}, eps: {EPS})\n",
-        f"  steps {steps}\n",
-        "}\n",
-    ]
-    return "".join(lines)
 
 
 def program_only(steps: int, folder: Path) -> Any:
@@ -257,7 +263,7 @@ def load_alpha_params(model: Any, program: Any) -> None:
         model.head.bias.copy_(values.pop("bout"))
         for i, block in enumerate(model.blocks):
             for name, _, _ in BLOCK_PARAMS:
-                value = values.pop(f"{name}_{i}")
+                value = values.pop(f"blocks[{i}].{name}")
                 if name in linears:
                     getattr(block, linears[name]).weight.copy_(value.T)
                 elif name in biases:
@@ -420,6 +426,43 @@ def perf_profile(steps: int, threads: int) -> int:
     return 0
 
 
+def deep_build(blocks: int) -> int:
+    """The d-128 model with `blocks` blocks: its source's line count, then its check and
+    build warm as bench/build_time.py means it (zig's musl and the runtime's objects cached,
+    this system's program part and kernels made anew), and the same build again (all cached)."""
+    from build_time import fresh_shared, warm_toolchain
+
+    with tempfile.TemporaryDirectory(prefix="transformer_deep.") as tmp:
+        work = Path(tmp)
+        text = alpha_source(20, blocks)
+        path = work / "deep.alpha"
+        path.write_text(text)
+        warm_toolchain(work)
+        print(f"{blocks}-block d-{D} transformer: {text.count(chr(10))} lines, load {load()}")
+        with fresh_shared():
+            for label in ("warm", "again"):
+                start = time.perf_counter()
+                program, diags = Workspace().analyze_file(str(path)).program()
+                assert program is not None, [(d.name, d.message) for d in diags]
+                checked = time.perf_counter() - start
+                try:
+                    build_program(program, work / label)
+                except LinkError as refused:  # a refusal by name, its first line
+                    took = time.perf_counter() - start
+                    print(f"  {label}: refused after {took:.2f} s: {str(refused)[:300]}")
+                    return 1
+                took = time.perf_counter() - start
+                print(
+                    f"  {label}: check {checked:.2f} s, check and build {took:.2f} s "
+                    f"({len(program.params)} tensors, {program.n_params:,} parameters)"
+                )
+    return 0
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=20, help="steps timed per sample")
@@ -429,11 +472,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="with --perf: the run's threads")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--fused", action="store_true", help="also the system in arithmetic fused")
+    ap.add_argument(
+        "--deep", type=int, default=0, metavar="N", help="the N-block model's lines and build"
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.steps, args.rounds = 4, 2
     if args.perf:
         return perf_profile(args.steps, args.threads)
+    if args.deep:
+        return deep_build(args.deep)
     info = machine()
     load_before = os.getloadavg()[0]
     short, long = 2, 2 + args.steps

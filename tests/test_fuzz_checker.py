@@ -219,8 +219,9 @@ def _assert_names_where_they_are(node: object, text: str) -> None:
     """Every name in the tree is the text its span covers: cached pieces were moved right."""
     if isinstance(node, ast.Name):
         assert text[node.span.start : node.span.end] == node.id
-    elif isinstance(node, ast.Call):
-        assert text[node.func_span.start : node.func_span.end] == node.func
+    elif isinstance(node, ast.Call):  # `w.T` is `transpose(w)` spelled at the `T`
+        spelled = text[node.func_span.start : node.func_span.end]
+        assert spelled == node.func or (spelled, node.func) == ("T", "transpose")
     elif isinstance(node, ast.Kwarg):
         assert text[node.name_span.start : node.name_span.end] == node.name
     elif isinstance(node, ast.Number):

@@ -32,6 +32,10 @@ EXAMPLE_SPANS: dict[str, tuple[str, int] | None] = {
     "shape-mismatch": ("@", 7),
     "type-mismatch": ("i64", 4),
     "device-in-semantics": ("rank", 2),
+    "block-index-out-of-range": ("i + 1", 12),
+    "block-index-not-constant": ("b", 10),
+    "block-shape-mismatch": ("other[0]", 16),
+    "seed-collision": ("w: f32[3, 3] = normal(0.0, 0.1, seed: 1)", 7),
     "missing-item": ("tiny", 1),  # the system that lacks it
     "bad-argument": ("rate", 10),
     "batch-not-divisible": ("3", 3),  # the leaf count

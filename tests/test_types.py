@@ -182,4 +182,7 @@ def test_dot_t_is_the_transpose(tmp_path: Path) -> None:
     assert ops.count("transpose") == 4 and program.n_params == dotted.n_params  # shared
     assert ops.count("neg") == 1  # `-w1.T.T` is -(w1.T.T)
     got = refusals("", "return x @ w1 @ w2.U", tmp_path)
-    assert ("syntax-error", "unknown attribute `.U`; the only one is `.T`, the transpose") in got
+    assert (
+        "type-mismatch",
+        "a tensor has no member `.U`; the only attribute of a tensor is `.T`, the transpose",
+    ) in got  # a name after `.` other than `T` reads a block's member (block arrays)

@@ -7,11 +7,11 @@ inlined (a function is a named piece of the model, not a unit of execution).
 from __future__ import annotations
 
 from collections import ChainMap
-from dataclasses import dataclass
 
 import numpy as np
 
-from alpha_core.check import builtins
+from alpha_core.check import block_lowering, builtins
+from alpha_core.check.block_values import Binding
 from alpha_core.check.builtins import CALLS, REDUCE, UNARY, Env
 from alpha_core.check.calls import HANDLERS
 from alpha_core.check.context import CheckContext, show_shape
@@ -25,12 +25,6 @@ __all__ = ["UNARY", "REDUCE", "CALLS", "Binding", "ExprLowering", "declared_shap
 BINARY = BINARY_OPERATORS  # `a + b` and the others to their ops (alpha_core/ops)
 
 
-@dataclass(frozen=True)
-class Binding:
-    node: int
-    span: ast.Span  # where the name is defined
-
-
 class ExprLowering:
     def __init__(
         self, ctx: CheckContext, builder: GraphBuilder, fns: dict[str, ast.FnItem]
@@ -42,6 +36,7 @@ class ExprLowering:
         # the names every function body sees: the system's parameters (None: the caller's
         # names, minus x and y)
         self.system_names: dict[str, Binding] | None = None
+        self.loop_passes = 0  # passes of `for` bodies so far (block_lowering.MAX_LOOP_PASSES)
 
     def const(self, value: float) -> int:
         return self.b.add("const", (), (), (("value", float(np.float32(value))),))
@@ -60,6 +55,9 @@ class ExprLowering:
             if bound is None:
                 self.ctx.unknown("name", e.id, e.span, list(env) + list(self.fns))
                 return None
+            if bound.other is not None:  # a block array, a block or a loop's index
+                block_lowering.not_a_tensor(self, e, bound)
+                return None
             self.ctx.definitions[e.span] = bound.span
             return bound.node if bound.node >= 0 else None  # < 0: refused where declared
         if isinstance(e, ast.String):
@@ -70,6 +68,8 @@ class ExprLowering:
             return None if x is None else self.b.add("neg", (x,), self.b.shape(x))
         if isinstance(e, ast.BinOp):
             return self._binop(e, env)
+        if isinstance(e, ast.Index | ast.Member):
+            return block_lowering.expr(self, e, env)
         return self._call(e, env)
 
     def _binop(self, e: ast.BinOp, env: Env) -> int | None:
@@ -202,6 +202,12 @@ class ExprLowering:
             inner = {k: v for k, v in env.items() if k not in ("x", "y")}
         sizes = Sizes()
         for arg, param in zip(call.args, fn.params, strict=True):
+            if isinstance(param.type, ast.BlockType):  # `p: blocks`: one block
+                block = block_lowering.block_argument(self, arg, param, env)
+                if block is None:
+                    return None
+                inner[param.name] = block
+                continue
             node = self.expr(arg, env)
             if node is None:
                 return None
@@ -235,6 +241,9 @@ class ExprLowering:
                     return None
                 self.ctx.types[stmt.name_span] = self.b.shape(node)
                 env[stmt.name] = Binding(node, stmt.name_span)  # `env` is this body's own
+            elif isinstance(stmt, ast.Assign | ast.ForLoop):
+                if not block_lowering.statement(self, stmt, env):
+                    return None
             else:
                 result = self.expr(stmt.value, env)
                 returned = True

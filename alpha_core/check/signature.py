@@ -50,6 +50,8 @@ def bind_sizes(
 ) -> bool:
     """Match one argument's shape against its parameter's type, binding size variables."""
     t = param.type
+    if not isinstance(t, ast.TensorType):  # a block argument: bound by block_lowering
+        return False
     if not _dtype(ctx, t, f"`{param.name}`") or not _batch_first(ctx, t):
         return False
     declared = (Related(t.span, "declared here"),)

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from alpha_core.check import arguments as A
+from alpha_core.check import block_params
 from alpha_core.check.builtins import REDUCE
 from alpha_core.check.calls import HANDLERS
 from alpha_core.check.context import CheckContext, show_shape
@@ -55,7 +56,7 @@ class _Items:
     learner: ast.LearnerItem | None = None
     steps: ast.StepsItem | None = None
     arithmetic: ast.ArithmeticItem | None = None
-    params: list[ast.ParamItem] = field(default_factory=list)
+    params: list[ast.ParamItem | ast.ParamArrayItem] = field(default_factory=list)
     fns: dict[str, ast.FnItem] = field(default_factory=dict)
 
 
@@ -73,7 +74,7 @@ def _collect(decl: ast.Decl, ctx: CheckContext) -> _Items:
     items = _Items()
     names: dict[str, Span] = {}
     for item in decl.items:
-        if isinstance(item, ast.ParamItem | ast.FnItem | ast.DataItem):
+        if isinstance(item, ast.ParamItem | ast.ParamArrayItem | ast.FnItem | ast.DataItem):
             if item.name in names:
                 ctx.refuse(
                     "duplicate-name",
@@ -83,7 +84,7 @@ def _collect(decl: ast.Decl, ctx: CheckContext) -> _Items:
                 )
                 continue
             names[item.name] = item.name_span
-        if isinstance(item, ast.ParamItem):
+        if isinstance(item, ast.ParamItem | ast.ParamArrayItem):
             items.params.append(item)
         elif isinstance(item, ast.FnItem):
             if item.name in HANDLERS or item.name in REDUCE:
@@ -120,12 +121,13 @@ def check_system(
     if text is None or not DEVICE_WORDS.isdisjoint(w.lower() for w in _WORD.findall(text)):
         _device_words(decl, ctx)
     items = _collect(decl, ctx)
-    if len(items.params) > MAX_PARAM_TENSORS:  # refused before anything is lowered
+    tensors = block_params.tensor_count(items.params)  # each block's members counted
+    if tensors > MAX_PARAM_TENSORS:  # refused before anything is lowered
         ctx.refuse(
             "system-too-large",
-            f"system `{decl.name}` declares {len(items.params):,} parameter tensors; at most "
+            f"system `{decl.name}` declares {tensors:,} parameter tensors; at most "
             f"{MAX_PARAM_TENSORS:,} can be built",
-            items.params[MAX_PARAM_TENSORS].name_span,
+            block_params.nth_tensor_span(items.params, MAX_PARAM_TENSORS),
             help="concatenate small tensors into larger ones (one matrix instead of many vectors)",
         )
         return None
@@ -210,7 +212,18 @@ def _missing(ctx: CheckContext, decl: ast.Decl, what: str, example: str) -> None
     )
 
 
-_NAMED = (ast.ParamItem, ast.FnItem, ast.FnParam, ast.Let, ast.DataItem)
+_NAMED = (
+    ast.ParamItem,
+    ast.FnItem,
+    ast.FnParam,
+    ast.Let,
+    ast.DataItem,
+    ast.ParamArrayItem,
+    ast.MemberName,
+    ast.Member,
+    ast.ForLoop,
+    ast.Assign,
+)
 
 
 def _device_words(decl: ast.Decl, ctx: CheckContext) -> None:
@@ -277,10 +290,17 @@ def _batch(item: ast.BatchItem | None, ctx: CheckContext, decl: ast.Decl) -> boo
     return True
 
 
-def _params(items: list[ast.ParamItem], ctx: CheckContext, files: Files) -> list[ParamSpec]:
+def _params(
+    items: list[ast.ParamItem | ast.ParamArrayItem], ctx: CheckContext, files: Files
+) -> list[ParamSpec]:
     specs: list[ParamSpec] = []
     offset = 0
     for p in items:
+        if isinstance(p, ast.ParamArrayItem):  # each block's members, block 0's first
+            expanded = block_params.array_specs(p, ctx, files, offset, PARAM_FLOATS)
+            specs += expanded
+            offset += sum(s.count for s in expanded)
+            continue
         shape = declared_shape(p.type)
         if p.type.dtype != "f32":
             ctx.refuse(
@@ -309,6 +329,8 @@ def _params(items: list[ast.ParamItem], ctx: CheckContext, files: Files) -> list
             continue
         specs.append(ParamSpec(p.name, shape, offset, size(shape), init, p.span))
         offset += size(shape)
+    if any(isinstance(p, ast.ParamArrayItem) for p in items):
+        block_params.seed_collisions(specs, ctx)
     return specs
 
 
@@ -325,7 +347,7 @@ def _model(
     fns: dict[str, ast.FnItem],
     loss: ast.LossItem | None,
     specs: list[ParamSpec],
-    params: list[ast.ParamItem],
+    params: list[ast.ParamItem | ast.ParamArrayItem],
     data: DataSpec | None,
     ctx: CheckContext,
     decl: ast.Decl,
@@ -341,12 +363,13 @@ def _model(
     lower = ExprLowering(ctx, b, fns)
     env: dict[str, Binding] = {}
     by_name = {p.name: p for p in params}
+    blocks = block_params.block_table(params)
     for p in params:  # a parameter refused where declared still binds its name, poisoned
-        env[p.name] = Binding(-1, p.name_span)
+        env[p.name] = Binding(-1, p.name_span, blocks.arrays.get(p.name))
     for index, spec in enumerate(specs):
-        env[spec.name] = Binding(
-            b.add("param", (), spec.shape, (("index", index),)), by_name[spec.name].name_span
-        )
+        node = b.add("param", (), spec.shape, (("index", index),))
+        if not blocks.bind(spec.name, node):  # a block's member is found through its array
+            env[spec.name] = Binding(node, by_name[spec.name].name_span)
     lower.system_names = dict(env)
     features = data.features if data is not None else None
     if len(model.params) != 1:
@@ -357,7 +380,8 @@ def _model(
         )
         return None
     xparam = model.params[0]
-    xshape = declared_shape(xparam.type)
+    xtype = xparam.type
+    xshape = declared_shape(xtype) if isinstance(xtype, ast.TensorType) else None
     if xshape is None or len(xshape) < 2 or xshape[0] != BATCH or BATCH in xshape[1:]:
         ctx.refuse(
             "shape-mismatch",
@@ -371,7 +395,9 @@ def _model(
         ctx.refuse(
             "shape-mismatch",
             f"the model takes {per_example} features but the data has {features}",
-            xparam.type.dims[1].span if len(xshape) == 2 else xparam.type.span,
+            xtype.dims[1].span
+            if len(xshape) == 2 and isinstance(xtype, ast.TensorType)
+            else xtype.span,
         )
         return None
     x = b.add("input_x", (), xshape)

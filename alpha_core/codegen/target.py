@@ -97,8 +97,12 @@ def cpu_problem(target: str, cpu: str) -> str | None:
 def _machine(target: HostTarget) -> llvm.TargetMachine:
     _init()
     t = llvm.Target.from_triple(target.triple)
+    # x86-64's medium code model: arrays over 64 KiB (a deep model's kernel buffers) go to
+    # .lbss, addressed with 64 bits, so the buffers of a model may pass 2 GiB while the code and
+    # the runtime's own data keep the small model's 32-bit addresses
+    model = "medium" if target.triple.startswith("x86_64") else "default"
     return t.create_target_machine(
-        cpu=target.cpu, features=target.features, opt=3, reloc="pic", codemodel="default"
+        cpu=target.cpu, features=target.features, opt=3, reloc="pic", codemodel=model
     )
 
 

@@ -55,6 +55,11 @@ _PLAN = """plan duo for tiny {
 """
 
 
+_BLOCKS_HEAD = (
+    _DIGITS_HEAD + "  param layers[2] {\n    w: f32[3, 3] = normal(0.0, 0.1, seed: 5)\n  }\n"
+)
+
+
 def _tiny(model: str = _MODEL, head: str = _DIGITS_HEAD, tail: str = _TAIL) -> str:
     return head + model + tail
 
@@ -104,6 +109,58 @@ _ENTRIES = [
         "Only `f32` tensors exist inside a model. A string, or an integer where a float tensor "
         "is needed in a declaration, is refused.",
         _tiny(head=_DIGITS_HEAD.replace("f32[4, 3]", "i64[4, 3]")),
+    ),
+    # block arrays (docs/language.md, "Block arrays")
+    Refusal(
+        "block-index-out-of-range",
+        COMPILE,
+        "a block array is indexed past its last block",
+        "`param blocks[N] { ... }` holds blocks 0 to N - 1, and every index is known when the "
+        "model is built (the body of a `for` loop is repeated then, once per value of its "
+        "index), so an index outside that range is refused there, naming the loop's pass.",
+        _tiny(
+            head=_BLOCKS_HEAD,
+            model="  fn model(x: f32[B, 4]) -> f32[B, 3] {\n    let h = x @ w + b\n"
+            "    for i in 0..2 {\n      h = h @ layers[i + 1].w\n    }\n    return h\n  }\n",
+        ),
+    ),
+    Refusal(
+        "block-index-not-constant",
+        COMPILE,
+        "a block array's index is not known when the model is built",
+        "Which block a model reads is part of the model: an index is an integer, a `for` "
+        "loop's index, or `+ - *` of them. A tensor (known only when the model runs) or a "
+        "division cannot choose a block.",
+        _tiny(
+            head=_BLOCKS_HEAD,
+            model="  fn model(x: f32[B, 4]) -> f32[B, 3] {\n    return (x @ w + b) @ layers[b].w\n"
+            "  }\n",
+        ),
+    ),
+    Refusal(
+        "block-shape-mismatch",
+        COMPILE,
+        "a block is passed where a block of another array's shape is declared",
+        "An argument declared `p: blocks` takes one block of `blocks`, or of another array "
+        "whose members have the same names, order and shapes. The message names the first "
+        "member that differs.",
+        _tiny(
+            head=_BLOCKS_HEAD + "  param other[2] {\n    v: f32[4, 4] = zeros\n  }\n",
+            model="  fn step(h: f32[B, 3], p: layers) -> f32[B, 3] {\n    return h @ p.w\n  }\n"
+            "  fn model(x: f32[B, 4]) -> f32[B, 3] {\n    return step(x @ w + b, other[0])\n"
+            "  }\n",
+        ),
+    ),
+    Refusal(
+        "seed-collision",
+        COMPILE,
+        "a block's member is generated from another tensor's seed",
+        "The k-th name of a member declaration with `seed: s` is generated from seed s + k in "
+        "block 0 and s + k + i·2^32 in block i. Two tensors generated from one seed start "
+        "alike (element by element, one is the other scaled and shifted), so a member whose "
+        "seed is another member's or a parameter's is refused: `wq, wk: ... seed: 3` takes "
+        "seeds 3 and 4, and a later `seed: 4` would repeat `wk`.",
+        _tiny(head=_BLOCKS_HEAD.replace("seed: 5", "seed: 1")),
     ),
     Refusal(
         "device-in-semantics",

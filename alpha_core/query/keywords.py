@@ -19,7 +19,10 @@ KEYWORD_DOCS: dict[str, str] = {
     "that exchange gradients each round; every plan gives the bits of the single-process build.",
     "pairing": "`pairing NAME for PLAN { ... }` says where each role of a plan runs: its host "
     "architecture, a GPU profile, its memory and cores. The build admits every role against it.",
-    "for": "names what a plan runs (a system) or what a pairing places (a plan).",
+    "for": "names what a plan runs (a system) or what a pairing places (a plan). In a "
+    "function, `for i in A..B { ... }` repeats its body for i = A to B - 1 when the model is "
+    "built, as if written out once per pass (block arrays: `h = block(h, blocks[i])`).",
+    "in": "in `for i in A..B { ... }`: the range of a loop's index, A up to B - 1.",
     "data": '`data NAME: SOURCE` declares the training set: `table("file.csv", ...)` or '
     "`synthetic(...)`; its rows are read at check time and compiled in.",
     "batch": "`batch N leaves L` takes N examples a step, cut into L leaves of N/L examples; "
@@ -30,7 +33,8 @@ KEYWORD_DOCS: dict[str, str] = {
     "shuffle": "`shuffle(seed: S)` after `batch`: the order of the examples each epoch, from a "
     "seed.",
     "param": "`param NAME: f32[...] = INIT` declares a trained parameter, its shape and its "
-    "initialiser (`zeros`, `normal(...)`, `uniform(...)`).",
+    "initialiser (`zeros`, `normal(...)`, `uniform(...)`). `param blocks[N] { MEMBER: f32[...] "
+    "= INIT ... }` declares N blocks of the same members, `blocks[i].MEMBER` each.",
     "fn": "`fn NAME(ARG: TYPE, ...) -> TYPE { ... }` declares a function of the model; `B` in "
     "a type is the batch axis.",
     "let": "`let NAME = EXPR` names a value inside a function; its shape is checked (an inlay "

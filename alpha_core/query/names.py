@@ -107,6 +107,8 @@ def _definition_spans(module: ast.Module) -> Iterator[Span]:
                 node, ast.ParamItem | ast.FnItem | ast.FnParam | ast.Let | ast.DataItem
             ) or isinstance(node, ast.RoleDecl):
                 yield node.name_span
+            elif isinstance(node, ast.ParamArrayItem | ast.MemberName | ast.ForLoop):
+                yield node.name_span
 
 
 # ---- scope ---------------------------------------------------------------------------------
@@ -151,6 +153,7 @@ def _system_scope(decl: ast.Decl, offset: int) -> list[ScopeName]:
                 for s in item.body
                 if isinstance(s, ast.Let) and s.span.end < offset
             ]
+            inner += _loop_scope(item.body, offset)
         elif isinstance(item, ast.ErrorItem) and item.text.startswith("fn"):
             # a function being written does not parse: its arguments and the `let`s of the
             # lines before the cursor are read from its text
@@ -165,6 +168,8 @@ def _system_scope(decl: ast.Decl, offset: int) -> list[ScopeName]:
     for item in decl.items:
         if isinstance(item, ast.ParamItem):
             out.append(ScopeName(item.name, "param", type_text(item.type)))
+        elif isinstance(item, ast.ParamArrayItem):
+            out.append(ScopeName(item.name, "param", f"block array [{item.count}]"))
         elif isinstance(item, ast.FnItem):
             out.append(ScopeName(item.name, "fn", fn_signature(item)))
         elif isinstance(item, ast.DataItem) and not expression:
@@ -176,6 +181,21 @@ def _system_scope(decl: ast.Decl, offset: int) -> list[ScopeName]:
             header = _FN_HEADER.match(item.text)
             if header and header.group(1) not in names:
                 out.append(ScopeName(header.group(1), "fn", f"fn {header.group(1)}(…)"))
+    return out
+
+
+def _loop_scope(body: tuple[ast.Stmt, ...], offset: int) -> list[ScopeName]:
+    """Inside a `for` loop: its index, and the `let`s of its body before `offset`."""
+    out: list[ScopeName] = []
+    for stmt in body:
+        if isinstance(stmt, ast.ForLoop) and contains(stmt.span, offset):
+            out.append(ScopeName(stmt.name, "local", f"for index {stmt.start}..{stmt.stop}"))
+            out += [
+                ScopeName(s.name, "local", "let")
+                for s in stmt.body
+                if isinstance(s, ast.Let) and s.span.end < offset
+            ]
+            out += _loop_scope(stmt.body, offset)
     return out
 
 

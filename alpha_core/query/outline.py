@@ -38,6 +38,13 @@ def _item_symbol(item: object, text: str) -> Symbol | None:
         return sym(item.name, "data", item.source.func, item.name_span)
     if isinstance(item, ast.ParamItem):
         return sym(item.name, "param", type_text(item.type), item.name_span)
+    if isinstance(item, ast.ParamArrayItem):  # a block array: its members as children
+        members = tuple(
+            Symbol(m.name, "param", type_text(d.type), d.span, m.name_span)
+            for d in item.members
+            for m in d.names
+        )
+        return sym(item.name, "param", f"[{item.count}] blocks", item.name_span, members)
     if isinstance(item, ast.FnItem):
         lets = tuple(
             Symbol(s.name, "let", "", s.span, s.name_span)

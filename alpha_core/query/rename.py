@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from alpha_core.query.blocks import member_siblings, statements
 from alpha_core.query.names import names_in_scope, references_at
 from alpha_core.query.words import BUILTINS, KEYWORDS
 from alpha_core.support.span import Span
@@ -94,7 +95,11 @@ def _local_scope(module: ast.Module, declared: Span) -> Span | None:
         for item in decl.items:
             if isinstance(item, ast.FnItem) and item.span.start <= declared.start < item.span.end:
                 names = [p.name_span for p in item.params]
-                names += [st.name_span for st in item.body if isinstance(st, ast.Let)]
+                names += [
+                    st.name_span
+                    for st in statements(item.body)
+                    if isinstance(st, ast.Let | ast.ForLoop)
+                ]
                 return item.span if declared in names else None
     return None
 
@@ -112,6 +117,13 @@ def check_new_name(module: ast.Module, target: RenameTarget, new_name: str) -> N
     if new_name == target.name:
         return
     declared = target.spans[0]
+    siblings = member_siblings(module, declared)
+    if siblings is not None:  # a block's member: only its array's other members can clash
+        if new_name in siblings:
+            raise RenameRefused(f"`{new_name}` is a member of the same block array already")
+        if new_name == "T":
+            raise RenameRefused("a member may not be named `T`: `p.T` is the transpose")
+        return
     for decl in module.decls:
         if decl.name_span == declared and any(
             d.name == new_name and d.kind == decl.kind for d in module.decls

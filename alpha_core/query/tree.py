@@ -83,7 +83,9 @@ def shape_at(checked: CheckedModule, offset: int) -> tuple[Span, Shape] | None:
     return best
 
 
-def type_text(t: ast.TensorType) -> str:
+def type_text(t: ast.TensorType | ast.BlockType) -> str:
+    if isinstance(t, ast.BlockType):  # one block of a block array: its array's name
+        return t.array
     dims = ", ".join(str(d.value) for d in t.dims)
     return f"{t.dtype}[{dims}]"
 

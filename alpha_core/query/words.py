@@ -14,7 +14,7 @@ from alpha_core.syntax import ast
 from alpha_core.workspace.module_check import CheckedModule
 
 KEYWORDS = frozenset(
-    "system plan pairing for data batch leaves shuffle param fn let return loss learner steps "
+    "system plan pairing for in data batch leaves shuffle param fn let return loss learner steps "
     "roles topology round each computes over its combine by deliver to applies contract "
     "arithmetic".split()
 )
@@ -58,8 +58,14 @@ def _classify(node: object, kinds: dict[Span, str]) -> None:
         kinds[node.name_span] = "param"
     elif isinstance(node, ast.FnItem):
         kinds[node.name_span] = "fn"
+    elif isinstance(node, ast.ParamArrayItem | ast.MemberName):  # a block array, a member
+        kinds[node.name_span] = "param"
     elif isinstance(node, ast.FnParam):
         kinds[node.name_span] = "argument"
+        if isinstance(node.type, ast.BlockType):  # `p: blocks`: the array's name
+            kinds[node.type.span] = "param"
+    elif isinstance(node, ast.ForLoop):
+        kinds[node.name_span] = "local"
     elif isinstance(node, ast.Let):
         kinds[node.name_span] = "local"
     elif isinstance(node, ast.DataItem):

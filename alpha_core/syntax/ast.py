@@ -67,7 +67,26 @@ class Neg:
     span: Span
 
 
-Expr = Number | String | Name | Call | BinOp | Neg
+@dataclass(frozen=True)
+class Index:
+    """`blocks[i]`: one block of a block array; the index is known when the model is built."""
+
+    value: Expr
+    index: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class Member:
+    """`blocks[i].wq`, `p.wq`: one member of one block."""
+
+    value: Expr
+    name: str
+    name_span: Span
+    span: Span
+
+
+Expr = Number | String | Name | Call | BinOp | Neg | Index | Member
 
 # ---- types ---------------------------------------------------------------------------------
 
@@ -117,10 +136,49 @@ class ParamItem:
 
 
 @dataclass(frozen=True)
+class MemberName:
+    """One name of a block array's member declaration (`wq` of `wq, wk: f32[4, 4] = ...`)."""
+
+    name: str
+    name_span: Span
+    span: Span
+
+
+@dataclass(frozen=True)
+class MemberDecl:
+    """`wq, wk: f32[D, D] = normal(0.0, 0.1, seed: 3)`: members declared alike."""
+
+    names: tuple[MemberName, ...]
+    type: TensorType
+    init: Name | Call
+    span: Span
+
+
+@dataclass(frozen=True)
+class ParamArrayItem:
+    """`param blocks[N] { members }`: N blocks, each holding every member."""
+
+    name: str
+    name_span: Span
+    count: int
+    count_span: Span
+    members: tuple[MemberDecl, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class BlockType:
+    """The type of a function argument that is one block of the array named `array`."""
+
+    array: str
+    span: Span
+
+
+@dataclass(frozen=True)
 class FnParam:
     name: str
     name_span: Span
-    type: TensorType
+    type: TensorType | BlockType
     span: Span
 
 
@@ -139,12 +197,38 @@ class Return:
 
 
 @dataclass(frozen=True)
+class Assign:
+    """`h = expr`: a new value of the same shape for a `let` or an argument."""
+
+    name: str
+    name_span: Span
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class ForLoop:
+    """`for i in 0..N { ... }`: the body repeated for i = 0 … N-1 when the model is built."""
+
+    name: str
+    name_span: Span
+    start: int
+    stop: int
+    range_span: Span
+    body: tuple[Stmt, ...]
+    span: Span
+
+
+Stmt = Let | Return | Assign | ForLoop
+
+
+@dataclass(frozen=True)
 class FnItem:
     name: str
     name_span: Span
     params: tuple[FnParam, ...]
     result: TensorType
-    body: tuple[Let | Return, ...]
+    body: tuple[Stmt, ...]
     span: Span
 
 
@@ -185,7 +269,15 @@ class ErrorItem:
 
 
 SystemItem = (
-    DataItem | BatchItem | ParamItem | FnItem | LossItem | LearnerItem | StepsItem | ArithmeticItem
+    DataItem
+    | BatchItem
+    | ParamItem
+    | ParamArrayItem
+    | FnItem
+    | LossItem
+    | LearnerItem
+    | StepsItem
+    | ArithmeticItem
 )
 
 

@@ -27,7 +27,7 @@ _STEPS = re.compile(rf"steps{_WS}([0-9]{{1,18}})")
 # every word the grammar spells as a literal: the lexer reads these as keywords, not names
 KEYWORDS = frozenset(
     "applies arithmetic batch by checkpoint combine computes contract data deliver each every fn "
-    "for its learner leaves let loss over pairing param plan return roles round rounds shuffle "
+    "for in its learner leaves let loss over pairing param plan return roles round rounds shuffle "
     "state steps system to topology".split()
 )
 

@@ -110,6 +110,10 @@ class Build:
 
     def _fn_param(self, p: Any) -> ast.FnParam:
         name, ty = p.children
+        if p.data == "block_param":  # `p: blocks`, one block of the array `blocks`
+            return ast.FnParam(
+                str(name), self._span(name), ast.BlockType(str(ty), self._span(ty)), self._span(p)
+            )
         return ast.FnParam(str(name), self._span(name), self.node(ty), self._span(p))
 
     def _let_stmt(self, t: Any, name: lark.Token, value: Any) -> ast.Let:
@@ -117,6 +121,50 @@ class Build:
 
     def _return_stmt(self, t: Any, value: Any) -> ast.Return:
         return ast.Return(self.node(value), self._span(t))
+
+    def _assign_stmt(self, t: Any, name: lark.Token, value: Any) -> ast.Assign:
+        return ast.Assign(str(name), self._span(name), self.node(value), self._span(t))
+
+    def _for_stmt(
+        self, t: Any, name: lark.Token, start: lark.Token, stop: lark.Token, *body: Any
+    ) -> ast.ForLoop:
+        return ast.ForLoop(
+            str(name),
+            self._span(name),
+            self._int(start),
+            self._int(stop),
+            Span(self._span(start).start, self._span(stop).end),
+            tuple(self.node(s) for s in body),
+            self._span(t),
+        )
+
+    def _param_array_item(
+        self, t: Any, name: lark.Token, count: lark.Token, *members: Any
+    ) -> ast.ParamArrayItem:
+        built = tuple(self.node(m) for m in members)
+        for before, after in zip(built, built[1:], strict=False):
+            between = self.text[before.span.end - self.base : after.span.start - self.base]
+            if "\n" not in between:  # as items of a system: one member declaration a line
+                raise SyntaxFailure(
+                    Diagnostic(
+                        "syntax-error",
+                        "two member declarations on one line",
+                        after.span,
+                        help="start each member declaration on a line of its own",
+                    )
+                )
+        return ast.ParamArrayItem(
+            str(name), self._span(name), self._int(count), self._span(count), built, self._span(t)
+        )
+
+    def _member_decl(self, t: Any, *parts: Any) -> ast.MemberDecl:
+        *names, ty, init = parts
+        return ast.MemberDecl(
+            tuple(ast.MemberName(str(n), self._span(n), self._span(n)) for n in names),
+            self.node(ty),
+            self.node(init),
+            self._span(t),
+        )
 
     def _loss_item(self, t: Any, call: Any) -> ast.LossItem:
         return ast.LossItem(self.node(call), self._span(t))
@@ -283,18 +331,15 @@ class Build:
     def _string(self, t: Any, tok: lark.Token) -> ast.String:
         return ast.String(str(tok)[1:-1], self._span(tok))
 
-    def _attribute(self, t: Any, obj: Any, name: lark.Token) -> ast.Call:
-        """`w.T` is `transpose(w)`, the call spelled at the `T`; no other attribute exists."""
+    def _attribute(self, t: Any, obj: Any, name: lark.Token) -> ast.Call | ast.Member:
+        """`w.T` is `transpose(w)`, the call spelled at the `T`; any other name reads a member of
+        a block (`blocks[i].wq`, `p.wq`), which the checker resolves."""
         if str(name) != "T":
-            raise SyntaxFailure(
-                Diagnostic(
-                    "syntax-error",
-                    f"unknown attribute `.{name}`; the only one is `.T`, the transpose",
-                    self._span(name),
-                    help="write `transpose(t)` or `t.T`",
-                )
-            )
+            return ast.Member(self.node(obj), str(name), self._span(name), self._span(t))
         return ast.Call("transpose", self._span(name), (self.node(obj),), (), self._span(t))
+
+    def _index(self, t: Any, obj: Any, index: Any) -> ast.Index:
+        return ast.Index(self.node(obj), self.node(index), self._span(t))
 
     def _neg(self, t: Any, operand: Any) -> ast.Neg:
         return ast.Neg(self.node(operand), self._span(t))

@@ -6,7 +6,7 @@ endif
 
 syn keyword alphaDeclaration system plan pairing nextgroup=alphaDeclName skipwhite
 syn match alphaDeclName /\<[A-Za-z_][A-Za-z0-9_]*\>/ contained
-syn keyword alphaKeyword for data batch leaves param fn loss learner steps arithmetic
+syn keyword alphaKeyword for in data batch leaves param fn loss learner steps arithmetic
 syn keyword alphaConstant fused unfused
 syn keyword alphaKeyword roles topology round contract state checkpoint every rounds
 syn keyword alphaKeyword each computes over its combine by deliver to applies replicated partitioned
