@@ -9,20 +9,26 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES, cli, run_exe
+from test_multihost import Network, hosts_text
+from test_partitioned import written_sha
 from textual.pilot import Pilot
 
 from alpha_core.build import role_table
 from alpha_core.build.executables import build_plan
+from alpha_core.build.hosts_file import parse_hosts
 from alpha_core.build.outputs import Deployment
 from alpha_core.plan.projection import project
-from alpha_core.run.launch import free_port_base
+from alpha_core.run.launch import Launch, free_port_base
 from alpha_core.run.role_summary import MANY_ROLES, summarize
 from alpha_core.run.run_state import RunState
+from alpha_core.run.runs import Choice, overridden
 from alpha_core.workspace.analysis import Workspace
 from alpha_tui.app import AlphaTui
 
@@ -31,12 +37,12 @@ STEPS = "6"  # a short run: the bits of every round are compared, not its length
 
 def big_source(folder: Path) -> Path:
     """digits with a batch of 1,024 in 1,024 leaves, and hierarchy plans (fan-out 4) of 1,024,
-    256 and 4 workers."""
+    256, 128 and 4 workers."""
     text = (EXAMPLES / "digits.alpha").read_text()
     text = text[: text.index("# Distribution")]
     text = text.replace("batch 64 leaves 8", "batch 1024 leaves 1024")
     text = text.replace('table("data/digits.csv"', f'table("{EXAMPLES}/data/digits.csv"')
-    for n in (1024, 256, 4):
+    for n in (1024, 256, 128, 4):
         text += (
             f"\nplan p{n} for digits {{\n  roles worker[{n}]\n  topology hierarchy(fanout: 4)\n}}\n"
         )
@@ -185,3 +191,41 @@ def test_a_build_of_every_role_matches_a_role_built_alone(tmp_path: Path) -> Non
     for index in (0, 1, 85, 255):
         alone = build_plan(plan, None, tmp_path / f"alone-{index}", d, roles=[index])
         assert alone.executables[0].sha256 == whole.executables[index].sha256
+
+
+@pytest.fixture(scope="module")
+def four_hosts() -> Iterator[Network]:
+    """Four network namespaces joined by a bridge (test_multihost.py's Network), in a subnet
+    of their own so that test_multihost's hosts may exist beside them."""
+    net = Network(secrets.token_hex(3), hosts=4, subnet="10.78.0")
+    try:
+        net.up()
+        yield net
+    finally:
+        net.down()
+
+
+def test_128_roles_over_four_hosts_end_with_the_single_process_bits(
+    four_hosts: Network, tmp_path: Path
+) -> None:
+    """Role i on host i mod 4 + 1, so that nearly every link of the tree crosses hosts; each
+    role listens on its own host's address and dials only its own links."""
+    source = big_source(tmp_path)
+    single = cli("run", str(source), "--steps", STEPS, "-o", str(tmp_path / "single"))
+    assert single.returncode == 0, single.stderr
+    plan, _, _ = Workspace().analyze_file(str(source)).plan("p128")
+    assert plan is not None
+    plan = overridden(plan, Choice(plan="p128", steps=int(STEPS)))
+    roles = [plan.membership.name_of(i) for i in range(plan.membership.total)]
+    spread = [i % 4 + 1 for i in range(len(roles))]
+    hosts = parse_hosts(hosts_text(roles, spread, four_hosts), str(tmp_path / "hosts"))
+    d = Deployment(free_port_base(len(roles)), "127.0.0.1", None, 30_000, 30_000, hosts=hosts)
+    result = build_plan(plan, None, tmp_path / "build", d)
+    out = tmp_path / "out.params"
+    commands = [
+        (e.role, ["ip", "netns", "exec", four_hosts.ns(h), e.path, "--params-out", str(out)])
+        for e, h in zip(result.executables, spread, strict=True)
+    ]
+    commands = [(role, [*c, "--quiet"]) for role, c in commands]
+    outcomes = Launch(commands).wait()
+    assert written_sha(outcomes) == sha_of(single.stdout)
