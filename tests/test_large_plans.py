@@ -16,6 +16,10 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES, cli, run_exe
+from slurm_cluster import NODES, slurm_cluster
+from test_deploy_k8s import IMAGE
+from test_deploy_k8s import errors as k8s_errors
+from test_deploy_k8s import load as k8s_load
 from test_multihost import Network, hosts_text
 from test_partitioned import written_sha
 from textual.pilot import Pilot
@@ -229,3 +233,53 @@ def test_128_roles_over_four_hosts_end_with_the_single_process_bits(
     commands = [(role, [*c, "--quiet"]) for role, c in commands]
     outcomes = Launch(commands).wait()
     assert written_sha(outcomes) == sha_of(single.stdout)
+
+
+def short_source(folder: Path) -> Path:
+    """big_source with the system's own `steps` short (deploy has no --steps)."""
+    path = big_source(folder)
+    path.write_text(path.read_text().replace("steps 300", f"steps {STEPS}"))
+    return path
+
+
+def test_256_roles_deployed_on_slurm_end_with_the_single_process_bits(tmp_path: Path) -> None:
+    """The local two-node cluster (tests/slurm_cluster.py) with 128 task slots a node: 256
+    roles placed 128 a node, copied with sbcast, started by one srun --multi-prog."""
+    source = short_source(tmp_path)
+    single = cli("run", str(source), "-o", str(tmp_path / "single"))
+    assert single.returncode == 0, single.stderr
+    with slurm_cluster(tmp_path / "slurm", cpus=128) as cluster:
+        proc = cluster.cli(
+            "deploy", "slurm", str(source), "--plan", "p256",
+            "--node-dir", str(cluster.folder / "local"),
+            "--port-base", str(free_port_base(256, NODES["n1"])), "--timeout-ms", "60000",
+            "--ntasks-per-node", "128", "--json",
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        body = json.loads(proc.stdout)
+        assert body["ok"]
+        roles = body["roles"]
+        assert len(roles) == 256
+        assert {r["node"] for r in roles} == set(NODES)
+        [sha] = {r["params_sha256"] for r in roles if r["params_sha256"]}
+        assert sha == sha_of(single.stdout)
+        assert cluster.jobs() == []
+        timings = body["timings"]
+        print(f"slurm, 256 roles: {json.dumps(timings)}")
+
+
+def test_a_1024_role_jobset_is_valid_against_the_schemas(tmp_path: Path) -> None:
+    source = short_source(tmp_path)
+    into = tmp_path / "k8s"
+    proc = cli(
+        "deploy", "k8s", str(source), "--plan", "p1024", "--image", IMAGE, "-o", str(into)
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "1,022 more pods" in proc.stdout and len(proc.stdout.splitlines()) == 4
+    for name in ("jobset.yaml", "service.yaml", "secret.yaml"):
+        assert k8s_errors(k8s_load(into, name)) == [], name
+    jobset = k8s_load(into, "jobset.yaml")
+    assert len(jobset["spec"]["replicatedJobs"]) == 1024
+    # under the 1.5 MiB a Kubernetes API server stores in one object by default (etcd)
+    assert (into / "jobset.yaml").stat().st_size < 1_500_000
+    assert len((into / "hosts").read_text().splitlines()) >= 1024
