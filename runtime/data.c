@@ -23,6 +23,7 @@
 #include "files.h"
 #include "refusal.h"
 #include "sha256.h"
+#include "shared_rows.h"
 
 struct bytes {
     char *data;
@@ -229,6 +230,10 @@ static void load_csv(const struct alpha_program *p, const char *path, struct dat
     char what[1100];
     snprintf(what, sizeof what, "file %s", path);
     check_digest(what, p->data_sha256, digest);
+    if (shared_rows_find(p, d)) { /* another role of the launch parsed these very rows */
+        free(file.data);
+        return;
+    }
 
     int class_kind = p->label_kind == ALPHA_LABEL_CLASS;
     uint32_t columns = d->features + d->targets;
@@ -318,6 +323,7 @@ static void load_csv(const struct alpha_program *p, const char *path, struct dat
     d->x = x;
     d->y_class = labels;
     d->y_reg = targets;
+    shared_rows_offer(p, d); /* to the launch's other roles on this host, when it has a folder */
 }
 
 /* ---- binary files: NumPy arrays and tokens, mapped (never parsed as text) ---- */

@@ -283,3 +283,42 @@ def test_a_1024_role_jobset_is_valid_against_the_schemas(tmp_path: Path) -> None
     # under the 1.5 MiB a Kubernetes API server stores in one object by default (etcd)
     assert (into / "jobset.yaml").stat().st_size < 1_500_000
     assert len((into / "hosts").read_text().splitlines()) >= 1024
+
+
+def test_roles_of_a_launch_map_one_copy_of_the_parsed_rows(tmp_path: Path) -> None:
+    """Four roles on this machine: one parses digits.csv and writes its rows to the launch's
+    folder in /dev/shm, and every role maps that one file read-only instead of holding rows of
+    its own; the folder goes with the launch. The bits are those of roles parsing their own."""
+    source = big_source(tmp_path)
+    text = source.read_text().replace("steps 300", "steps 100000")  # still running when looked at
+    source.write_text(text)
+    plan, _, _ = Workspace().analyze_file(str(source)).plan("p4")
+    assert plan is not None
+    result = build_plan(plan, None, tmp_path / "out", Deployment(port_base=free_port_base(4)))
+    stepped: set[str] = set()
+
+    def on_event(role: str, event: dict[str, object]) -> None:
+        if event.get("event") == "step":
+            stepped.add(role)
+
+    launch = Launch(
+        [(e.role, [e.path, "--step-every", "100"]) for e in result.executables], on_event
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while len(stepped) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(stepped) == 4
+        rows = launch._rows
+        assert rows is not None and rows.startswith("/dev/shm/")
+        [shared] = [p for p in Path(rows).iterdir() if not p.name.endswith(".staged")]
+        assert oct(shared.stat().st_mode & 0o777) == "0o600"
+        for e in result.executables:
+            pid = launch.pid(e.role)
+            assert pid is not None
+            maps = Path(f"/proc/{pid}/maps").read_text()
+            [line] = [m for m in maps.splitlines() if m.endswith(str(shared))]
+            assert line.split()[1].startswith("r--s"), line  # read-only, shared
+    finally:
+        launch.stop()
+    assert not Path(rows).exists()

@@ -55,9 +55,11 @@ COLD_SOURCES = frozenset(
         "resolve.c",
         "resume.c",
         "retention.c",
+        "role_table.c",
         "schedule_check.c",
         "secret.c",
         "shared_pages.c",
+        "shared_rows.c",
         "sockets.c",
     }
 )
