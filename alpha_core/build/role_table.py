@@ -21,7 +21,7 @@ MAGIC = b"ALPHAROL"
 VERSION = 1
 HEADER_BYTES = 48  # magic, version, payload length, SHA-256 of the payload
 SECTION = ".alpha_role"
-MIN_ROOM = 4096  # the least room a template reserves for its table
+MIN_ROOM = 512  # the least room a template reserves for its table
 
 
 class TableError(Exception):
