@@ -41,6 +41,11 @@ from alpha_core.run.runs import Choice, overridden  # noqa: E402
 from alpha_core.workspace.analysis import Workspace  # noqa: E402
 
 
+def load() -> str:
+    """The 1-, 5- and 15-minute load averages (two other sessions share these cores)."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
 def source(folder: Path, plans: list[int]) -> Path:
     text = (ROOT / "examples" / "digits.alpha").read_text()
     text = text[: text.index("# Distribution")]
@@ -159,11 +164,13 @@ def main() -> None:
         path = source(folder, sorted({args.roles, args.run, 64}))
         if "build" not in args.skip:
             for roles in (64, args.roles):
-                print(f"build of {roles} roles: {json.dumps(bench_build(path, roles, folder))}")
+                figures = bench_build(path, roles, folder)
+                print(f"build of {roles} roles: {json.dumps(figures)} load {load()}")
         if "run" not in args.skip:
             for shared in (True, False):
+                before = load()
                 figures = bench_run(path, args.run, args.steps, folder, shared)
-                print(f"run: {json.dumps(figures)}", flush=True)
+                print(f"run: {json.dumps(figures)} load {before} -> {load()}", flush=True)
 
 
 if __name__ == "__main__":

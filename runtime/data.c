@@ -219,8 +219,54 @@ static void check_header(const struct alpha_program *p, const struct dataset *d,
                line_number, (unsigned)lo + 1, label, p->label_name);
 }
 
+struct mapped {
+    const uint8_t *data;
+    uint64_t size;
+};
+
+/* The file mapped read-only, its size and SHA-256 checked before a byte of it is interpreted. */
+static struct mapped map_file(const char *path, uint64_t expected, const char *sha256)
+{
+    struct mapped m = {NULL, 0};
+    int fd = open_data(path, expected, sha256, &m.size);
+    static const uint8_t empty[1];
+    m.data = empty;
+    if (m.size) {
+        void *at = mmap(NULL, (size_t)m.size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (at == MAP_FAILED)
+            refuse(REFUSAL_DATA_UNREADABLE, "cannot map data file %s: %s", path,
+                   strerror(errno));
+        m.data = at;
+    }
+    close(fd);
+    struct sha256 s;
+    uint8_t digest[32];
+    sha256_init(&s);
+    sha256_update(&s, m.data, (size_t)m.size);
+    sha256_final(&s, digest);
+    char what[1100];
+    snprintf(what, sizeof what, "file %s", path);
+    check_digest(what, sha256, digest);
+    return m;
+}
+
+static void unmap(struct mapped m)
+{
+    if (m.size)
+        munmap((void *)(uintptr_t)m.data, (size_t)m.size);
+}
+
 static void load_csv(const struct alpha_program *p, const char *path, struct dataset *d)
 {
+    if (shared_rows_offered()) {
+        /* the file mapped to check its digest (its pages are the page cache's, shared), and
+         * the rows another role of the launch parsed from it mapped instead of parsing it */
+        struct mapped m = map_file(path, p->data_size, p->data_sha256);
+        int found = shared_rows_find(p, d);
+        unmap(m);
+        if (found)
+            return;
+    }
     struct bytes file = read_file(p, path);
     struct sha256 s;
     uint8_t digest[32];
@@ -230,10 +276,6 @@ static void load_csv(const struct alpha_program *p, const char *path, struct dat
     char what[1100];
     snprintf(what, sizeof what, "file %s", path);
     check_digest(what, p->data_sha256, digest);
-    if (shared_rows_find(p, d)) { /* another role of the launch parsed these very rows */
-        free(file.data);
-        return;
-    }
 
     int class_kind = p->label_kind == ALPHA_LABEL_CLASS;
     uint32_t columns = d->features + d->targets;
@@ -327,43 +369,6 @@ static void load_csv(const struct alpha_program *p, const char *path, struct dat
 }
 
 /* ---- binary files: NumPy arrays and tokens, mapped (never parsed as text) ---- */
-
-struct mapped {
-    const uint8_t *data;
-    uint64_t size;
-};
-
-/* The file mapped read-only, its size and SHA-256 checked before a byte of it is interpreted. */
-static struct mapped map_file(const char *path, uint64_t expected, const char *sha256)
-{
-    struct mapped m = {NULL, 0};
-    int fd = open_data(path, expected, sha256, &m.size);
-    static const uint8_t empty[1];
-    m.data = empty;
-    if (m.size) {
-        void *at = mmap(NULL, (size_t)m.size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (at == MAP_FAILED)
-            refuse(REFUSAL_DATA_UNREADABLE, "cannot map data file %s: %s", path,
-                   strerror(errno));
-        m.data = at;
-    }
-    close(fd);
-    struct sha256 s;
-    uint8_t digest[32];
-    sha256_init(&s);
-    sha256_update(&s, m.data, (size_t)m.size);
-    sha256_final(&s, digest);
-    char what[1100];
-    snprintf(what, sizeof what, "file %s", path);
-    check_digest(what, sha256, digest);
-    return m;
-}
-
-static void unmap(struct mapped m)
-{
-    if (m.size)
-        munmap((void *)(uintptr_t)m.data, (size_t)m.size);
-}
 
 /* Element i of an array of dtype `descr` at `at` (unaligned: a .npz member lies anywhere), as
  * a float (int32 rounded to nearest, as NumPy's astype(float32)). */

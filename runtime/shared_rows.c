@@ -47,6 +47,12 @@ static const char *folder(void)
     return dir;
 }
 
+int shared_rows_offered(void)
+{
+    const char *dir = getenv(SHARED_ROWS_VARIABLE);
+    return dir && *dir;
+}
+
 /* Where the rows of this program's CSV lie: 0 and the path, or -1 without a folder. */
 static int rows_path(const struct alpha_program *p, const struct dataset *d, char out[1100])
 {

@@ -15,6 +15,8 @@
 
 #define SHARED_ROWS_VARIABLE "ALPHA_SHARED_ROWS_DIR"
 
+/* Whether the launch offers a folder for shared rows (ALPHA_SHARED_ROWS_DIR is set). */
+int shared_rows_offered(void);
 /* 1 and d's arrays pointing into a read-only mapping of the rows another role of the launch
  * parsed from the CSV whose SHA-256 is p->data_sha256; 0 when there is none (or no folder). */
 int shared_rows_find(const struct alpha_program *p, struct dataset *d);
