@@ -218,8 +218,14 @@ def _report(outcomes: list[RoleOutcome], as_json: bool, a: Analysis, result: Bui
         }
         print(json.dumps(body, indent=2))
         return OK if ok else REFUSED
-    for o in outcomes:
-        if o.exit_code != 0:
+    failed = [o for o in outcomes if o.exit_code != 0]
+    if len(outcomes) >= MANY_ROLES and len(failed) > 1:  # by refusal: a count and the first
+        for name in dict.fromkeys(o.refusal or "role-crashed" for o in failed):
+            named = [o for o in failed if (o.refusal or "role-crashed") == name]
+            more = f" (and {len(named) - 1:,} more roles)" if len(named) > 1 else ""
+            error_line(name, f"{named[0].role}: {named[0].message or ''}{more}")
+    else:
+        for o in failed:
             error_line(o.refusal or "role-crashed", f"{o.role}: {o.message or ''}")
     if not ok:
         return REFUSED

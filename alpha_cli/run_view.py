@@ -18,6 +18,7 @@ from alpha_core.run.run_state import RunState
 from alpha_core.support.sizes import show_loss
 
 STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+SHOWN_REFUSALS = 8  # refused roles named as they are refused in a run of many roles
 
 
 class Interrupted(BaseException):
@@ -154,11 +155,12 @@ def _run_summarised(
             r = state.roles[role]
             if r.state in ("refused", "killed") and role not in told:
                 told.add(role)
-                live.console.print(
-                    f"[red]refused[/] {escape(role)}: {escape(r.refusal or '')} "
-                    f"{escape(r.message or '')}",
-                    soft_wrap=True,
-                )
+                if len(told) <= SHOWN_REFUSALS:  # the report counts the rest by name
+                    live.console.print(
+                        f"[red]refused[/] {escape(role)}: {escape(r.refusal or '')} "
+                        f"{escape(r.message or '')}",
+                        soft_wrap=True,
+                    )
 
         try:
             return _watched(commands, state, on_event, record)

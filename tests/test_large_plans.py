@@ -8,8 +8,11 @@ any size (issue 28)"; bench/large_plans.py measures them."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -322,3 +325,28 @@ def test_roles_of_a_launch_map_one_copy_of_the_parsed_rows(tmp_path: Path) -> No
     finally:
         launch.stop()
     assert not Path(rows).exists()
+
+
+def test_refused_roles_of_a_large_run_are_named_once_and_counted(tmp_path: Path) -> None:
+    """Every one of 64 roles refuses at start-up (a CPU level no executable carries): the
+    live view names the first few as they are refused, the summary counts them, and the
+    report gives each refusal name once with the number of roles it stopped."""
+    source = big_source(tmp_path)
+    source.write_text(
+        source.read_text()
+        + "\nplan p64 for digits {\n  roles worker[64]\n  topology hierarchy(fanout: 4)\n}\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "alpha_cli.main", "run", str(source), "--plan", "p64"]
+        + ["--steps", STEPS, "-o", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "COLUMNS": "200", "ALPHA_CPU_LEVEL": "x86-64-v9"},
+    )
+    assert proc.returncode != 0
+    named = [line for line in proc.stderr.splitlines() if line.startswith("refused worker[")]
+    assert 1 <= len(named) <= 8, proc.stderr
+    assert f"64 roles: 64 refused · round 0 of {STEPS}" in proc.stderr
+    [report] = [line for line in proc.stderr.splitlines() if line.startswith("error[")]
+    assert report.startswith("error[cpu-level-unsupported]") and "(and 63 more roles)" in report
