@@ -23,6 +23,7 @@
 #include "files.h"
 #include "refusal.h"
 #include "sha256.h"
+#include "needed_rows.h"
 #include "shared_rows.h"
 
 struct bytes {
@@ -264,8 +265,10 @@ static void load_csv(const struct alpha_program *p, const char *path, struct dat
         struct mapped m = map_file(path, p->data_size, p->data_sha256);
         int found = shared_rows_find(p, d);
         unmap(m);
-        if (found)
+        if (found) {
+            d->shared = 1;
             return;
+        }
     }
     struct bytes file = read_file(p, path);
     struct sha256 s;
@@ -279,6 +282,10 @@ static void load_csv(const struct alpha_program *p, const char *path, struct dat
 
     int class_kind = p->label_kind == ALPHA_LABEL_CLASS;
     uint32_t columns = d->features + d->targets;
+    /* rows shared with the launch's other roles are parsed whole (they may read any of them);
+     * otherwise a role of a plan parses the training rows its leaves read, and the held out */
+    uint8_t *needed = shared_rows_offered() ? NULL : needed_rows(p, alpha_role());
+    uint32_t train_rows = p->rows - p->holdout;
     float *x = checked_calloc((size_t)p->rows * d->features, sizeof(float), "data features");
     int32_t *labels =
         class_kind ? checked_calloc((size_t)p->rows * d->targets, sizeof(int32_t), "class labels")
@@ -316,6 +323,13 @@ static void load_csv(const struct alpha_program *p, const char *path, struct dat
             line = next;
             continue;
         }
+        if (needed && rows < train_rows && !needed[rows]) { /* never read by this role */
+            first = 0;
+            rows++;
+            line = next;
+            continue;
+        }
+        d->parsed++;
         uint32_t bad = 0;
         long seen = parse_row(line, row, columns, &bad);
         if (seen < 0)
@@ -361,11 +375,13 @@ static void load_csv(const struct alpha_program *p, const char *path, struct dat
         refuse(REFUSAL_DATA_MALFORMED, "%s has %u rows, the program expects %u", path,
                (unsigned)rows, (unsigned)p->rows);
     free(row);
+    free(needed);
     free(file.data);
     d->x = x;
     d->y_class = labels;
     d->y_reg = targets;
-    shared_rows_offer(p, d); /* to the launch's other roles on this host, when it has a folder */
+    if (!needed) /* whole rows only: another role may read any of them */
+        shared_rows_offer(p, d); /* to the launch's other roles on this host, with a folder */
 }
 
 /* ---- binary files: NumPy arrays and tokens, mapped (never parsed as text) ---- */
@@ -623,6 +639,8 @@ void data_load(const struct alpha_program *p, const char *path, struct dataset *
                                                           : 1;
     d->y_class = NULL;
     d->y_reg = NULL;
+    d->parsed = 0;
+    d->shared = 0;
     const char *file = path ? path : p->data_path;
     if (p->data_kind == ALPHA_DATA_EMBEDDED)
         load_embedded(p, d);

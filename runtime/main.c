@@ -344,6 +344,8 @@ int main(int argc, char **argv)
         secret_load(o.secret_file, role->secret_file, secret);
     struct dataset d;
     data_load(p, o.data_path, &d);
+    if (role->n_links)
+        event_data(role->name, d.rows, d.parsed, d.shared);
     pool_start(threads);
 
     schedule_prepare(&s, o.checkpoint_dir);

@@ -350,3 +350,33 @@ def test_refused_roles_of_a_large_run_are_named_once_and_counted(tmp_path: Path)
     assert f"64 roles: 64 refused · round 0 of {STEPS}" in proc.stderr
     [report] = [line for line in proc.stderr.splitlines() if line.startswith("error[")]
     assert report.startswith("error[cpu-level-unsupported]") and "(and 63 more roles)" in report
+
+
+def test_roles_without_shared_rows_parse_only_the_rows_their_leaves_read(tmp_path: Path) -> None:
+    """Roles started without the launch's folder (as Slurm or Kubernetes start them) parse the
+    training rows their own leaves read over the run, and the held-out rows, and no others:
+    each of 64 roles computes 16 leaves of one example for 6 rounds, at most 96 of 1,500
+    training rows. The bits are the single process's."""
+    source = big_source(tmp_path)
+    source.write_text(
+        source.read_text()
+        + "\nplan p64 for digits {\n  roles worker[64]\n  topology hierarchy(fanout: 4)\n}\n"
+    )
+    single = cli("run", str(source), "--steps", STEPS, "-o", str(tmp_path / "single"))
+    assert single.returncode == 0, single.stderr
+    plan, _, _ = Workspace().analyze_file(str(source)).plan("p64")
+    assert plan is not None
+    plan = overridden(plan, Choice(plan="p64", steps=int(STEPS)))
+    result = build_plan(plan, None, tmp_path / "out", Deployment(port_base=free_port_base(64)))
+    out = tmp_path / "out.params"
+    commands = [
+        (e.role, ["env", "-u", "ALPHA_SHARED_ROWS_DIR", e.path, "--params-out", str(out)])
+        for e in result.executables
+    ]
+    outcomes = Launch(commands, keep_events=True).wait()
+    assert written_sha(outcomes) == sha_of(single.stdout)
+    holdout = plan.system.data.holdout
+    for o in outcomes:
+        [data] = [e for e in o.events if e["event"] == "data"]
+        assert data["shared"] is False and data["rows"] == plan.system.data.rows
+        assert holdout < int(str(data["parsed"])) <= holdout + 16 * int(STEPS), data

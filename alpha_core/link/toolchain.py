@@ -49,6 +49,7 @@ COLD_SOURCES = frozenset(
         "lifeline.c",
         "main.c",
         "manifest.c",
+        "needed_rows.c",
         "params_file.c",
         "predict.c",
         "refusal.c",
