@@ -3,8 +3,8 @@
  * links: a parent and, for some topologies, a few more; never every role), retrying after
  * 20 ms, then twice as long each time up to 250 ms, each pause stretched by up to a quarter
  * according to the role's index so that hundreds of roles started together neither dial in
- * step nor keep a core busy dialling, and sends each its HELLO; then one poll loop accepts connections and runs the
- * handshake on each until every link is open. A host name, its own or a peer's, that does not
+ * step nor keep a core busy dialling, and sends each its HELLO; then one poll loop accepts
+ * connections and runs the handshake on each until every link is open. A host name, its own or a peer's, that does not
  * resolve is looked up again after 20 ms, then twice as long each time up to 1 s (resolve.h).
  * No step waits on another role's progress, only on its being started, so roles may start in
  * any order. Deadline: connect_timeout_ms from the start, for the whole handshake, name lookups
@@ -177,7 +177,8 @@ enum { DIAL_PAUSE_FIRST_MS = 20, DIAL_PAUSE_MAX_MS = 250 };
  * DIAL_PAUSE_MAX_MS. Never past the deadline. */
 static void dial_pause(const struct opening *o, uint32_t *pause_ms)
 {
-    uint32_t spread = (uint32_t)(((uint64_t)o->n->r->index * 2654435761u) >> 7) % (*pause_ms / 4 + 1);
+    uint64_t hashed = ((uint64_t)o->n->r->index * 2654435761u) >> 7;
+    uint32_t spread = (uint32_t)(hashed % (*pause_ms / 4 + 1));
     uint64_t until = net_now_ms() + *pause_ms + spread;
     poll(NULL, 0, net_wait_ms(until < o->deadline ? until : o->deadline));
     *pause_ms = *pause_ms < DIAL_PAUSE_MAX_MS / 2 ? *pause_ms * 2 : DIAL_PAUSE_MAX_MS;
