@@ -26,6 +26,7 @@ from alpha_core.link.toolchain import LinkError
 from alpha_core.plan.admission import AdmissionRefused
 from alpha_core.plan.model import Pairing, Plan
 from alpha_core.run.launch import RoleOutcome
+from alpha_core.run.role_summary import MANY_ROLES
 from alpha_core.support.files import SecretNotWritten
 from alpha_core.support.ports import DEFAULT_PORT_BASE
 from alpha_core.support.source_file import SourceRefusal, read_source
@@ -149,8 +150,20 @@ def cmd_slurm(args: argparse.Namespace) -> int:
         if not args.json:
             err.print(f"[green]slurm[/] {escape(text)}")
 
+    many = plan.membership.total >= MANY_ROLES  # a line per hundred roles, not per role
+    counts = {"start": 0, "done": 0}
+
     def event(role: str, node: str, e: dict[str, object]) -> None:
         if args.json:
+            return
+        kind = str(e.get("event"))
+        if many:
+            if kind in counts:
+                counts[kind] += 1
+                n = counts[kind]
+                if n % 100 == 0 or n == plan.membership.total:
+                    what = "started" if kind == "start" else "done"
+                    err.print(f"  {n:,} of {plan.membership.total:,} roles {what}")
             return
         if e.get("event") == "start":
             err.print(f"  {escape(role):>12} started on {escape(node)}")
@@ -199,8 +212,16 @@ def _report(a: Analysis, report: SlurmReport, as_json: bool) -> int:
     writer = next(o.role for o in report.outcomes if o.done is done)
     node = report.node_of(writer)
     out.print(f"parameters file   {escape(str(done['params_file']))} (on {node})", soft_wrap=True)
-    where = ", ".join(f"{o.role}@{report.node_of(o.role)}" for o in report.outcomes)
-    out.print(f"roles             {len(report.outcomes)} finished: {escape(where)}", soft_wrap=True)
+    if len(report.outcomes) >= MANY_ROLES:  # how many on each node, not every role
+        nodes: dict[str, int] = {}
+        for o in report.outcomes:
+            nodes[report.node_of(o.role)] = nodes.get(report.node_of(o.role), 0) + 1
+        where = ", ".join(f"{n:,} on {node}" for node, n in sorted(nodes.items()))
+    else:
+        where = ", ".join(f"{o.role}@{report.node_of(o.role)}" for o in report.outcomes)
+    out.print(
+        f"roles             {len(report.outcomes):,} finished: {escape(where)}", soft_wrap=True
+    )
     out.print(f"job               {report.jobid} (released)")
     return OK
 
@@ -223,8 +244,11 @@ def cmd_k8s(args: argparse.Namespace) -> int:
         body = {"file": a.path, "ok": True, "output": str(into), "pods": pods}
         print(json.dumps(body, indent=2))
         return OK
-    for p in roles:
+    shown = roles if len(roles) < MANY_ROLES else [roles[0], roles[-1]]
+    for p in shown:
         out.print(f"  {escape(p.role):>12}  {escape(p.host)}:{p.port}")
+        if len(shown) < len(roles) and p is roles[0]:
+            out.print(f"  … {len(roles) - 2:,} more pods (the hosts file lists every one)")
     out.print(
         f"wrote {escape(str(into))}: jobset.yaml, service.yaml, secret.yaml (mode 0600), "
         "Dockerfile, hosts, build/ — build and push the image, then `kubectl apply -f "

@@ -29,6 +29,7 @@ from alpha_core.plan.projection import project
 from alpha_core.run.interruption import interrupted_line
 from alpha_core.run.launch import LaunchError, RoleOutcome, free_port_base
 from alpha_core.run.record import STEP_EVENTS, RunRecord, Subject, step_every
+from alpha_core.run.role_summary import MANY_ROLES, built_line, roles_line
 from alpha_core.run.runs import (
     Choice,
     ChoiceError,
@@ -193,7 +194,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"file": a.path, "ok": True, **result.to_json()}, indent=2))
         return OK
-    for exe in result.executables:
+    if len(result.executables) >= MANY_ROLES:  # a line for all of them, not one each
+        out.print(escape(built_line(result)), soft_wrap=True)
+    for exe in result.executables if len(result.executables) < MANY_ROLES else ():
         out.print(
             f"[green]built[/] {escape(exe.role):>12}  {escape(exe.path)}  {exe.target}  "
             f"{human_bytes(exe.size)}  sha256 {exe.sha256[:16]}…  "
@@ -216,8 +219,14 @@ def _report(outcomes: list[RoleOutcome], as_json: bool, a: Analysis, result: Bui
         }
         print(json.dumps(body, indent=2))
         return OK if ok else REFUSED
-    for o in outcomes:
-        if o.exit_code != 0:
+    failed = [o for o in outcomes if o.exit_code != 0]
+    if len(outcomes) >= MANY_ROLES and len(failed) > 1:  # by refusal: a count and the first
+        for name in dict.fromkeys(o.refusal or "role-crashed" for o in failed):
+            named = [o for o in failed if (o.refusal or "role-crashed") == name]
+            more = f" (and {len(named) - 1:,} more roles)" if len(named) > 1 else ""
+            error_line(name, f"{named[0].role}: {named[0].message or ''}{more}")
+    else:
+        for o in failed:
             error_line(o.refusal or "role-crashed", f"{o.role}: {o.message or ''}")
     if not ok:
         return REFUSED
@@ -240,7 +249,8 @@ def _report(outcomes: list[RoleOutcome], as_json: bool, a: Analysis, result: Bui
     out.print(f"run record        {escape(str(record))} (summary.json, metrics.csv, events/)")
     if len(outcomes) > 1:
         out.print(
-            f"roles             {len(outcomes)} finished: " + ", ".join(o.role for o in outcomes),
+            f"roles             {len(outcomes):,} finished: "
+            + roles_line([o.role for o in outcomes]),
             soft_wrap=True,
         )
     for line in gpu_lines(outcomes):

@@ -1,4 +1,6 @@
-"""The live view of a run: one progress bar per role, fed by the roles' events."""
+"""The live view of a run: one progress bar per role, fed by the roles' events; from
+MANY_ROLES roles on, one summary line and bar for all of them, the slowest role, and each
+refused role as it is refused."""
 
 from __future__ import annotations
 
@@ -6,14 +8,17 @@ import signal
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from alpha_cli.render import err
 from alpha_core.run.launch import Launch, RoleOutcome, startable
+from alpha_core.run.role_summary import MANY_ROLES, summarize
 from alpha_core.run.run_state import RunState
 from alpha_core.support.sizes import show_loss
 
 STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+SHOWN_REFUSALS = 8  # refused roles named as they are refused in a run of many roles
 
 
 class Interrupted(BaseException):
@@ -83,6 +88,8 @@ def run_with_progress(
     if quiet:
         return _watched(commands, state, None, record)
     startable(commands)  # a launch-failed refusal comes before any bar is drawn
+    if len(commands) >= MANY_ROLES:
+        return _run_summarised(commands, state, steps, record)
     columns = (
         TextColumn("[bold]{task.description:>12}"),
         TextColumn("{task.fields[target]}"),
@@ -114,6 +121,53 @@ def run_with_progress(
             progress.update(tasks[role], completed=r.round, loss=loss, state=mark)
 
         return _watched(commands, state, on_event, record)
+
+
+def _run_summarised(
+    commands: Sequence[tuple[str, Sequence[str]]],
+    state: RunState,
+    steps: int,
+    record: Callable[[str, dict[str, object]], None] | None,
+) -> list[RoleOutcome]:
+    """Many roles: a summary line, one bar at the slowest role's round and the slowest role's
+    name, redrawn a few times a second from the run's state (never once per event), and a line
+    for each role as it is refused."""
+    from rich.console import Group
+    from rich.live import Live
+    from rich.text import Text
+
+    def view() -> Group:
+        s = summarize(state)
+        width = 40
+        filled = width * min(s.slowest_round, steps) // max(1, steps)
+        bar = Text("━" * filled, style="green") + Text("━" * (width - filled), style="grey37")
+        bar += Text(f" {s.slowest_round:,}/{steps:,} rounds by every role")
+        parts = [Text(s.line()), bar]
+        slowest = s.slowest_line()
+        if slowest is not None:
+            parts.append(Text(slowest))
+        return Group(*parts)
+
+    told: set[str] = set()
+    with Live(console=err, get_renderable=view, refresh_per_second=4, transient=False) as live:
+
+        def on_event(role: str, event: dict[str, object]) -> None:
+            r = state.roles[role]
+            if r.state in ("refused", "killed") and role not in told:
+                told.add(role)
+                if len(told) <= SHOWN_REFUSALS:  # the report counts the rest by name
+                    live.console.print(
+                        f"[red]refused[/] {escape(role)}: {escape(r.refusal or '')} "
+                        f"{escape(r.message or '')}",
+                        soft_wrap=True,
+                    )
+
+        try:
+            return _watched(commands, state, on_event, record)
+        finally:
+            live.stop()  # its last view drawn, then the line ended where Live leaves it open
+            if not err.is_terminal:
+                err.line()
 
 
 def training_line(steps: int, resume: str | None) -> str:

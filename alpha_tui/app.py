@@ -95,6 +95,8 @@ class AlphaTui(Views, App[None]):
     #refusals { height: auto; max-height: 8; padding: 0 1; color: $error; overflow-y: auto; }
     #refusals.empty { display: none; }
     #roles { height: auto; max-height: 14; }
+    #summary { height: 1; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    #summary.hidden { display: none; }
     #hint { height: 1; padding: 0 1; color: $text-muted; }
     #hint.hidden { display: none; }
     #plot { height: 1fr; min-height: 4; }
@@ -160,6 +162,7 @@ class AlphaTui(Views, App[None]):
         self.keep_folder = False
         self.targets: list[str] = []  # the choices offered: "system:NAME", "plan:NAME"
         self.shown_columns: tuple[str, ...] = ()
+        self.shown_cells: dict[str, list[object]] = {}  # what each row of the table shows
         self._events: deque[tuple[str, dict[str, object] | tuple[int, bool]]] = deque()
         self._events_lock = threading.Lock()
 
@@ -173,6 +176,7 @@ class AlphaTui(Views, App[None]):
         yield Static("", id="status")
         yield Static("", id="refusals", classes="empty")
         with Vertical():
+            yield Static("", id="summary", classes="hidden")  # a run of MANY_ROLES or more
             yield DataTable(id="roles", cursor_type="row", zebra_stripes=True)
             yield Static("", id="hint")
             yield LossPlot(id="plot")

@@ -49,6 +49,13 @@ def line(event: dict[str, object]) -> str:
             if isinstance(link, dict)
         ]
         return "links: " + (", ".join(carried) or "none")
+    if kind == "data":
+        how = (
+            "mapped from another role of the launch"
+            if event.get("shared") is True
+            else f"{event.get('parsed')} parsed"
+        )
+        return f"data: {event.get('rows')} rows, {how}"
     if kind == "start":
         return (
             f"start: system {event.get('system')}, {event.get('params')} parameters, "

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, RichLog, Select, Static
 
 from alpha_core.diagnostics import Diagnostic
 from alpha_core.diagnostics.render import render
+from alpha_core.run.role_summary import MANY_ROLES, summarize
 from alpha_tui import table as T
 from alpha_tui.loss_plot import LossPlot, Series
 from alpha_tui.panes import HelpScreen, RolePanes, help_text
@@ -37,6 +38,7 @@ class Views(_App):
     targets: list[str]
     path: str
     shown_columns: tuple[str, ...]
+    shown_cells: dict[str, list[object]]
     hosts: HostsFile | None
 
     def on_resize(self, event: Resize) -> None:
@@ -54,6 +56,7 @@ class Views(_App):
         table = self.query_one(DataTable)
         steps = self.state_steps()
         table.clear(columns=True)
+        self.shown_cells = {}  # what each row shows (redraw_rows)
         self.shown_columns = T.columns(width)
         narrow = self.shown_columns is T.NARROW
         for column in self.shown_columns:
@@ -94,14 +97,43 @@ class Views(_App):
         if self.state is None or self.covered():
             return
         table = self.query_one(DataTable)
+        shown = self.shown_cells
         if table.row_count == 0:
+            shown.clear()
             for role in self.state.roles:
-                table.add_row(*self.cells(role), key=role)
+                shown[role] = self.cells(role)
+                table.add_row(*shown[role], key=role)
         else:
+            # only the cells that changed: a run of hundreds of roles redraws a few per tick
             for role in self.state.roles:
-                for column, value in zip(self.shown_columns, self.cells(role), strict=True):
-                    table.update_cell(role, column, value, update_width=True)
+                cells, before = self.cells(role), shown.get(role)
+                for i, (column, value) in enumerate(zip(self.shown_columns, cells, strict=True)):
+                    if before is None or len(before) != len(cells) or before[i] != value:
+                        table.update_cell(role, column, value, update_width=True)
+                shown[role] = cells
+        self.show_summary()
         self.show_plot()
+
+    def show_summary(self) -> None:
+        """From MANY_ROLES roles on, a line above the (scrolling) table: how many roles are in
+        each state, the rounds they span, the slowest role, and how many were refused."""
+        widget = self.query_one("#summary", Static)
+        many = self.state is not None and len(self.state.roles) >= MANY_ROLES
+        widget.set_class(not many, "hidden")
+        if not many or self.state is None:
+            return
+        s = summarize(self.state)
+        parts = [s.line()]
+        slowest = s.slowest_line()
+        if slowest is not None:
+            parts.append(slowest)
+        if s.refused:
+            first = s.refused[0]
+            parts.append(
+                f"refused: {first.role} {first.name}"
+                + (f" and {len(s.refused) - 1:,} more" if len(s.refused) > 1 else "")
+            )
+        widget.update(escape(" · ".join(parts)))
 
     def show_plot(self) -> None:
         plot = self.query_one(LossPlot)

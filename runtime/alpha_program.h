@@ -164,7 +164,13 @@ struct alpha_role {
     uint32_t max_threads; /* the most threads the role's pairing admits (`cores N`); 0: any */
 };
 
-extern const struct alpha_role ALPHA_ROLE;
+/* The role: ALPHA_ROLE where the build compiled it in (a single process), else decoded once
+ * from the role table a plan's build wrote into this executable (role_table.c). Read it through
+ * alpha_role(), which refuses program-invalid when neither is whole. */
+extern const struct alpha_role ALPHA_ROLE __attribute__((weak));
+extern const uint8_t alpha_role_table[] __attribute__((weak));
+extern const uint64_t alpha_role_table_bytes __attribute__((weak));
+const struct alpha_role *alpha_role(void);
 
 /* The round and the leaf of the alpha_leaf_grad call in progress, set by the runtime before
  * each call (schedule.c): a kernel whose model uses dropout reads them, so its mask is a pure

@@ -23,6 +23,8 @@
 #include "files.h"
 #include "refusal.h"
 #include "sha256.h"
+#include "needed_rows.h"
+#include "shared_rows.h"
 
 struct bytes {
     char *data;
@@ -218,8 +220,56 @@ static void check_header(const struct alpha_program *p, const struct dataset *d,
                line_number, (unsigned)lo + 1, label, p->label_name);
 }
 
+struct mapped {
+    const uint8_t *data;
+    uint64_t size;
+};
+
+/* The file mapped read-only, its size and SHA-256 checked before a byte of it is interpreted. */
+static struct mapped map_file(const char *path, uint64_t expected, const char *sha256)
+{
+    struct mapped m = {NULL, 0};
+    int fd = open_data(path, expected, sha256, &m.size);
+    static const uint8_t empty[1];
+    m.data = empty;
+    if (m.size) {
+        void *at = mmap(NULL, (size_t)m.size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (at == MAP_FAILED)
+            refuse(REFUSAL_DATA_UNREADABLE, "cannot map data file %s: %s", path,
+                   strerror(errno));
+        m.data = at;
+    }
+    close(fd);
+    struct sha256 s;
+    uint8_t digest[32];
+    sha256_init(&s);
+    sha256_update(&s, m.data, (size_t)m.size);
+    sha256_final(&s, digest);
+    char what[1100];
+    snprintf(what, sizeof what, "file %s", path);
+    check_digest(what, sha256, digest);
+    return m;
+}
+
+static void unmap(struct mapped m)
+{
+    if (m.size)
+        munmap((void *)(uintptr_t)m.data, (size_t)m.size);
+}
+
 static void load_csv(const struct alpha_program *p, const char *path, struct dataset *d)
 {
+    if (shared_rows_offered()) {
+        /* the file mapped to check its digest (its pages are the page cache's, shared), and
+         * the rows another role of the launch parsed from it mapped instead of parsing it */
+        struct mapped m = map_file(path, p->data_size, p->data_sha256);
+        int found = shared_rows_find(p, d);
+        unmap(m);
+        if (found) {
+            d->shared = 1;
+            return;
+        }
+    }
     struct bytes file = read_file(p, path);
     struct sha256 s;
     uint8_t digest[32];
@@ -232,6 +282,10 @@ static void load_csv(const struct alpha_program *p, const char *path, struct dat
 
     int class_kind = p->label_kind == ALPHA_LABEL_CLASS;
     uint32_t columns = d->features + d->targets;
+    /* rows shared with the launch's other roles are parsed whole (they may read any of them);
+     * otherwise a role of a plan parses the training rows its leaves read, and the held out */
+    uint8_t *needed = shared_rows_offered() ? NULL : needed_rows(p, alpha_role());
+    uint32_t train_rows = p->rows - p->holdout;
     float *x = checked_calloc((size_t)p->rows * d->features, sizeof(float), "data features");
     int32_t *labels =
         class_kind ? checked_calloc((size_t)p->rows * d->targets, sizeof(int32_t), "class labels")
@@ -269,6 +323,13 @@ static void load_csv(const struct alpha_program *p, const char *path, struct dat
             line = next;
             continue;
         }
+        if (needed && rows < train_rows && !needed[rows]) { /* never read by this role */
+            first = 0;
+            rows++;
+            line = next;
+            continue;
+        }
+        d->parsed++;
         uint32_t bad = 0;
         long seen = parse_row(line, row, columns, &bad);
         if (seen < 0)
@@ -314,50 +375,16 @@ static void load_csv(const struct alpha_program *p, const char *path, struct dat
         refuse(REFUSAL_DATA_MALFORMED, "%s has %u rows, the program expects %u", path,
                (unsigned)rows, (unsigned)p->rows);
     free(row);
+    free(needed);
     free(file.data);
     d->x = x;
     d->y_class = labels;
     d->y_reg = targets;
+    if (!needed) /* whole rows only: another role may read any of them */
+        shared_rows_offer(p, d); /* to the launch's other roles on this host, with a folder */
 }
 
 /* ---- binary files: NumPy arrays and tokens, mapped (never parsed as text) ---- */
-
-struct mapped {
-    const uint8_t *data;
-    uint64_t size;
-};
-
-/* The file mapped read-only, its size and SHA-256 checked before a byte of it is interpreted. */
-static struct mapped map_file(const char *path, uint64_t expected, const char *sha256)
-{
-    struct mapped m = {NULL, 0};
-    int fd = open_data(path, expected, sha256, &m.size);
-    static const uint8_t empty[1];
-    m.data = empty;
-    if (m.size) {
-        void *at = mmap(NULL, (size_t)m.size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (at == MAP_FAILED)
-            refuse(REFUSAL_DATA_UNREADABLE, "cannot map data file %s: %s", path,
-                   strerror(errno));
-        m.data = at;
-    }
-    close(fd);
-    struct sha256 s;
-    uint8_t digest[32];
-    sha256_init(&s);
-    sha256_update(&s, m.data, (size_t)m.size);
-    sha256_final(&s, digest);
-    char what[1100];
-    snprintf(what, sizeof what, "file %s", path);
-    check_digest(what, sha256, digest);
-    return m;
-}
-
-static void unmap(struct mapped m)
-{
-    if (m.size)
-        munmap((void *)(uintptr_t)m.data, (size_t)m.size);
-}
 
 /* Element i of an array of dtype `descr` at `at` (unaligned: a .npz member lies anywhere), as
  * a float (int32 rounded to nearest, as NumPy's astype(float32)). */
@@ -612,6 +639,8 @@ void data_load(const struct alpha_program *p, const char *path, struct dataset *
                                                           : 1;
     d->y_class = NULL;
     d->y_reg = NULL;
+    d->parsed = 0;
+    d->shared = 0;
     const char *file = path ? path : p->data_path;
     if (p->data_kind == ALPHA_DATA_EMBEDDED)
         load_embedded(p, d);

@@ -15,6 +15,9 @@ struct dataset {
     const float *x;            /* rows * features */
     const int32_t *y_class;    /* rows * targets labels in [0, outputs), class kind; else NULL */
     const float *y_reg;        /* rows * outputs targets, regression kind; else NULL */
+    uint32_t parsed;           /* CSV rows this role parsed (the rest it never reads, or
+                                * another role of the launch parsed: shared) */
+    int shared;                /* the rows are another role's, mapped (shared_rows.h) */
 };
 
 /* Loads the data named by the program (path overrides data_path for the CSV kind; may be NULL).

@@ -131,6 +131,17 @@ void event_start(const struct alpha_program *p)
     event_end();
 }
 
+void event_data(const char *role, uint32_t rows, uint32_t parsed, int shared)
+{
+    if (ferror(stdout))
+        return;
+    fputs("{\"event\":\"data\",\"role\":", stdout);
+    json_string(stdout, role);
+    printf(",\"rows\":%u,\"parsed\":%u,\"shared\":%s}\n", (unsigned)rows, (unsigned)parsed,
+           shared ? "true" : "false");
+    event_end();
+}
+
 void event_step(uint32_t step, float loss, const char *role, const struct addition *adds,
                 uint32_t n_adds, uint64_t frames, uint64_t bytes)
 {

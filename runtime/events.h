@@ -35,6 +35,10 @@ int events_lost(void);
 void json_string(FILE *f, const char *s);
 
 void event_start(const struct alpha_program *p);
+/* A role of a plan, once its data is loaded: the table's rows, how many of them this role
+ * parsed (a CSV; 0 for other formats), and whether it maps rows another role of the launch
+ * parsed (runtime/shared_rows.h). */
+void event_data(const char *role, uint32_t rows, uint32_t parsed, int shared);
 /* step (1-based), the round loss, the role, every addition the role performed this round, in
  * order, as "lo:hi=lo:mid+mid:hi", and the frames it sent and received this round with their
  * bytes (headers included). */

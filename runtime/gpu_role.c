@@ -66,7 +66,7 @@ static void device_event(void)
 {
     const struct alpha_gpu_device *d = &G.dev;
     printf("{\"event\":\"device\",\"role\":");
-    json_string(stdout, ALPHA_ROLE.name);
+    json_string(stdout, alpha_role()->name);
     printf(",\"target\":");
     char target[96];
     snprintf(target, sizeof target, "gpu %s%s", ALPHA_GPU.profile,

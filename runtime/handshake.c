@@ -1,7 +1,10 @@
 /* Opening the links at start-up. The role listens first (when any link accepts), so that peers
- * connecting to it succeed from then on; then it connects to every peer it dials, retrying
- * every 20 ms, and sends each its HELLO; then one poll loop accepts connections and runs the
- * handshake on each until every link is open. A host name, its own or a peer's, that does not
+ * connecting to it succeed from then on; then it connects to every peer it dials (only its own
+ * links: a parent and, for some topologies, a few more; never every role), retrying after
+ * 20 ms, then twice as long each time up to 250 ms, each pause stretched by up to a quarter
+ * according to the role's index so that hundreds of roles started together neither dial in
+ * step nor keep a core busy dialling, and sends each its HELLO; then one poll loop accepts
+ * connections and runs the handshake on each until every link is open. A host name, its own or a peer's, that does not
  * resolve is looked up again after 20 ms, then twice as long each time up to 1 s (resolve.h).
  * No step waits on another role's progress, only on its being started, so roles may start in
  * any order. Deadline: connect_timeout_ms from the start, for the whole handshake, name lookups
@@ -167,13 +170,27 @@ static void dialled(struct opening *o, uint32_t k, int fd, const char *address)
                strerror(errno));
 }
 
+enum { DIAL_PAUSE_FIRST_MS = 20, DIAL_PAUSE_MAX_MS = 250 };
+
+/* Waits before a peer that is not listening yet is dialled again: *pause_ms, stretched by up to
+ * a quarter by the role's index (Knuth's multiplicative hash), then doubles *pause_ms up to
+ * DIAL_PAUSE_MAX_MS. Never past the deadline. */
+static void dial_pause(const struct opening *o, uint32_t *pause_ms)
+{
+    uint64_t hashed = ((uint64_t)o->n->r->index * 2654435761u) >> 7;
+    uint32_t spread = (uint32_t)(hashed % (*pause_ms / 4 + 1));
+    uint64_t until = net_now_ms() + *pause_ms + spread;
+    poll(NULL, 0, net_wait_ms(until < o->deadline ? until : o->deadline));
+    *pause_ms = *pause_ms < DIAL_PAUSE_MAX_MS / 2 ? *pause_ms * 2 : DIAL_PAUSE_MAX_MS;
+}
+
 static void connect_to_peer(struct opening *o, uint32_t k)
 {
     const struct alpha_link *l = o->n->links[k].link;
     char address[64];
     snprintf(address, sizeof address, "%s:%u", l->host, (unsigned)l->port);
     const char *why = "no attempt";
-    uint32_t pause = RESOLVE_PAUSE_FIRST_MS;
+    uint32_t pause = RESOLVE_PAUSE_FIRST_MS, dial = DIAL_PAUSE_FIRST_MS;
     for (;;) {
         int fd;
         /* a peer on this machine first, by its local socket; TCP where it has none */
@@ -211,8 +228,7 @@ static void connect_to_peer(struct opening *o, uint32_t k)
             refuse(REFUSAL_PEER_UNREACHABLE, "cannot connect to %s at %s within %u ms: %s",
                    l->peer_name, address, (unsigned)o->timeout_ms, why);
         if (!unresolved)
-            poll(NULL, 0, net_wait_ms(net_now_ms() + 20 < o->deadline ? net_now_ms() + 20
-                                                                       : o->deadline));
+            dial_pause(o, &dial);
     }
 }
 

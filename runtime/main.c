@@ -104,18 +104,19 @@ static uint32_t count_option(const char *flag, const char *n, const char *of)
 
 static struct options parse_options(int argc, char **argv)
 {
+    const struct alpha_role *role = alpha_role();
     const char *self = argc > 0 ? argv[0] : "alpha";
-    const char *dir = ALPHA_ROLE.checkpoint_dir && *ALPHA_ROLE.checkpoint_dir
-                          ? ALPHA_ROLE.checkpoint_dir : joined(self, ".checkpoints");
-    const char *resume = ALPHA_ROLE.resume && *ALPHA_ROLE.resume ? ALPHA_ROLE.resume : NULL;
+    const char *dir = role->checkpoint_dir && *role->checkpoint_dir
+                          ? role->checkpoint_dir : joined(self, ".checkpoints");
+    const char *resume = role->resume && *role->resume ? role->resume : NULL;
     char keep_text[32] = "keep every capture";
-    if (ALPHA_ROLE.checkpoint_keep)
-        snprintf(keep_text, sizeof keep_text, "%u", (unsigned)ALPHA_ROLE.checkpoint_keep);
+    if (role->checkpoint_keep)
+        snprintf(keep_text, sizeof keep_text, "%u", (unsigned)role->checkpoint_keep);
     char threads_text[48] = "the cores this process may use";
-    if (ALPHA_ROLE.threads)
-        snprintf(threads_text, sizeof threads_text, "%u", (unsigned)ALPHA_ROLE.threads);
-    struct options o = {NULL, NULL, resume, dir, NULL, ALPHA_ROLE.checkpoint_keep,
-                        ALPHA_ROLE.threads, 1, 0, 0, NULL, NULL, NULL};
+    if (role->threads)
+        snprintf(threads_text, sizeof threads_text, "%u", (unsigned)role->threads);
+    struct options o = {NULL, NULL, resume, dir, NULL, role->checkpoint_keep,
+                        role->threads, 1, 0, 0, NULL, NULL, NULL};
     static const char *const valued[] = {"--data", "--params-out", "--resume",
                                          "--checkpoint-dir", "--secret-file", "--predict",
                                          "--predict-out", "--params"};
@@ -125,7 +126,7 @@ static struct options parse_options(int argc, char **argv)
         while (v < 8 && strcmp(a, valued[v]) != 0)
             v++;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            printf(USAGE, self, ALPHA_ROLE.name, ALPHA_PROGRAM.system,
+            printf(USAGE, self, role->name, ALPHA_PROGRAM.system,
                    ALPHA_PROGRAM.data_kind == ALPHA_DATA_CSV ? ALPHA_PROGRAM.data_path
                                                              : "the embedded data",
                    self, dir, keep_text, resume ? resume : "a fresh start", threads_text);
@@ -139,7 +140,7 @@ static struct options parse_options(int argc, char **argv)
         } else if (strcmp(a, "--eval-every") == 0) {
             o.eval_every = count_option(a, i + 1 < argc ? argv[++i] : "", "rounds");
         } else if (strcmp(a, "--describe") == 0) {
-            net_describe(&ALPHA_ROLE);
+            net_describe(role);
             exit(0);
         } else if (strcmp(a, "--evaluate-only") == 0) {
             o.evaluate_only = 1;
@@ -179,9 +180,9 @@ static struct options parse_options(int argc, char **argv)
         o.resume = NULL; /* the build's own resume path is not asked for */
     if (o.predict && !o.params_in && !o.resume)
         refuse(REFUSAL_USAGE, "--predict needs --params PATH or --resume PATH");
-    if (o.eval_every && ALPHA_ROLE.n_links)
+    if (o.eval_every && role->n_links)
         refuse(REFUSAL_USAGE, "--eval-every evaluates a single-process run: role %s of a plan "
-               "holds its parameters whole only at the end", ALPHA_ROLE.name);
+               "holds its parameters whole only at the end", role->name);
     if (o.eval_every && !ALPHA_PROGRAM.holdout)
         refuse(REFUSAL_USAGE, "--eval-every needs held-out rows, and system %s holds none out",
                ALPHA_PROGRAM.system);
@@ -227,7 +228,7 @@ static void check_program(const struct alpha_program *p)
 static void event_resumed(const struct resumed *r, double seconds)
 {
     printf("{\"event\":\"resumed\",\"role\":");
-    json_string(stdout, ALPHA_ROLE.name);
+    json_string(stdout, alpha_role()->name);
     printf(",\"round\":%u,\"capture\":", (unsigned)r->round);
     json_string(stdout, r->capture);
     printf(",\"files\":%u,\"bytes\":%llu,\"read_ms\":%.3f}\n", (unsigned)r->files,
@@ -265,7 +266,7 @@ static _Noreturn void predict_only(const struct alpha_program *p, const struct o
     uint32_t per_row = 0;
     uint32_t rows = predict_file(p, params, o->predict, o->predict_out, &per_row);
     printf("{\"event\":\"predicted\",\"role\":");
-    json_string(stdout, ALPHA_ROLE.name);
+    json_string(stdout, alpha_role()->name);
     printf(",\"rows\":%u,\"outputs_per_row\":%u,\"out\":", (unsigned)rows,
            (unsigned)per_row);
     json_string(stdout, o->predict_out);
@@ -280,7 +281,7 @@ static _Noreturn void evaluate_only(const struct alpha_program *p, const struct 
                                     const float *params, const struct resumed *resumed)
 {
     struct run_report report = {
-        .role = ALPHA_ROLE.name,
+        .role = alpha_role()->name,
         .steps = resumed->round,
         .final_loss = resumed->loss,
         .holdout_rows = p->holdout,
@@ -301,20 +302,20 @@ static _Noreturn void evaluate_only(const struct alpha_program *p, const struct 
 int main(int argc, char **argv)
 {
     const struct alpha_program *p = &ALPHA_PROGRAM;
-    const struct alpha_role *role = &ALPHA_ROLE;
     events_init();
+    const struct alpha_role *role = alpha_role(); /* a role table is decoded here */
     refusal_context(role->name, 0);
     cpu_level_start(); /* which copy of the kernels runs: before anything can call one */
     struct options o = parse_options(argc, argv);
     lifeline_watch(); /* started by alpha run or alpha-tui: end with it, however it ends */
     check_program(p);
     uint32_t threads = o.threads ? o.threads : pool_cores();
-    if (ALPHA_ROLE.max_threads && threads > ALPHA_ROLE.max_threads) {
+    if (role->max_threads && threads > role->max_threads) {
         if (o.threads)
             refuse(REFUSAL_THREADS_OVER_CORES, "--threads %u is more than the %u cores the "
-                   "pairing gives role %s", (unsigned)threads, (unsigned)ALPHA_ROLE.max_threads,
-                   ALPHA_ROLE.name);
-        threads = ALPHA_ROLE.max_threads; /* the machine's cores, as many as the pairing gives */
+                   "pairing gives role %s", (unsigned)threads, (unsigned)role->max_threads,
+                   role->name);
+        threads = role->max_threads; /* the machine's cores, as many as the pairing gives */
     }
     if (o.predict) {
         if (role->n_links)
@@ -343,6 +344,8 @@ int main(int argc, char **argv)
         secret_load(o.secret_file, role->secret_file, secret);
     struct dataset d;
     data_load(p, o.data_path, &d);
+    if (role->n_links)
+        event_data(role->name, d.rows, d.parsed, d.shared);
     pool_start(threads);
 
     schedule_prepare(&s, o.checkpoint_dir);

@@ -18,6 +18,11 @@
 #include "refusal.h"
 #include "resolve.h"
 
+/* Connections a listener holds before it accepts them: a hub of a star may be dialled by
+ * hundreds of workers at once while it still dials its own parent (the kernel caps it at
+ * net.core.somaxconn). */
+#define LISTEN_BACKLOG 4096
+
 /* Start-up code, or thin wrappers around the hashing in sha256.c: compiled for size (the
  * executable has a size budget; none of it is a loop that time is spent in). */
 #pragma clang attribute push(__attribute__((minsize)), apply_to = function)
@@ -80,7 +85,7 @@ int socket_listen(const char *host, uint32_t port, uint64_t deadline, uint32_t t
     int one = 1;
     int fd = socket(found->ai_family, SOCK_STREAM, 0);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        bind(fd, found->ai_addr, found->ai_addrlen) != 0 || listen(fd, 64) != 0)
+        bind(fd, found->ai_addr, found->ai_addrlen) != 0 || listen(fd, LISTEN_BACKLOG) != 0)
         refuse(REFUSAL_LISTEN_FAILED, "cannot listen on %s:%u: %s", shown, (unsigned)port,
                strerror(errno));
     freeaddrinfo(found);
@@ -169,7 +174,7 @@ int socket_listen_local(const char *host, uint32_t port)
     /* Taken, the name would be answered by whoever holds it, as a taken port would: refused
      * the same way, by name, rather than left to the peer's handshake to time out. */
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, size) != 0 || listen(fd, 64) != 0)
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, size) != 0 || listen(fd, LISTEN_BACKLOG) != 0)
         refuse(REFUSAL_LISTEN_FAILED, "cannot open the local socket alpha/%s:%u beside the TCP "
                "port: %s", host, (unsigned)port, strerror(errno));
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);

@@ -49,10 +49,10 @@ class Cluster:
         return out.stdout.split()
 
 
-def _config(folder: Path, ports: int) -> str:
+def _config(folder: Path, ports: int, cpus: int = 8) -> str:
     host = socket.gethostname()
     nodes = "\n".join(
-        f"NodeName={name} NodeAddr={address} NodeHostname={host} Port={ports + 1 + i} CPUs=8"
+        f"NodeName={name} NodeAddr={address} NodeHostname={host} Port={ports + 1 + i} CPUs={cpus}"
         for i, (name, address) in enumerate(NODES.items())
     )
     return f"""ClusterName=alpha{secrets.token_hex(3)}
@@ -111,13 +111,14 @@ def _wait_idle(env: dict[str, str], daemons: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def slurm_cluster(folder: Path) -> Iterator[Cluster]:
-    """The cluster, up (both nodes idle) until the block ends; then every process of it ends."""
+def slurm_cluster(folder: Path, cpus: int = 8) -> Iterator[Cluster]:
+    """The cluster, up (both nodes idle) until the block ends; then every process of it ends.
+    Each node claims `cpus` CPUs (config_overrides): a task slot per role of a large plan."""
     for sub in ("state", "local", "empty", "data", *NODES):
         (folder / sub).mkdir(parents=True)
     shutil.copy(ROOT / "examples" / "data" / "digits.csv", folder / "data" / "digits.csv")
     conf = folder / "slurm.conf"
-    conf.write_text(_config(folder, free_port_base(len(NODES) + 1)))
+    conf.write_text(_config(folder, free_port_base(len(NODES) + 1), cpus))
     env = {**os.environ, "SLURM_CONF": str(conf)}
     script = folder / "start.sh"
     script.write_text(_start_script(folder, conf))

@@ -55,6 +55,8 @@ class Network:
     run's own tag so that a run that crashed before tearing down never blocks the next."""
 
     tag: str
+    hosts: int = HOSTS
+    subnet: str = SUBNET
 
     def ns(self, host: int) -> str:
         return f"alpha-{self.tag}-h{host}"
@@ -64,7 +66,7 @@ class Network:
         return f"alpha-{self.tag}-br"
 
     def address(self, host: int) -> str:
-        return f"{SUBNET}.{host}"
+        return f"{self.subnet}.{host}"
 
     def name(self, host: int) -> str:
         """A host name that only the namespaces' /etc/hosts knows."""
@@ -74,13 +76,13 @@ class Network:
         return Path("/etc/netns") / ns  # `ip netns exec` binds its files over /etc
 
     def names(self) -> list[str]:
-        return [self.bridge, *(self.ns(h) for h in range(1, HOSTS + 1))]
+        return [self.bridge, *(self.ns(h) for h in range(1, self.hosts + 1))]
 
     def up(self) -> None:
         ip("netns", "add", self.bridge)
         ip("-n", self.bridge, "link", "add", "br0", "type", "bridge")
         ip("-n", self.bridge, "link", "set", "br0", "up")
-        for h in range(1, HOSTS + 1):
+        for h in range(1, self.hosts + 1):
             ns, outer = self.ns(h), f"a{self.tag}{h}"  # interface names hold 15 bytes
             ip("netns", "add", ns)
             ip("link", "add", outer, "type", "veth", "peer", "name", f"b{self.tag}{h}")
@@ -90,14 +92,14 @@ class Network:
             ip("-n", ns, "addr", "add", f"{self.address(h)}/24", "dev", "eth0")
             ip("-n", ns, "link", "set", "eth0", "up")
             ip("-n", ns, "link", "set", "lo", "up")
-            if h == HOSTS:  # the last host behind a slower link: a bandwidth cap (tbf)
+            if h == self.hosts:  # the last host behind a slower link: a bandwidth cap (tbf)
                 tc = ["tc", "-n", ns, "qdisc", "add", "dev", "eth0", "root", "tbf"]
                 tc += ["rate", "50mbit", "burst", "64kb", "latency", "50ms"]
                 subprocess.run(tc, check=True, capture_output=True, timeout=30)
             ip("-n", self.bridge, "link", "set", f"b{self.tag}{h}", "master", "br0")
             ip("-n", self.bridge, "link", "set", f"b{self.tag}{h}", "up")
             self.etc(ns).mkdir(parents=True, exist_ok=True)
-            names = "".join(f"{self.address(k)} {self.name(k)}\n" for k in range(1, HOSTS + 1))
+            names = "".join(f"{self.address(k)} {self.name(k)}\n" for k in range(1, self.hosts + 1))
             (self.etc(ns) / "hosts").write_text("127.0.0.1 localhost\n" + names)
 
     def down(self) -> None:

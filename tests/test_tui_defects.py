@@ -213,7 +213,8 @@ async def test_enter_opens_the_roles_events_projection_and_memory() -> None:
         assert isinstance(app.focused, Input)
         await pilot.press(*"-kind:step")
         await pilot.pause()
-        assert [line.split()[0] for line in panes.lines()] == ["start:", "links:", "done:"]
+        kinds = [line.split()[0] for line in panes.lines()]
+        assert kinds == ["start:", "data:", "links:", "done:"]
         # worker[0]'s one link, to the hub on this machine: over the local socket
         links = next(line for line in panes.lines() if line.startswith("links:"))
         assert links == "links: hub over local", links

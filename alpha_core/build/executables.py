@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -15,6 +15,7 @@ import llvmlite.binding as llvm
 
 import alpha_core.codegen.target as codegen_target
 from alpha_core.autodiff.reverse import training_step
+from alpha_core.build import role_table
 from alpha_core.build.gpu_objects import gpu_objects
 from alpha_core.build.hosts_file import check_hosts, placed, role_addresses
 from alpha_core.build.outputs import (
@@ -24,6 +25,7 @@ from alpha_core.build.outputs import (
     Deployment,
     role_file_name,
 )
+from alpha_core.build.role_kinds import Kind, template, write_role
 from alpha_core.check.program import Program
 from alpha_core.codegen import levels
 from alpha_core.codegen.kernels import build_kernels
@@ -249,16 +251,7 @@ def build_plan(
         )
         for i in indices
     }
-    built = _link_all(
-        indices,
-        lambda i: _link(
-            shared[kind[i]],
-            schedules[i],
-            out_dir / role_file_name(schedules[i].name),
-            admissions[i],
-        ),
-        on_built,
-    )
+    built = _write_roles(indices, kind, shared, schedules, admissions, out_dir, on_built)
     manifest = out_dir / MANIFEST
     result = BuildResult(
         program.name,
@@ -272,6 +265,45 @@ def build_plan(
         manifest, {**result.to_json(), "plan": plan.name, "tensors": tensor_table(plan.system)}
     )
     return result
+
+
+def _write_roles(
+    indices: list[int],
+    kind: dict[int, str],
+    shared: dict[str, _Shared],
+    schedules: dict[int, RoleSchedule],
+    admissions: dict[int, Admission],
+    out_dir: Path,
+    on_built: Callable[[BuiltExecutable, int, int], None] | None,
+) -> list[BuiltExecutable]:
+    """Each role's executable: one template linked per kind of role (its shared objects, with
+    or without links; build/role_kinds.py), then each role's table written into its copy."""
+    tables = {i: role_table.table(schedules[i]) for i in indices}
+    kinds: dict[str, tuple[Kind, int]] = {}
+    of: dict[int, str] = {}
+    for i in indices:
+        links = bool(schedules[i].links)
+        room = role_table.room(len(tables[i]))
+        name = f"{kind[i]}{' with links' if links else ''}, table of {room} bytes"
+        s = shared[kind[i]]
+        kinds[name] = (Kind(s.zig or TARGETS[s.target].zig, s.objects, s.kernels, links), room)
+        of[i] = name
+    names = sorted(kinds)
+    workers = max(1, min(len(names), os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="alpha-link") as pool:
+        made = dict(zip(names, pool.map(lambda n: template(*kinds[n]), names), strict=True))
+    built: list[BuiltExecutable] = []
+    for done, i in enumerate(indices, 1):
+        exe = out_dir / role_file_name(schedules[i].name)
+        size, digest = write_role(made[of[i]], schedules[i].name, tables[i], exe)
+        target = shared[kind[i]].target
+        a = admissions[i]
+        built.append(
+            BuiltExecutable(schedules[i].name, str(exe), target, size, digest, a.total, a.headroom)
+        )
+        if on_built is not None:
+            on_built(built[-1], done, len(indices))
+    return built
 
 
 def _schedule(
@@ -292,35 +324,6 @@ def _schedule(
     if addresses is None:
         return schedule
     return placed(schedule, addresses, deployment.listen_any)
-
-
-def _link_all(
-    indices: list[int],
-    link: Callable[[int], BuiltExecutable],
-    on_built: Callable[[BuiltExecutable, int, int], None] | None,
-) -> list[BuiltExecutable]:
-    """`link(i)` for every role, side by side on the machine's cores (each is a zig process);
-    the executables in role order. `on_built` is told of each as it is done, from this thread.
-    The first failure (a LinkError) stops the roles not yet started and is raised once the
-    running ones have ended."""
-    workers = max(1, min(len(indices), os.cpu_count() or 1))
-    done: dict[int, BuiltExecutable] = {}
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="alpha-link") as pool:
-        pending: dict[Future[BuiltExecutable], int] = {pool.submit(link, i): i for i in indices}
-        while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in sorted(finished, key=lambda f: pending[f]):
-                index = pending.pop(future)
-                error = future.exception()
-                if error is not None:
-                    for other in pending:
-                        other.cancel()
-                    wait(pending)
-                    raise error
-                done[index] = future.result()
-                if on_built is not None:
-                    on_built(done[index], len(done), len(indices))
-    return [done[i] for i in indices]
 
 
 def tensor_table(program: Program) -> list[dict[str, object]]:

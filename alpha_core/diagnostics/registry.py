@@ -530,8 +530,9 @@ _ENTRIES = [
         START_UP,
         "the program compiled into the executable is inconsistent",
         "The runtime checks the description the compiler linked in (batch and leaves, holdout, "
-        "sizes, the data digest) before using it. Reaching this means the executable was not "
-        "made by a matching `alpha build`; rebuild it.",
+        "sizes, the data digest, and a plan role's table: its SHA-256, version and bounds) "
+        "before using it. Reaching this means the executable was not made by a matching "
+        "`alpha build`, or its bytes were changed since; rebuild it.",
     ),
     Refusal(
         "params-write-failed",

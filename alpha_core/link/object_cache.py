@@ -41,14 +41,17 @@ def content_key(parts: Iterable[bytes]) -> str:
     return digest.hexdigest()
 
 
-def cached_object(kind: str, target: str, key: str, make: Callable[[Path], None]) -> Path:
-    """The object `kind`-KEY.o for target in the cache; made by `make(path)` when absent.
+def cached_object(
+    kind: str, target: str, key: str, make: Callable[[Path], None], suffix: str = ".o"
+) -> Path:
+    """The object `kind`-KEY.o (another `suffix`: a linked template) for target in the cache;
+    made by `make(path)` when absent.
 
     `make` writes the object at the path it is given (a temporary name beside the final one).
     Raises LinkError `cache-unusable` when the cache cannot be written, and whatever `make`
     raises (LinkError `link-failed` from the toolchain)."""
     cache = writable_folder(cache_root() / "shared" / target, "cache-unusable", CACHE_WHAT)
-    final = cache / f"{kind}-{key[:40]}.o"
+    final = cache / f"{kind}-{key[:40]}{suffix}"
     if not final.is_file():
         cache_write(final, make)
     return final

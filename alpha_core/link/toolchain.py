@@ -49,15 +49,18 @@ COLD_SOURCES = frozenset(
         "lifeline.c",
         "main.c",
         "manifest.c",
+        "needed_rows.c",
         "params_file.c",
         "predict.c",
         "refusal.c",
         "resolve.c",
         "resume.c",
         "retention.c",
+        "role_table.c",
         "schedule_check.c",
         "secret.c",
         "shared_pages.c",
+        "shared_rows.c",
         "sockets.c",
     }
 )

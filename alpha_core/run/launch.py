@@ -6,6 +6,8 @@ It decides nothing about what is computed; it starts processes and reports what 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -149,6 +151,9 @@ class Launch:
         key = new_secret() if secret is None else secret
         if len(key) != SECRET_BYTES:
             raise ValueError(f"a launch secret is {SECRET_BYTES} bytes, not {len(key)}")
+        # roles on this machine share the rows they parse from a table (runtime/shared_rows.h)
+        self._rows = _rows_folder() if len(commands) > 1 else None
+        shared = {SHARED_ROWS_VARIABLE: self._rows} if self._rows else {}
         lifeline, self._lifeline = os.pipe()  # both ends close-on-exec; roles get the first
         self.group = 0  # the roles' process group: the first role's pid
         self.stopped_by: int | None = None  # the signal `stop` sent, if it was called
@@ -167,6 +172,7 @@ class Launch:
                             **os.environ,
                             SECRET_FD_VARIABLE: str(fd),
                             LIFELINE_FD_VARIABLE: str(lifeline),
+                            **shared,
                         },
                     )
                 except OSError as e:  # e.g. an executable of another instruction set
@@ -265,11 +271,15 @@ class Launch:
         self._close_lifeline()
 
     def _close_lifeline(self) -> None:
-        import os
-
+        """Once every role has ended (or none will start): the lifeline closed and the
+        launch's shared rows removed (imported at the top: this runs from __del__ too, as
+        late as interpreter shutdown)."""
         if getattr(self, "_lifeline", -1) >= 0:
             os.close(self._lifeline)
             self._lifeline = -1
+        if getattr(self, "_rows", None):
+            shutil.rmtree(str(self._rows), ignore_errors=True)
+            self._rows = None
 
     def running(self) -> bool:
         return any(t.is_alive() for t in self._threads)
@@ -287,6 +297,23 @@ class Launch:
 
     def __del__(self) -> None:
         self._close_lifeline()
+
+
+SHARED_ROWS_VARIABLE = "ALPHA_SHARED_ROWS_DIR"  # runtime/shared_rows.h
+
+
+def _rows_folder() -> str | None:
+    """A folder of this launch's own (mode 0700) where its roles share the rows they parse:
+    in /dev/shm, memory every process maps, when there is one; None when none can be made
+    (the roles then parse their own)."""
+    import os
+    import tempfile
+
+    where = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    try:
+        return tempfile.mkdtemp(prefix="alpha-rows-", dir=where)
+    except OSError:
+        return None
 
 
 def run_role(

@@ -22,11 +22,11 @@ from alpha_core.run.launch import command_for
 from alpha_core.workspace.analysis import Analysis
 
 STEPS_LIMIT = 4_294_967_295  # a round counter of the runtime is 32 bits
-ALL_ROLES_LIMIT = 64  # a plan with more roles is built (and projected) one role at a time
 
 
 class ChoiceError(Exception):
-    """A choice that names nothing buildable: an unknown role, or too many roles at once."""
+    """A choice that names nothing buildable: an unknown role, or a pairing or role given
+    without a plan."""
 
 
 @dataclass(frozen=True)
@@ -203,8 +203,9 @@ def role_ports(plan: Plan, roles: Sequence[int], d: Deployment) -> tuple[int, in
 
 
 def role_indices(plan: Plan, role: str | None, doing: str) -> list[int]:
-    """The roles of `plan` a command works on: the one named, or every role when there are at
-    most ALL_ROLES_LIMIT (a larger plan is `doing` one role at a time)."""
+    """The roles of `plan` a command works on (`doing` them): the one named, or every role. A
+    plan of any size is built whole: its roles share one linked template per kind of role
+    (build/role_kinds.py), so a role costs its table, not a link."""
     if role is not None:
         index = plan.membership.index_of(role)
         if index is None:
@@ -214,11 +215,6 @@ def role_indices(plan: Plan, role: str | None, doing: str) -> list[int]:
                 + (f"; did you mean `{near}`?" if near else "")
             )
         return [index]
-    if plan.membership.total > ALL_ROLES_LIMIT:
-        raise ChoiceError(
-            f"plan `{plan.name}` has {plan.membership.total:,} roles: {doing} them one at a "
-            "time with --role"
-        )
     return list(range(plan.membership.total))
 
 
