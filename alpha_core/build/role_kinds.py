@@ -10,15 +10,13 @@ written; the kinds of a plan (usually one or two) cost a link each, once per con
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from alpha_core.build import role_table
-from alpha_core.link.link import LINK_FLAGS, link_role
+from alpha_core.link.link import LINK_FLAGS, link_role, place_executable
 from alpha_core.link.object_cache import cached_object, content_key
-from alpha_core.link.toolchain import LinkError, os_reason, zig_version
+from alpha_core.link.toolchain import LinkError, zig_version
 
 
 @dataclass(frozen=True)
@@ -72,19 +70,5 @@ def write_role(t: Template, name: str, table: bytes, out: Path) -> tuple[int, st
         content = role_table.with_table(t.image, t.place, table)
     except role_table.TableError as e:
         raise LinkError("link-failed", f"{name}: {e}") from None
-    beside: str | None = None
-    try:
-        handle, beside = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-        with os.fdopen(handle, "wb") as f:
-            f.write(content)
-        os.chmod(beside, 0o755)
-        os.replace(beside, out)
-        beside = None
-    except OSError as error:
-        raise LinkError(
-            "output-unwritable", f"cannot write the executable {out}: {os_reason(error)}"
-        ) from None
-    finally:
-        if beside is not None:
-            Path(beside).unlink(missing_ok=True)
+    place_executable(content, out)
     return len(content), hashlib.sha256(content).hexdigest()

@@ -75,21 +75,22 @@ def link_role(
         run_zig(["cc", "-target", target, *flags, *link_flags, *inputs, "-o", "executable"], work)
         staged = work / "executable"
         staged.chmod(0o755)
-        _place(staged, out)
+        place_executable(staged.read_bytes(), out)
     return out
 
 
-def _place(staged: Path, out: Path) -> None:
-    """The staged executable at `out`. The temporary folder may be on another file system: copy
-    beside out, then rename, so `out` is whole or absent; a failure (a full disk, `out` a
+def place_executable(content: bytes, out: Path) -> None:
+    """An executable's bytes at `out`. Written beside out, then renamed (the staging folder may
+    be on another file system), so `out` is whole or absent; a failure (a full disk, `out` a
     folder) removes the copy and raises LinkError `output-unwritable`."""
     beside: str | None = None
     try:
         handle, beside = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
         with os.fdopen(handle, "wb") as f:
-            f.write(staged.read_bytes())
+            f.write(content)
         os.chmod(beside, 0o755)
         os.replace(beside, out)
+        beside = None
     except OSError as error:
         raise LinkError(
             "output-unwritable", f"cannot write the executable {out}: {os_reason(error)}"
