@@ -35,6 +35,7 @@ from alpha_core.lower.blocking import TREE_MC, Blocking
 from alpha_core.lower.tree import tree_walk
 from alpha_core.semantics.llvm_arith import emit_muladd
 
+TASK_BLOCKS_FUSED = 4  # blocks of MC rows a fused product's task computes on one packing of B
 DIRECT_ROWS = 96  # B is read in place by one row of tasks of at most this many rows
 # ... a global the runtime lowers to 0 in a role that shares its machine with other roles
 DIRECT_ROWS_SYMBOL = "alpha_direct_rows"
@@ -68,6 +69,11 @@ class GemmEmitter:
         self.gather_floats = 0
         self.conv_tasks: dict[tuple[object, ...], ir.Function] = {}  # conv_gemm.py's, by node
         self._parallel: ir.Function | None = None  # declared with the first task
+        # Rows of a product's task: MC, or (fused) four blocks of MC on one packing of B. A
+        # task packs its own panels of both operands, so all tasks together pack A once per
+        # column of tasks and B once per row of them; with a fused kernel (twice as fast per
+        # product) that packing was a quarter of a 1024^3 product (docs/performance.md).
+        self.task_rows = blocking.mc * (TASK_BLOCKS_FUSED if fused else 1)
 
     def finish(self) -> None:
         """Defines the scratch each worker needs and the runtime's hook that starts the
@@ -119,7 +125,7 @@ class GemmEmitter:
             if self.k.small_mr:
                 self._small_block = self._emit_block(self.k.small_mr)
             self._task = self._emit_task()
-            self._gemm = self._emit_gemm()
+            self._gemm = self._emit_gemm(mc=self.task_rows)
         return self._gemm
 
     def call_tree(
@@ -287,62 +293,79 @@ class GemmEmitter:
             b_src = gep(b, bm, b.mul(p0, b0))
             with b.if_then(b.not_(direct)):
                 pack_panels(b, bp, b_src, nc, kc, b1, b0, K.nr)
-            a_src = gep(b, a, b.mul(p0, a1))
-            pack_panels(b, ap, a_src, mc, kc, a0, a1, mr)
             first = b.and_(b.icmp_unsigned("==", q, i64(0)), b.not_(resume))
             # the chain is added once, to the finished sums: in the last block of p
             last = b.icmp_unsigned("==", q, b.sub(blocks, i64(1)))
             count = b.select(last, links, i64(0))
 
-            def col_panel(jr: ir.Value) -> None:
-                jj = b.mul(jr, i64(K.nr))
-                cols = min_i64(b, i64(K.nr), b.sub(nc, jj))
-                b.store(gep(b, bp, b.mul(jj, kc)), panel_at)
-                b.store(i64(K.nr), panel_ld)
-                with b.if_then(direct):
-                    here = gep(b, b_src, b.mul(jj, b1))
-                    with b.if_else(b.icmp_signed("==", cols, i64(K.nr))) as (whole_cols, edge):
-                        with whole_cols:  # read in place: a row of the panel is NR adjacent floats
-                            b.store(here, panel_at)
-                            b.store(b0, panel_ld)
-                        with edge:  # the last, partial panel packed (zero beyond n)
-                            pack_panels(b, bp, here, cols, kc, b1, b0, K.nr)
-                            b.store(bp, panel_at)
-                b_panel = b.load(panel_at, typ=PTR)
-                ldb = b.load(panel_ld, typ=I64)
+            # Rows in sub-blocks of MC, each with its own panels of A, all on this block's
+            # panels of B: a task of many rows packs B once for them all, not once per MC.
+            def row_block(ic: ir.Value) -> None:
+                i_at = b.mul(ic, i64(K.mc))
+                rows_here = min_i64(b, i64(K.mc), b.sub(mc, i_at))
+                a_src = gep(b, a, b.add(b.mul(p0, a1), b.mul(i_at, a0)))
+                pack_panels(b, ap, a_src, rows_here, kc, a0, a1, mr)
 
-                def row_panel(ir_: ir.Value) -> None:
-                    ii = b.mul(ir_, i64(mr))
-                    rows = min_i64(b, i64(mr), b.sub(mc, ii))
-                    a_panel = gep(b, ap, b.mul(ii, kc))
-                    c_tile = gep(b, dst, b.add(b.mul(ii, ld), jj))
-                    at = b.add(b.mul(ii, ldk), jj)  # the tile's place in the chain's arrays
-                    whole = b.and_(
-                        b.icmp_signed("==", rows, i64(mr)), b.icmp_signed("==", cols, i64(K.nr))
-                    )
-                    with b.if_else(whole) as (then, other):
-                        with then:
-                            b.call(
-                                kernel,
-                                [a_panel, b_panel, c_tile, ld, kc, first, ldb]
-                                + [chain, count, at, ldk],
-                            )
-                        with other:
-                            with b.if_then(b.not_(first)):  # the earlier blocks' sums
-                                copy_tile(b, c_tile, ld, tile, i64(K.nr), rows, cols)
-                            none = ir.Constant(PTR, None)
-                            b.call(
-                                kernel,
-                                [a_panel, b_panel, tile, i64(K.nr), kc, first, ldb]
-                                + [none, i64(0), i64(0), i64(0)],
-                            )
-                            copy_tile(
-                                b, tile, i64(K.nr), c_tile, ld, rows, cols, (chain, count, at, ldk)
-                            )
+                def col_panel(jr: ir.Value) -> None:
+                    jj = b.mul(jr, i64(K.nr))
+                    cols = min_i64(b, i64(K.nr), b.sub(nc, jj))
+                    b.store(gep(b, bp, b.mul(jj, kc)), panel_at)
+                    b.store(i64(K.nr), panel_ld)
+                    with b.if_then(direct):
+                        here = gep(b, b_src, b.mul(jj, b1))
+                        with b.if_else(b.icmp_signed("==", cols, i64(K.nr))) as (whole_cols, edge):
+                            with whole_cols:  # read in place: a panel's row is NR adjacent floats
+                                b.store(here, panel_at)
+                                b.store(b0, panel_ld)
+                            with edge:  # the last, partial panel packed (zero beyond n)
+                                pack_panels(b, bp, here, cols, kc, b1, b0, K.nr)
+                                b.store(bp, panel_at)
+                    b_panel = b.load(panel_at, typ=PTR)
+                    ldb = b.load(panel_ld, typ=I64)
 
-                for_count(b, ceil_div(b, mc, mr), row_panel, "ir")
+                    def row_panel(ir_: ir.Value) -> None:
+                        ii = b.mul(ir_, i64(mr))
+                        rows = min_i64(b, i64(mr), b.sub(rows_here, ii))
+                        a_panel = gep(b, ap, b.mul(ii, kc))
+                        row = b.add(i_at, ii)  # the tile's first row in the block
+                        c_tile = gep(b, dst, b.add(b.mul(row, ld), jj))
+                        at = b.add(b.mul(row, ldk), jj)  # the tile's place in the chain's arrays
+                        whole = b.and_(
+                            b.icmp_signed("==", rows, i64(mr)),
+                            b.icmp_signed("==", cols, i64(K.nr)),
+                        )
+                        with b.if_else(whole) as (then, other):
+                            with then:
+                                b.call(
+                                    kernel,
+                                    [a_panel, b_panel, c_tile, ld, kc, first, ldb]
+                                    + [chain, count, at, ldk],
+                                )
+                            with other:
+                                with b.if_then(b.not_(first)):  # the earlier blocks' sums
+                                    copy_tile(b, c_tile, ld, tile, i64(K.nr), rows, cols)
+                                none = ir.Constant(PTR, None)
+                                b.call(
+                                    kernel,
+                                    [a_panel, b_panel, tile, i64(K.nr), kc, first, ldb]
+                                    + [none, i64(0), i64(0), i64(0)],
+                                )
+                                copy_tile(
+                                    b,
+                                    tile,
+                                    i64(K.nr),
+                                    c_tile,
+                                    ld,
+                                    rows,
+                                    cols,
+                                    (chain, count, at, ldk),
+                                )
 
-            for_count(b, ceil_div(b, nc, K.nr), col_panel, "jr")
+                    for_count(b, ceil_div(b, rows_here, mr), row_panel, "ir")
+
+                for_count(b, ceil_div(b, nc, K.nr), col_panel, "jr")
+
+            for_count(b, ceil_div(b, mc, K.mc), row_block, "ic")
 
         for_count(b, blocks, k_block, "kb")
         b.ret_void()
@@ -429,8 +452,7 @@ class GemmEmitter:
                 b.call(self._block, args)
 
     def _emit_task(self) -> ir.Function:
-        K = self.k
-        fn, b, f, scratch, blk = self.task_frame("alpha.gemm.task", 13, K.mc)
+        fn, b, f, scratch, blk = self.task_frame("alpha.gemm.task", 13, self.task_rows)
         c, a, bm, _, n, k, a0, a1, b0, b1, _, chain, links = f
         i0, j0 = blk["i0"], blk["j0"]
         origin = b.add(b.mul(i0, n), j0)

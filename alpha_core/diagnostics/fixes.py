@@ -26,6 +26,13 @@ FIXES: dict[str, tuple[str, str]] = {
     "missing-item": ("  steps 10\n", "  learner sgd(lr: 0.1)\n  steps 10\n"),
     "bad-argument": ("sgd(rate: 0.1)", "sgd(lr: 0.1)"),
     "batch-not-divisible": ("batch 8 leaves 3", "batch 8 leaves 2"),
+    "block-index-not-constant": ("@ layers[b].w", "@ layers[1].w"),
+    "block-index-out-of-range": ("layers[i + 1].w", "layers[i].w"),
+    "block-shape-mismatch": ("step(x @ w + b, other[0])", "step(x @ w + b, layers[0])"),
+    "seed-collision": (
+        "    w: f32[3, 3] = normal(0.0, 0.1, seed: 1)\n",
+        "    w: f32[3, 3] = normal(0.0, 0.1, seed: 5)\n",
+    ),
     "batch-axis-reduced": (" - mean(x @ w, axis: 0)", ""),
     "system-too-large": ("return f14(x @ w)", "return f8(x @ w)"),
     "data-unreadable": (
@@ -298,6 +305,14 @@ ADVICE: dict[str, tuple[str, str]] = {
         "A capture resumes only the system it was made by: anything that changes what is "
         "computed (a step count, a plan's state layout, the data) makes another system. "
         "Resume with the build that wrote it, or start fresh without --resume.",
+    ),
+    "arithmetic-mismatch": (
+        "error[arithmetic-mismatch]: checkpoint ckpt/round-00000200/top.pack was made by a "
+        "system of arithmetic fused, but this executable's system digits is of arithmetic "
+        "unfused: the same parameters would go on with other bits",
+        "The arithmetic is part of what a system computes. Resume with a build of the system "
+        "in the capture's arithmetic (`arithmetic fused` in the source, or no such item for "
+        "unfused), or start fresh without --resume.",
     ),
     "checkpoint-folder-foreign": (
         "error[checkpoint-folder-foreign]: ckpt is not a capture of this system (identity "
