@@ -152,6 +152,8 @@ def test_a_build_for_a_cpu_without_fma_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "v2" / "digits").exists()
     ok = cli("build", str(path), "--cpu", "haswell", "-o", str(tmp_path / "haswell"))
     assert ok.returncode == 0, ok.stderr
+    manifest = json.loads((tmp_path / "haswell" / "alpha-build.json").read_text())
+    assert manifest["arithmetic"] == "fused"  # the build manifest names it, as the identity does
 
 
 def test_fused_aarch64_gives_the_x86_bits(wide: tuple[str, str], tmp_path: Path) -> None:

@@ -198,7 +198,8 @@ def build_program(
     result = BuildResult(
         program.name, program.identity(), program.n_params, program.n_state, (built,), str(manifest)
     )
-    _write_manifest(manifest, {**result.to_json(), "tensors": tensor_table(program)})
+    body = {**result.to_json(), "arithmetic": program.arithmetic, "tensors": tensor_table(program)}
+    _write_manifest(manifest, body)
     return result
 
 
@@ -262,7 +263,13 @@ def build_plan(
         str(manifest),
     )
     _write_manifest(
-        manifest, {**result.to_json(), "plan": plan.name, "tensors": tensor_table(plan.system)}
+        manifest,
+        {
+            **result.to_json(),
+            "plan": plan.name,
+            "arithmetic": program.arithmetic,
+            "tensors": tensor_table(plan.system),
+        },
     )
     return result
 
