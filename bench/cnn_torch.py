@@ -42,6 +42,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from alpha_timing import AlphaBuild, has_avx512  # noqa: E402
 from learners_torch import clip_and_step, initial_params, optimizer, round_rows  # noqa: E402
 from machine import machine  # noqa: E402
+from scale_models import fused_source  # noqa: E402
 
 from alpha_core.data import synthetic  # noqa: E402
 from alpha_core.workspace.analysis import Workspace  # noqa: E402
@@ -86,9 +87,7 @@ def program_of(steps: int, folder: Path, fused: bool = False) -> Any:
     """The system at `steps`; `fused`: in `arithmetic fused`."""
     path = folder / f"cnn{steps}.alpha"
     text = SYSTEM % {"rows": ROWS, "steps": steps}
-    if fused:
-        text = text.replace(f"steps {steps}\n", f"steps {steps}\n  arithmetic fused\n", 1)
-    path.write_text(text)
+    path.write_text(fused_source(text) if fused else text)
     program, diags = Workspace().analyze_file(str(path)).program()
     assert program is not None, [(d.name, d.message) for d in diags]
     return program

@@ -103,11 +103,13 @@ def synthetic_source(model: Model, steps: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def fused_source(text: str) -> str:
+    """A system's text in `arithmetic fused`: the item after its (first) `steps` item. Shared
+    by the benches that time a fused variant (scale.py, cnn_torch.py, transformer_torch.py)."""
+    return re.sub(r"^(\s*)steps (\d+)$", r"\g<0>\n\g<1>arithmetic fused", text, count=1, flags=re.M)
+
+
 def alpha_source(model: Model, steps: int, fused: bool = False) -> str:
-    """The model's system; `fused`: in `arithmetic fused` (the item after `steps`)."""
+    """The model's system; `fused`: in `arithmetic fused`."""
     text = digits_source(steps) if model.digits else synthetic_source(model, steps)
-    if fused:
-        text = re.sub(
-            r"^(\s*)steps (\d+)$", r"\g<0>\n\g<1>arithmetic fused", text, count=1, flags=re.M
-        )
-    return text
+    return fused_source(text) if fused else text

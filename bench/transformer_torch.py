@@ -63,6 +63,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from alpha_timing import AlphaBuild, has_avx512  # noqa: E402
 from learners_torch import initial_params, round_rows  # noqa: E402
 from machine import machine  # noqa: E402
+from scale_models import fused_source  # noqa: E402
 
 from alpha_core.build.executables import build_program  # noqa: E402
 from alpha_core.data import synthetic  # noqa: E402
@@ -176,9 +177,7 @@ def program_only(steps: int, folder: Path) -> Any:
 def fused_program(steps: int, folder: Path) -> Any:
     """The system in `arithmetic fused` (docs/language.md)."""
     path = folder / f"gpt{steps}-fused.alpha"
-    path.write_text(
-        alpha_source(steps).replace(f"  steps {steps}\n", f"  steps {steps}\n  arithmetic fused\n")
-    )
+    path.write_text(fused_source(alpha_source(steps)))
     program, diags = Workspace().analyze_file(str(path)).program()
     assert program is not None and program.fused, [(d.name, d.message) for d in diags]
     return program

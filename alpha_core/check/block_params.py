@@ -17,11 +17,11 @@ from dataclasses import dataclass, field, replace
 
 from alpha_core.check.block_values import BlockArray, MemberInfo
 from alpha_core.check.context import CheckContext, show_shape
-from alpha_core.check.expressions import declared_shape
+from alpha_core.check.expressions import declared_shape, parameter_shape
 from alpha_core.check.init_check import Files, check_init
 from alpha_core.check.program import InitSpec, ParamSpec
 from alpha_core.diagnostics import Related
-from alpha_core.ir.graph import BATCH, size
+from alpha_core.ir.graph import size
 from alpha_core.support.span import Span
 from alpha_core.syntax import ast
 
@@ -140,20 +140,10 @@ def _members(item: ast.ParamArrayItem, ctx: CheckContext, files: Files) -> list[
     out: list[Member] = []
     seen: dict[str, Span] = {}
     for decl in item.members:
-        shape = declared_shape(decl.type)
-        if decl.type.dtype != "f32":
-            ctx.refuse(
-                "type-mismatch",
-                f"members of `{item.name}` are `{decl.type.dtype}`; parameters are `f32`",
-                decl.type.dtype_span,
-            )
-            continue
-        if shape is None or BATCH in shape or any(d < 1 for d in shape):
-            ctx.refuse(
-                "shape-mismatch",
-                f"a member of `{item.name}` needs a fixed shape of positive sizes",
-                decl.type.span,
-            )
+        shape = parameter_shape(
+            ctx, decl.type, f"members of `{item.name}` are", f"a member of `{item.name}`"
+        )
+        if shape is None:
             continue
         if isinstance(decl.init, ast.Call) and decl.init.func == "load":
             ctx.refuse(

@@ -270,6 +270,22 @@ class ExprLowering:
         return result
 
 
+def parameter_shape(
+    ctx: CheckContext, t: ast.TensorType, is_what: str, needs_what: str
+) -> Shape | None:
+    """A trained tensor's declared shape, or None after refusing it: a type other than `f32`
+    (`{is_what} `i64`; parameters are `f32``) or a shape that is not fixed and positive
+    (`{needs_what} needs a fixed shape ...`). A `param` item and a block array's member."""
+    shape = declared_shape(t)
+    if t.dtype != "f32":
+        ctx.refuse("type-mismatch", f"{is_what} `{t.dtype}`; parameters are `f32`", t.dtype_span)
+        return None
+    if shape is None or BATCH in shape or any(d < 1 for d in shape):
+        ctx.refuse("shape-mismatch", f"{needs_what} needs a fixed shape of positive sizes", t.span)
+        return None
+    return shape
+
+
 def declared_shape(t: ast.TensorType) -> Shape | None:
     """A declared type's shape, the symbolic first dimension `B` read as the batch axis."""
     dims: list[int] = []

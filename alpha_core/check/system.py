@@ -11,7 +11,7 @@ from alpha_core.check.builtins import REDUCE
 from alpha_core.check.calls import HANDLERS
 from alpha_core.check.context import CheckContext, show_shape
 from alpha_core.check.data_source import ReadFile, check_data
-from alpha_core.check.expressions import Binding, ExprLowering, declared_shape
+from alpha_core.check.expressions import Binding, ExprLowering, declared_shape, parameter_shape
 from alpha_core.check.init_check import INITS as INITS  # re-exported: editors
 from alpha_core.check.init_check import Files, check_init
 from alpha_core.check.learner_check import LEARNERS as LEARNERS  # re-exported: editors
@@ -301,20 +301,8 @@ def _params(
             specs += expanded
             offset += sum(s.count for s in expanded)
             continue
-        shape = declared_shape(p.type)
-        if p.type.dtype != "f32":
-            ctx.refuse(
-                "type-mismatch",
-                f"parameter `{p.name}` is `{p.type.dtype}`; parameters are `f32`",
-                p.type.dtype_span,
-            )
-            continue
-        if shape is None or BATCH in shape or any(d < 1 for d in shape):
-            ctx.refuse(
-                "shape-mismatch",
-                f"parameter `{p.name}` needs a fixed shape of positive sizes",
-                p.type.span,
-            )
+        shape = parameter_shape(ctx, p.type, f"parameter `{p.name}` is", f"parameter `{p.name}`")
+        if shape is None:
             continue
         if offset + size(shape) > PARAM_FLOATS:
             ctx.refuse(

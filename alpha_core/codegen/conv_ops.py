@@ -41,6 +41,29 @@ def _at(b: ir.IRBuilder, idx: list[ir.Value], dims: tuple[int, ...]) -> ir.Value
     return off
 
 
+def add_term(
+    b: ir.IRBuilder, A: LlvmArith, slot: ir.Value, v: ir.Value, keep: ir.Value | None = None
+) -> None:
+    """slot += v, or + +0.0 where not `keep` (a padded position)."""
+    if keep is not None:
+        v = b.select(keep, v, A.const(0.0))
+    b.store(A.add(b.load(slot, typ=F32), v), slot)
+
+
+def add_product(
+    b: ir.IRBuilder, A: LlvmArith, slot: ir.Value, x: ir.Value, y: ir.Value, keep: ir.Value
+) -> None:
+    """A term x · y of the sum at `slot` in the system's arithmetic, skipped where not `keep` (a
+    padded position): unfused, the product or +0.0 is added; fused, fma(x, y, sum) or the sum as
+    it was (the bits of fma(+0.0, y, sum) for a finite y, as conv_gemm.py gathers). The CPU
+    loops here and the GPU bodies (gpu_conv.py) both add their terms with it."""
+    if not A.fused:
+        add_term(b, A, slot, A.mul(x, y), keep)
+        return
+    held = b.load(slot, typ=F32)
+    b.store(b.select(keep, A.muladd(held, x, y), held), slot)
+
+
 class _Sum:
     """A float accumulator in a stack slot, from +0.0."""
 
@@ -52,19 +75,10 @@ class _Sum:
         self.b.store(self.A.const(0.0), self.slot)
 
     def add(self, v: ir.Value, keep: ir.Value | None = None) -> None:
-        if keep is not None:
-            v = self.b.select(keep, v, self.A.const(0.0))
-        self.b.store(self.A.add(self.b.load(self.slot, typ=F32), v), self.slot)
+        add_term(self.b, self.A, self.slot, v, keep)
 
     def add_product(self, x: ir.Value, y: ir.Value, keep: ir.Value) -> None:
-        """A term x · y of the sum in the system's arithmetic, skipped where not `keep` (a
-        padded position): unfused, the product or +0.0 is added; fused, fma(x, y, sum) or the
-        sum as it was (the bits of fma(+0.0, y, sum) for a finite y, as conv_gemm.py gathers)."""
-        if not self.A.fused:
-            self.add(self.A.mul(x, y), keep)
-            return
-        held = self.b.load(self.slot, typ=F32)
-        self.b.store(self.b.select(keep, self.A.muladd(held, x, y), held), self.slot)
+        add_product(self.b, self.A, self.slot, x, y, keep)
 
     def value(self) -> ir.Value:
         return self.b.load(self.slot, typ=F32)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
-from alpha_core.codegen.conv_ops import _at, _source, _target
+from alpha_core.codegen.conv_ops import _at, _source, _target, add_product, add_term
 from alpha_core.codegen.loops import F32, I64, entry_alloca, i64, store
 from alpha_core.ir.conv import Window, window_of
 from alpha_core.ir.graph import Node, size
@@ -54,20 +54,10 @@ class ConvBody:
         level(0, [])
 
     def _add_product(self, x: ir.Value, y: ir.Value, keep: ir.Value) -> None:
-        """A term x · y in the system's arithmetic, skipped where not `keep` (conv_ops.py's
-        _Sum.add_product: the same bits)."""
-        b, A = self.b, self.A
-        if not A.fused:
-            self._add(A.mul(x, y), keep)
-            return
-        held = b.load(self.acc, typ=F32)
-        b.store(b.select(keep, A.muladd(held, x, y), held), self.acc)
+        add_product(self.b, self.A, self.acc, x, y, keep)  # the CPU loops' term, the same bits
 
     def _add(self, v: ir.Value, keep: ir.Value | None = None) -> None:
-        b, A = self.b, self.A
-        if keep is not None:
-            v = b.select(keep, v, A.const(0.0))
-        b.store(A.add(b.load(self.acc, typ=F32), v), self.acc)
+        add_term(self.b, self.A, self.acc, v, keep)
 
     def emit(self, shape: tuple[int, ...], out: ir.Value, t: ir.Value) -> int:
         """Output t of the node; returns the thread count."""
