@@ -39,6 +39,8 @@ struct alpha_gpu_program {
     const char *ptx;         /* NUL-terminated PTX text ("" in a shadow build) */
     uint32_t n_kernels;
     const char *const *kernel_names;
+    const uint8_t *blockwise; /* per kernel: 1 when it is a block-tiled product, which the host
+                               * shadow calls once per block (gpu_tiles.py), else 0 */
     uint32_t n_buffers;
     const uint64_t *buffer_bytes;
     const char *const *buffer_what;
@@ -64,7 +66,8 @@ extern const struct alpha_gpu_program ALPHA_GPU;
  * the device (gpu_role.c); the generated program's alpha_grad_sqsum calls it. */
 float alpha_gpu_grad_sqsum(const float *grad_sum, uint64_t lo, uint64_t hi);
 
-/* A kernel of the host shadow: output t of a launch whose arguments are at args. */
+/* A kernel of the host shadow: output t of a launch whose arguments are at args, or (a
+ * blockwise kernel) every output of block t, its threads run phase by phase. */
 typedef void (*alpha_shadow_kernel)(const uint64_t *args, uint64_t t);
 extern const alpha_shadow_kernel ALPHA_SHADOW_KERNELS[];
 

@@ -63,6 +63,12 @@ void alpha_gpu_launch(uint32_t k, uint64_t args, uint64_t threads)
     const uint64_t *table = (const uint64_t *)(uintptr_t)args;
     alpha_shadow_kernel kernel = ALPHA_SHADOW_KERNELS[k];
     uint64_t blocks = (threads + ALPHA_GPU_BLOCK - 1) / ALPHA_GPU_BLOCK;
+    if (ALPHA_GPU.blockwise[k]) { /* a tiled product: its threads' phases run in turn */
+        for (uint64_t block = 0; block < blocks; block++)
+            kernel(table, block);
+        spent_us += now_us() - started;
+        return;
+    }
     for (uint64_t block = 0; block < blocks; block++)
         for (uint64_t t = 0; t < ALPHA_GPU_BLOCK; t++) {
             uint64_t out = block * ALPHA_GPU_BLOCK + t;

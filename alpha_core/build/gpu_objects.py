@@ -22,6 +22,7 @@ from alpha_core.codegen.ptx import emit_ptx
 from alpha_core.codegen.target import TARGETS, object_code
 from alpha_core.link.object_cache import bytes_object, c_object, content_key
 from alpha_core.link.toolchain import GPU_ZIG_TARGET, runtime_dir, runtime_objects
+from alpha_core.plan.profiles import DEVICE_PROFILES
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,9 @@ def gpu_objects(
     host = TARGETS["x86_64"]
     zig = host.zig if shadow else GPU_ZIG_TARGET
     device = "host" if shadow else "ptx"
-    module, layout = build_gpu_kernels(program, step, device, host.triple if shadow else "")
+    sms = DEVICE_PROFILES[profile].multiprocessors  # the pairing check named a known one
+    triple = host.triple if shadow else ""
+    module, layout = build_gpu_kernels(program, step, device, triple, sms)
     ptx = "" if shadow else emit_ptx(module)
     tables = c_object("gpu-program", zig, gpu_program_c(layout, ptx, profile, shadow, uuid, index))
     part = program_part(program, data_path)

@@ -21,6 +21,8 @@ from alpha_core.autodiff.reverse import StepGraph
 from alpha_core.check.program import Program
 from alpha_core.codegen import learner_emit
 from alpha_core.codegen.gpu_nodes import NodeBodies, UnsupportedOnGpu
+from alpha_core.codegen.gpu_products import PRODUCT_OPS, product_of
+from alpha_core.codegen.gpu_tiles import BLOCK, Product, Tile, TiledKernel, tile_for
 from alpha_core.codegen.kernels import emit_apply_element, init_arguments
 from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, i64, load, store
 from alpha_core.ir.graph import Graph, concrete, size
@@ -69,6 +71,11 @@ class GradPiece:
 @dataclass
 class GpuLayout:
     kernels: list[str] = field(default_factory=list)
+    # per kernel: 1 when it is a block-tiled product (gpu_tiles), which the host shadow calls
+    # once per block rather than once per output
+    blockwise: list[int] = field(default_factory=list)
+    # the block-tiled products: (kernel name, product, tile), for the static counts
+    products: list[tuple[str, Product, Tile]] = field(default_factory=list)
     buffers: list[Buffer] = field(default_factory=list)
     init: list[Launch] = field(default_factory=list)
     leaf: list[Launch] = field(default_factory=list)
@@ -100,8 +107,16 @@ class GpuLayout:
 class GpuKernels:
     """Builds the kernels' module for one device kind ("ptx" or "host") and the layout."""
 
-    def __init__(self, program: Program, step: StepGraph, device: str, triple: str = "") -> None:
+    def __init__(
+        self,
+        program: Program,
+        step: StepGraph,
+        device: str,
+        triple: str = "",
+        multiprocessors: int = 132,
+    ) -> None:
         self.program = program
+        self.multiprocessors = multiprocessors  # the card's, for the products' tiles
         self.step = step
         self.device = device
         self.module = ir.Module(name=f"alpha.gpu.{program.name}")
@@ -138,7 +153,27 @@ class GpuKernels:
             b.ret_void()
         fn.attributes.add("nounwind")
         self.layout.kernels.append(name)
+        self.layout.blockwise.append(0)
         return len(self.layout.kernels) - 1
+
+    def _tiled(self, graph: Graph, i: int, name: str) -> tuple[int, int] | None:
+        """Node i as a block-tiled product kernel (gpu_tiles): its index and thread count, or
+        None when it is not a product of two tensors."""
+        node = graph[i]
+        if node.op not in PRODUCT_OPS or any(graph[j].op == "const" for j in node.inputs):
+            return None
+        leaf = self.program.leaf_size
+        shapes = [concrete(graph[j].shape, leaf) for j in node.inputs]
+        product = product_of(node, concrete(node.shape, leaf), shapes)
+        if product is None:
+            return None
+        tile = tile_for(product.batch, product.m, product.n, self.multiprocessors)
+        kernel = TiledKernel(self.module, product, tile, self.device == "ptx", self.program.fused)
+        kernel.emit(name, self._arg)
+        self.layout.kernels.append(name)
+        self.layout.blockwise.append(1)
+        self.layout.products.append((name, product, tile))
+        return len(self.layout.kernels) - 1, kernel.blocks * BLOCK
 
     def _sreg(self, b: ir.IRBuilder, reg: str) -> ir.Value:
         name = f"llvm.nvvm.read.ptx.sreg.{reg}"
@@ -219,12 +254,17 @@ class GpuKernels:
                 continue
             if node.op in BOUND:
                 raise AssertionError(f"{node.op} %{i} is not bound")
-            nk = bodies.kernel(i)
             buf = self.layout.buffer(
                 f"{prefix} %{i} {node.op}", size(concrete(node.shape, self.program.leaf_size))
             )
             where[i] = (buf, 0)
             owned[i] = buf
+            tiled = self._tiled(graph, i, f"alpha_{prefix}_{i}")
+            if tiled is not None:
+                k, threads = tiled
+                launches.append(Launch(k, (where[i], *(where[j] for j in node.inputs)), threads))
+                continue
+            nk = bodies.kernel(i)
             k = self._kernel(nk.body, f"alpha_{prefix}_{i}")
             extra = ((self.layout.leaf_scalars, 0),) if nk.leaf else ()
             args = (where[i], *(where[j] for j in nk.inputs), *extra)
@@ -417,10 +457,10 @@ def astuple_round(r: learners.Round[ir.Value]) -> tuple[ir.Value, ...]:
 
 
 def build_gpu_kernels(
-    program: Program, step: StepGraph, device: str, triple: str = ""
+    program: Program, step: StepGraph, device: str, triple: str = "", multiprocessors: int = 132
 ) -> tuple[ir.Module, GpuLayout]:
     """The module of a GPU role's kernels for `device` ("ptx", or "host" for the shadow, with
     the host's `triple`) and its layout; raises UnsupportedOnGpu naming the ops without one."""
-    kernels = GpuKernels(program, step, device, triple)
+    kernels = GpuKernels(program, step, device, triple, multiprocessors)
     layout = kernels.build()
     return kernels.module, layout

@@ -12,17 +12,18 @@ class Profile:
     name: str
     kind: str  # gpu | host
     memory: int  # bytes
+    multiprocessors: int = 0  # a GPU's streaming multiprocessors: a product's tile fills them
 
 
 DEVICE_PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
-        Profile("rtx3070", "gpu", 8 * GIB),
-        Profile("rtx3090", "gpu", 24 * GIB),
-        Profile("a100-40gb", "gpu", 40 * GIB),
-        Profile("a100-80gb", "gpu", 80 * GIB),
-        Profile("h100-80gb", "gpu", 80 * GIB),
-        Profile("h200", "gpu", 141 * 10**9),  # 141 GB as sold
+        Profile("rtx3070", "gpu", 8 * GIB, 46),
+        Profile("rtx3090", "gpu", 24 * GIB, 82),
+        Profile("a100-40gb", "gpu", 40 * GIB, 108),
+        Profile("a100-80gb", "gpu", 80 * GIB, 108),
+        Profile("h100-80gb", "gpu", 80 * GIB, 132),
+        Profile("h200", "gpu", 141 * 10**9, 132),  # 141 GB as sold
     )
 }
 

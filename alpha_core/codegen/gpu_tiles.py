@@ -1,0 +1,358 @@
+"""Block-tiled product kernels of a GPU role: the structure of a fast SGEMM with the host's bits.
+
+Every product-like node (`@`, batched `@`, conv2d and both its adjoints as implicit products)
+is one sum per output over a fixed sequence of terms: out[g, m, n] = Σ_k term(A[g, m, k],
+B[g, k, n]), k ascending from +0.0 (docs/semantics.md). A block of 256 threads computes a
+BM x BN tile of outputs: for each run of BK values of k it stages A's BM x BK tile and B's
+BK x BN tile in shared memory (each thread loading a few elements), waits at a barrier, and
+then every thread adds those BK terms to each of its TM x TN outputs, which it keeps in
+registers. An output is still added by one thread, over k ascending, with the same term as the
+host's loop (`LlvmArith.muladd`, or conv_ops' masked term for a padded position), so the tile
+sizes, the block count and the card cannot change a bit: only the number of times an operand
+is read from global memory changes, from 8 bytes per multiply-add to 4 (BM + BN) / (BM BN).
+
+The K tail (K not a multiple of BK) is a last run of K mod BK terms, never padded terms: adding
+a zero product would turn a -0.0 sum into +0.0 and a NaN-free sum into NaN next to an infinity.
+Rows and columns past the edges are computed from zeros and never stored.
+
+One generator emits both devices' code. For the GPU the phases are one thread's code between
+`bar.sync` barriers and the tile lives in `.shared` memory. For the host shadow (gpu_shadow.c)
+the kernel is called once per block and runs each phase for the block's 256 threads in turn,
+its shared tiles and every thread's register tile in stack arrays: the same loads, the same
+terms in the same order for every output, which is what makes the shadow a control.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from alpha_core.codegen.loops import F32, I32, I64, PTR, i64
+from alpha_core.semantics.llvm_arith import LlvmArith
+
+BLOCK = 256  # threads per block: runtime/gpu.h ALPHA_GPU_BLOCK
+I8 = ir.IntType(8)
+SHARED = 3  # NVPTX's address space of .shared memory
+
+
+@dataclass(frozen=True)
+class Tile:
+    """A block tile: BM x BN outputs, TM x TN per thread, BK terms per shared stage."""
+
+    name: str
+    bm: int
+    bn: int
+    bk: int
+    tm: int
+    tn: int
+
+    def __post_init__(self) -> None:
+        assert (self.bm // self.tm) * (self.bn // self.tn) == BLOCK, self
+        assert (self.bm * self.bk) % BLOCK == 0 and (self.bk * self.bn) % BLOCK == 0, self
+
+    @property
+    def global_bytes_per_muladd(self) -> float:
+        """Global-memory bytes a full tile loads per multiply-add: 4 (BM + BN) BK / (BM BN BK)."""
+        return 4 * (self.bm + self.bn) / (self.bm * self.bn)
+
+    @property
+    def shared_bytes_per_muladd(self) -> float:
+        """Shared-memory bytes a thread reads per multiply-add: 4 (TM + TN) / (TM TN)."""
+        return 4 * (self.tm + self.tn) / (self.tm * self.tn)
+
+
+# largest first; a product takes the first that gives the card enough blocks (tile_for)
+TILES: tuple[Tile, ...] = (
+    Tile("t128", 128, 128, 8, 8, 8),
+    Tile("t64", 64, 64, 16, 4, 4),
+    Tile("t32", 32, 32, 16, 2, 2),
+    Tile("t16", 16, 16, 16, 1, 1),
+)
+
+
+def tile_for(batch: int, m: int, n: int, multiprocessors: int) -> Tile:
+    """The largest tile whose blocks fill every multiprocessor of the card once, else the
+    smallest (a small product: the most blocks, the least padding)."""
+    for tile in TILES:
+        if blocks_of(tile, batch, m, n) >= multiprocessors:
+            return tile
+    return TILES[-1]
+
+
+def blocks_of(tile: Tile, batch: int, m: int, n: int) -> int:
+    return batch * -(-m // tile.bm) * -(-n // tile.bn)
+
+
+Sources = tuple[ir.Value, ir.Value]  # the addresses of the node's inputs 0 and 1
+# (builder, sources, batch g, row m, term k) -> A's value; m and k within the product's bounds
+ReadA = Callable[[ir.IRBuilder, Sources, ir.Value, ir.Value, ir.Value], ir.Value]
+# (builder, sources, batch g, term k, column n) -> B's value and whether the term is kept
+# (None: always)
+ReadB = Callable[
+    [ir.IRBuilder, Sources, ir.Value, ir.Value, ir.Value], tuple[ir.Value, ir.Value | None]
+]
+# (builder, sources, batch g, row m, column n) -> the output's offset
+OutAt = Callable[[ir.IRBuilder, Sources, ir.Value, ir.Value, ir.Value], ir.Value]
+
+
+@dataclass(frozen=True)
+class Product:
+    """One product-like node as a sum over k per output (see the module docstring)."""
+
+    op: str
+    batch: int
+    m: int
+    n: int
+    k: int
+    read_a: ReadA
+    read_b: ReadB
+    out_at: OutAt
+    masked: bool  # read_b gives a keep flag (a convolution's padded positions)
+    b_first: bool  # the host's term multiplies B's value by A's (the operand order it uses)
+
+    @property
+    def muladds(self) -> int:
+        return self.batch * self.m * self.n * self.k
+
+
+def term(A: LlvmArith, acc: ir.Value, x: ir.Value, y: ir.Value, keep: ir.Value | None) -> ir.Value:
+    """acc plus the term x · y, as conv_ops.add_product adds it (a value, not a slot): unfused,
+    the product or +0.0 where not kept; fused, fma(x, y, acc) or acc as it was."""
+    if keep is None:
+        return A.muladd(acc, x, y)
+    if not A.fused:
+        return A.add(acc, A.b.select(keep, A.mul(x, y), A.const(0.0)))
+    return A.b.select(keep, A.muladd(acc, x, y), acc)
+
+
+class _Threads:
+    """How a phase runs for each thread: on the GPU, once with the thread's index; in the
+    shadow, once per thread of the block, in order."""
+
+    def __init__(self, b: ir.IRBuilder, ptx: bool, tid: ir.Value | None) -> None:
+        self.b, self.ptx, self.tid = b, ptx, tid
+
+    def each(self, phase: Callable[[ir.Value], None], name: str) -> None:
+        if self.ptx:
+            assert self.tid is not None
+            phase(self.tid)
+            return
+        b = self.b
+        pre = b.block
+        body = b.append_basic_block(f"{name}.t")
+        done = b.append_basic_block(f"{name}.done")
+        b.branch(body)
+        b.position_at_end(body)
+        t = b.phi(I64, name=f"{name}.tid")
+        t.add_incoming(i64(0), pre)
+        phase(t)
+        nxt = b.add(t, i64(1))
+        t.add_incoming(nxt, b.block)
+        b.cbranch(b.icmp_unsigned("<", nxt, i64(BLOCK)), body, done)
+        b.position_at_end(done)
+
+
+def _counted(b: ir.IRBuilder, n: int, body: Callable[[ir.Value], None], name: str) -> None:
+    """for j in 0..n (a static count >= 1), as a loop."""
+    pre = b.block
+    head = b.append_basic_block(f"{name}.loop")
+    done = b.append_basic_block(f"{name}.done")
+    b.branch(head)
+    b.position_at_end(head)
+    j = b.phi(I64, name=name)
+    j.add_incoming(i64(0), pre)
+    body(j)
+    nxt = b.add(j, i64(1))
+    j.add_incoming(nxt, b.block)
+    b.cbranch(b.icmp_unsigned("<", nxt, i64(n)), head, done)
+    b.position_at_end(done)
+
+
+class TiledKernel:
+    """Emits one product's kernel `name(args, x)` into `module`: args[0] the output's address,
+    args[1] and args[2] the node's inputs 0 and 1 (the product's reads know which is A); x the
+    block (the shadow) or the launch's thread count (the GPU, which reads its block)."""
+
+    def __init__(
+        self, module: ir.Module, product: Product, tile: Tile, ptx: bool, fused: bool
+    ) -> None:
+        self.module, self.p, self.tile, self.ptx, self.fused = module, product, tile, ptx, fused
+
+    @property
+    def blocks(self) -> int:
+        return blocks_of(self.tile, self.p.batch, self.p.m, self.p.n)
+
+    def _intrinsic(self, name: str, ret: ir.Type) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, []), name)
+        assert isinstance(fn, ir.Function)
+        return fn
+
+    def _array(self, b: ir.IRBuilder, name: str, ty: ir.Type, n: int) -> ir.Value:
+        """A block's shared array: .shared memory on the GPU, a stack array in the shadow."""
+        if self.ptx:
+            gv = ir.GlobalVariable(self.module, ir.ArrayType(ty, n), name, addrspace=SHARED)
+            gv.linkage = "internal"
+            gv.initializer = ir.Constant(ir.ArrayType(ty, n), ir.Undefined)
+            gv.align = 16
+            gv.type = ir.PointerType(addrspace=SHARED)  # opaque: accesses name their types
+            return gv
+        with b.goto_entry_block():
+            slot = b.alloca(ir.ArrayType(ty, n), name=name)
+        slot.align = 16
+        slot.type = PTR  # opaque, as entry_alloca's
+        return slot
+
+    def emit(
+        self, name: str, args_of: Callable[[ir.IRBuilder, ir.Value, int], ir.Value]
+    ) -> ir.Function:
+        p, tile = self.p, self.tile
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, I64]), name)
+        if self.ptx:
+            fn.calling_convention = "ptx_kernel"
+        fn.attributes.add("nounwind")
+        args, x = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        A = LlvmArith(b, self.fused)
+        out, src0, src1 = (args_of(b, args, k) for k in range(3))
+        src = (src0, src1)
+        if self.ptx:
+            block = b.zext(b.call(self._intrinsic("llvm.nvvm.read.ptx.sreg.ctaid.x", I32), []), I64)
+            tid: ir.Value | None = b.zext(
+                b.call(self._intrinsic("llvm.nvvm.read.ptx.sreg.tid.x", I32), []), I64
+            )
+        else:
+            block, tid = x, None
+        tiles_m, tiles_n = -(-p.m // tile.bm), -(-p.n // tile.bn)
+        g = b.udiv(block, i64(tiles_m * tiles_n))
+        rest = b.urem(block, i64(tiles_m * tiles_n))
+        m0 = b.mul(b.udiv(rest, i64(tiles_n)), i64(tile.bm))
+        n0 = b.mul(b.urem(rest, i64(tiles_n)), i64(tile.bn))
+        na, nb = tile.bk * tile.bm, tile.bk * tile.bn
+        sa = self._array(b, f"{name}.a", F32, tile.bk * tile.bm)  # [BK][BM]: A's tile, k-major
+        sb = self._array(b, f"{name}.b", F32, tile.bk * tile.bn)  # [BK][BN]
+        sk = self._array(b, f"{name}.keep", I8, tile.bk * tile.bn) if p.masked else None
+        per = tile.tm * tile.tn
+        if self.ptx:  # a thread's outputs: registers (SROA keeps these slots out of memory)
+            with b.goto_entry_block():
+                slots = [b.alloca(F32, name=f"acc{j}") for j in range(per)]
+
+            def acc_slot(t: ir.Value, j: int) -> ir.Value:
+                return slots[j]
+
+        else:  # every thread's outputs, one row of `per` floats each
+            accs = self._array(b, f"{name}.accs", F32, BLOCK * per)
+
+            def acc_slot(t: ir.Value, j: int) -> ir.Value:
+                return self._at(b, accs, b.add(b.mul(t, i64(per)), i64(j)), F32, BLOCK * per)
+
+        threads = _Threads(b, self.ptx, tid)
+
+        def start(t: ir.Value) -> None:
+            for j in range(per):
+                b.store(A.const(0.0), acc_slot(t, j))
+
+        threads.each(start, "zero")
+
+        def stage(k0: ir.Value, count: int) -> None:
+            def load(t: ir.Value) -> None:
+                for e0 in range(0, tile.bm * tile.bk, BLOCK):  # A: k fastest (rows' runs)
+                    e = b.add(t, i64(e0))
+                    mm, kk = b.udiv(e, i64(tile.bk)), b.urem(e, i64(tile.bk))
+                    row, k = b.add(m0, mm), b.add(k0, kk)
+                    ok = b.and_(
+                        b.icmp_unsigned("<", row, i64(p.m)), b.icmp_unsigned("<", kk, i64(count))
+                    )
+                    v = p.read_a(b, src, g, b.select(ok, row, i64(0)), b.select(ok, k, i64(0)))
+                    v = b.select(ok, v, A.const(0.0))
+                    b.store(v, self._at(b, sa, b.add(b.mul(kk, i64(tile.bm)), mm), F32, na))
+                for e0 in range(0, tile.bk * tile.bn, BLOCK):  # B: n fastest (coalesced)
+                    e = b.add(t, i64(e0))
+                    kk, nn = b.udiv(e, i64(tile.bn)), b.urem(e, i64(tile.bn))
+                    col, k = b.add(n0, nn), b.add(k0, kk)
+                    ok = b.and_(
+                        b.icmp_unsigned("<", col, i64(p.n)), b.icmp_unsigned("<", kk, i64(count))
+                    )
+                    v, keep = p.read_b(
+                        b, src, g, b.select(ok, k, i64(0)), b.select(ok, col, i64(0))
+                    )
+                    at = b.add(b.mul(kk, i64(tile.bn)), nn)
+                    b.store(b.select(ok, v, A.const(0.0)), self._at(b, sb, at, F32, nb))
+                    if sk is not None:
+                        kept = b.and_(ok, keep) if keep is not None else ok
+                        b.store(b.zext(kept, I8), self._at(b, sk, at, I8, nb))
+
+            def compute(t: ir.Value) -> None:
+                ty, tx = b.udiv(t, i64(tile.bn // tile.tn)), b.urem(t, i64(tile.bn // tile.tn))
+                ra, rb = b.mul(ty, i64(tile.tm)), b.mul(tx, i64(tile.tn))
+                held = [b.load(acc_slot(t, j), typ=F32) for j in range(per)]
+                for kk in range(count):  # unrolled: the stage's terms, k ascending
+                    a = [
+                        b.load(
+                            self._at(b, sa, b.add(i64(kk * tile.bm), b.add(ra, i64(i))), F32, na),
+                            typ=F32,
+                        )
+                        for i in range(tile.tm)
+                    ]
+                    cols = [b.add(i64(kk * tile.bn), b.add(rb, i64(j))) for j in range(tile.tn)]
+                    bv = [b.load(self._at(b, sb, c, F32, nb), typ=F32) for c in cols]
+                    keep = [
+                        b.icmp_unsigned(
+                            "!=", b.load(self._at(b, sk, c, I8, nb), typ=I8), ir.Constant(I8, 0)
+                        )
+                        if sk is not None
+                        else None
+                        for c in cols
+                    ]
+                    for i in range(tile.tm):
+                        for j in range(tile.tn):
+                            x, y = (bv[j], a[i]) if p.b_first else (a[i], bv[j])
+                            held[i * tile.tn + j] = term(A, held[i * tile.tn + j], x, y, keep[j])
+                for j in range(per):
+                    b.store(held[j], acc_slot(t, j))
+
+            threads.each(load, "load")
+            self._barrier(b)
+            threads.each(compute, "compute")
+            self._barrier(b)
+
+        full, tail = divmod(p.k, tile.bk)
+        if full:
+            _counted(b, full, lambda kt: stage(b.mul(kt, i64(tile.bk)), tile.bk), "kt")
+        if tail:
+            stage(i64(full * tile.bk), tail)
+
+        def finish(t: ir.Value) -> None:
+            ty, tx = b.udiv(t, i64(tile.bn // tile.tn)), b.urem(t, i64(tile.bn // tile.tn))
+            for i in range(tile.tm):
+                row = b.add(m0, b.add(b.mul(ty, i64(tile.tm)), i64(i)))
+                for j in range(tile.tn):
+                    col = b.add(n0, b.add(b.mul(tx, i64(tile.tn)), i64(j)))
+                    inside = b.and_(
+                        b.icmp_unsigned("<", row, i64(p.m)), b.icmp_unsigned("<", col, i64(p.n))
+                    )
+                    with b.if_then(inside):
+                        at = b.gep(out, [p.out_at(b, src, g, row, col)], source_etype=F32)
+                        b.store(b.load(acc_slot(t, i * tile.tn + j), typ=F32), at)
+
+        threads.each(finish, "store")
+        b.ret_void()
+        return fn
+
+    def _barrier(self, b: ir.IRBuilder) -> None:
+        if self.ptx:
+            b.call(self._intrinsic_void("llvm.nvvm.barrier0"), [])
+
+    def _intrinsic_void(self, name: str) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), []), name)
+        assert isinstance(fn, ir.Function)
+        return fn
+
+    def _at(self, b: ir.IRBuilder, arr: ir.Value, at: ir.Value, ty: ir.Type, n: int) -> ir.Value:
+        """Element `at` of a shared (or stack) array of n elements of `ty`."""
+        return b.gep(arr, [i64(0), at], source_etype=ir.ArrayType(ty, n))
