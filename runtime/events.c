@@ -34,6 +34,7 @@ void events_init(void)
 
 /* Defined only by a GPU role's bridge (gpu_role.c). */
 extern uint64_t alpha_device_kernel_us(void) __attribute__((weak));
+extern void alpha_device_copies(uint64_t *to_device, uint64_t *to_host) __attribute__((weak));
 
 /* Flushes the event just printed; remembers the first failure. */
 static void event_end(void)
@@ -161,6 +162,12 @@ void event_step(uint32_t step, float loss, const char *role, const struct additi
            (unsigned long long)bytes);
     if (alpha_device_kernel_us) /* a GPU role: its kernels' time this round */
         printf(",\"kernel_us\":%llu", (unsigned long long)alpha_device_kernel_us());
+    if (alpha_device_copies) { /* and the bytes it copied each way this round */
+        uint64_t to_device, to_host;
+        alpha_device_copies(&to_device, &to_host);
+        printf(",\"to_device\":%llu,\"to_host\":%llu", (unsigned long long)to_device,
+               (unsigned long long)to_host);
+    }
     fputs("}\n", stdout);
     event_end();
 }

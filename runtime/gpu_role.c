@@ -22,6 +22,10 @@ static struct {
     uint64_t *addr;      /* device address of each buffer */
     uint64_t args;       /* device address of the argument table */
     uint64_t kernel_us;  /* kernel time since the last step event */
+    uint64_t to_device;  /* bytes copied to the device since the last step event */
+    uint64_t to_host;    /* and back */
+    float *params;       /* what the device's parameters hold, as the host last saw them */
+    float *state;        /* and its learner state */
     const char *uuid;    /* --gpu-uuid */
     int64_t index;       /* --gpu-index; -1: the build's */
     int started;
@@ -31,6 +35,7 @@ int alpha_device_option(const char *flag, const char *value);
 const char *alpha_device_usage(void);
 void alpha_device_start(void);
 uint64_t alpha_device_kernel_us(void);
+void alpha_device_copies(uint64_t *to_device, uint64_t *to_host);
 
 /* --gpu-uuid UUID | --gpu-index N: which device (a deployment input; the build's otherwise).
  * Returns 1 when the flag is one of these and its value was used. */
@@ -104,7 +109,61 @@ void alpha_device_start(void)
     G.args = alpha_gpu_alloc(8 * (uint64_t)(g->n_args ? g->n_args : 1), "the argument table");
     alpha_gpu_upload(G.args, table, 8 * (uint64_t)g->n_args);
     free(table);
+    uint64_t n_state = (uint64_t)ALPHA_PROGRAM.state_slots * ALPHA_PROGRAM.n_params +
+                       ALPHA_PROGRAM.state_scalars;
+    G.params = checked_calloc(ALPHA_PROGRAM.n_params ? ALPHA_PROGRAM.n_params : 1, sizeof(float),
+                              "the device parameters' mirror");
+    G.state = checked_calloc(n_state ? n_state : 1, sizeof(float), "the device state's mirror");
+    /* the mirrors say zeros: make it so (cuMemAlloc does not clear) */
+    alpha_gpu_upload(G.addr[g->params], G.params, 4 * ALPHA_PROGRAM.n_params);
+    alpha_gpu_upload(G.addr[g->state], G.state, 4 * n_state);
     G.started = 1;
+}
+
+/* The bytes copied each way since the last call (the step event's to_device and to_host). */
+void alpha_device_copies(uint64_t *to_device, uint64_t *to_host)
+{
+    *to_device = G.to_device;
+    *to_host = G.to_host;
+    G.to_device = G.to_host = 0;
+}
+
+static void up(uint64_t dst, const void *src, uint64_t bytes)
+{
+    alpha_gpu_upload(dst, src, bytes);
+    G.to_device += bytes;
+}
+
+static void down(void *dst, uint64_t src, uint64_t bytes)
+{
+    alpha_gpu_download(dst, src, bytes);
+    G.to_host += bytes;
+}
+
+/* State that lives on the device across calls (parameters, learner state): `host[0..n)` is
+ * copied to device buffer `dst` only in the runs of floats where it differs from `mirror`,
+ * what the device holds, compared bit for bit; the mirror then matches. The runtime changes
+ * these arrays itself only when it receives parameters from another role or resumes. */
+#define SYNC_RUN 4096u
+static void sync_up(uint64_t dst, float *mirror, const float *host, uint64_t n)
+{
+    for (uint64_t at = 0; at < n;) {
+        uint64_t len = n - at < SYNC_RUN ? n - at : SYNC_RUN;
+        if (memcmp(mirror + at, host + at, 4 * len) == 0) {
+            at += len;
+            continue;
+        }
+        uint64_t end = at + len; /* extend over the following runs that differ too */
+        while (end < n) {
+            uint64_t next = n - end < SYNC_RUN ? n - end : SYNC_RUN;
+            if (memcmp(mirror + end, host + end, 4 * next) == 0)
+                break;
+            end += next;
+        }
+        memcpy(mirror + at, host + at, 4 * (end - at));
+        up(dst + 4 * at, host + at, 4 * (end - at));
+        at = end;
+    }
 }
 
 uint64_t alpha_device_kernel_us(void)
@@ -135,7 +194,8 @@ static uint64_t at(uint32_t buffer, uint64_t float_offset)
 void alpha_init_params(float *params)
 {
     run(ALPHA_GPU.init, 0);
-    alpha_gpu_download(params, at(ALPHA_GPU.params, 0), 4 * ALPHA_PROGRAM.n_params);
+    down(params, at(ALPHA_GPU.params, 0), 4 * ALPHA_PROGRAM.n_params);
+    memcpy(G.params, params, 4 * ALPHA_PROGRAM.n_params);
 }
 
 float alpha_leaf_grad(const float *params, const float *x, const int32_t *y_class,
@@ -144,15 +204,15 @@ float alpha_leaf_grad(const float *params, const float *x, const int32_t *y_clas
     const struct alpha_program *p = &ALPHA_PROGRAM;
     const struct alpha_gpu_program *g = &ALPHA_GPU;
     uint64_t rows = p->leaf_size;
-    alpha_gpu_upload(at(g->params, 0), params, 4 * p->n_params);
-    alpha_gpu_upload(at(g->x, 0), x, 4 * rows * p->features);
+    sync_up(at(g->params, 0), G.params, params, p->n_params);
+    up(at(g->x, 0), x, 4 * rows * p->features);
     if (y_class)
-        alpha_gpu_upload(at(g->y_class, 0), y_class,
+        up(at(g->y_class, 0), y_class,
                          4 * rows * (p->label_positions ? p->label_positions : 1));
     if (y_reg)
-        alpha_gpu_upload(at(g->y_reg, 0), y_reg, 4 * rows * p->outputs);
+        up(at(g->y_reg, 0), y_reg, 4 * rows * p->outputs);
     uint32_t leaf[2] = {alpha_leaf_round, alpha_leaf_index}; /* dropout's (t, l) */
-    alpha_gpu_upload(at(g->leaf_scalars, 0), leaf, sizeof leaf);
+    up(at(g->leaf_scalars, 0), leaf, sizeof leaf);
     run(g->leaf, 0);
     for (uint32_t i = 0; i < g->n_grads; i++) {
         const struct alpha_gpu_grad *q = &g->grads[i];
@@ -160,11 +220,11 @@ float alpha_leaf_grad(const float *params, const float *x, const int32_t *y_clas
             for (uint64_t j = 0; j < q->count; j++)
                 grad[q->offset + j] = q->value;
         } else {
-            alpha_gpu_download(grad + q->offset, at((uint32_t)q->buffer, 0), 4 * q->count);
+            down(grad + q->offset, at((uint32_t)q->buffer, 0), 4 * q->count);
         }
     }
     float loss;
-    alpha_gpu_download(&loss, at(g->loss, 0), sizeof loss);
+    down(&loss, at(g->loss, 0), sizeof loss);
     return loss;
 }
 
@@ -172,11 +232,11 @@ float alpha_gpu_grad_sqsum(const float *grad_sum, uint64_t lo, uint64_t hi)
 {
     const struct alpha_gpu_program *g = &ALPHA_GPU;
     uint64_t node[2] = {lo, hi};
-    alpha_gpu_upload(at(g->grad_sum, lo), grad_sum + lo, 4 * (hi - lo));
-    alpha_gpu_upload(at(g->norm, 0), node, sizeof node);
+    up(at(g->grad_sum, lo), grad_sum + lo, 4 * (hi - lo));
+    up(at(g->norm, 0), node, sizeof node);
     run(g->sqsum, 0);
     float value;
-    alpha_gpu_download(&value, at(g->norm, 4), sizeof value);
+    down(&value, at(g->norm, 4), sizeof value);
     return value;
 }
 
@@ -189,24 +249,27 @@ void alpha_apply(float *params, float *state, const float *grad_sum, uint32_t st
     uint64_t scalars[6] = {start, count, step, 0, 0, 0};
     if (g->clip_sqsum) /* float 11: the round's sum of squares (gpu_kernels.SCALAR_SQSUM) */
         memcpy((char *)scalars + 44, g->clip_sqsum, sizeof(float));
-    alpha_gpu_upload(at(g->params, start), params + start, 4 * count);
-    alpha_gpu_upload(at(g->grad_sum, start), grad_sum + start, 4 * count);
+    sync_up(at(g->params, start), G.params + start, params + start, count);
+    up(at(g->grad_sum, start), grad_sum + start, 4 * count);
     if (n_state)
-        alpha_gpu_upload(at(g->state, 0), state, 4 * n_state);
-    alpha_gpu_upload(at(g->scalars, 0), scalars, sizeof scalars);
+        sync_up(at(g->state, 0), G.state, state, n_state);
+    up(at(g->scalars, 0), scalars, sizeof scalars);
     run(g->apply, count);
-    alpha_gpu_download(params + start, at(g->params, start), 4 * count);
-    if (n_state)
-        alpha_gpu_download(state, at(g->state, 0), 4 * n_state);
+    down(params + start, at(g->params, start), 4 * count);
+    memcpy(G.params + start, params + start, 4 * count);
+    if (n_state) {
+        down(state, at(g->state, 0), 4 * n_state);
+        memcpy(G.state, state, 4 * n_state);
+    }
 }
 
 void alpha_forward(const float *params, const float *x, float *out)
 {
     const struct alpha_program *p = &ALPHA_PROGRAM;
     const struct alpha_gpu_program *g = &ALPHA_GPU;
-    alpha_gpu_upload(at(g->params, 0), params, 4 * p->n_params);
-    alpha_gpu_upload(at(g->x, 0), x, 4 * (uint64_t)p->leaf_size * p->features);
+    sync_up(at(g->params, 0), G.params, params, p->n_params);
+    up(at(g->x, 0), x, 4 * (uint64_t)p->leaf_size * p->features);
     run(g->forward, 0);
     uint64_t labels = p->label_positions ? p->label_positions : 1; /* a label's outputs each */
-    alpha_gpu_download(out, at(g->out, 0), 4 * (uint64_t)p->leaf_size * labels * p->outputs);
+    down(out, at(g->out, 0), 4 * (uint64_t)p->leaf_size * labels * p->outputs);
 }

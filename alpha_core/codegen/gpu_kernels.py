@@ -22,7 +22,7 @@ from alpha_core.check.program import Program
 from alpha_core.codegen import learner_emit
 from alpha_core.codegen.gpu_nodes import NodeBodies, UnsupportedOnGpu
 from alpha_core.codegen.gpu_products import PRODUCT_OPS, product_of
-from alpha_core.codegen.gpu_tiles import BLOCK, Product, Tile, TiledKernel, tile_for
+from alpha_core.codegen.gpu_tiles import BLOCK, Product, Tile, TiledKernel, table_arg, tile_for
 from alpha_core.codegen.kernels import emit_apply_element, init_arguments
 from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, i64, load, store
 from alpha_core.ir.graph import Graph, concrete, size
@@ -169,7 +169,7 @@ class GpuKernels:
             return None
         tile = tile_for(product.batch, product.m, product.n, self.multiprocessors)
         kernel = TiledKernel(self.module, product, tile, self.device == "ptx", self.program.fused)
-        kernel.emit(name, self._arg)
+        kernel.emit(name, table_arg)
         self.layout.kernels.append(name)
         self.layout.blockwise.append(1)
         self.layout.products.append((name, product, tile))

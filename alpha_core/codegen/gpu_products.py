@@ -32,6 +32,23 @@ def _load(b: ir.IRBuilder, base: ir.Value, at: ir.Value) -> ir.Value:
     return b.load(b.gep(base, [at], source_etype=F32), typ=F32)
 
 
+def matmul_product(m: int, n: int, k: int) -> Product:
+    """out[r, c] = Σ_k a[r, k] · w[k, c]: `@` of an m x k and a k x n tensor."""
+
+    def a_mm(b: ir.IRBuilder, src: Sources, g: ir.Value, r: ir.Value, kk: ir.Value) -> ir.Value:
+        return _load(b, src[0], b.add(b.mul(r, i64(k)), kk))
+
+    def b_mm(
+        b: ir.IRBuilder, src: Sources, g: ir.Value, kk: ir.Value, c: ir.Value
+    ) -> tuple[ir.Value, None]:
+        return _load(b, src[1], b.add(b.mul(kk, i64(n)), c)), None
+
+    def o_mm(b: ir.IRBuilder, src: Sources, g: ir.Value, r: ir.Value, c: ir.Value) -> ir.Value:
+        return b.add(b.mul(r, i64(n)), c)
+
+    return Product("matmul", 1, m, n, k, a_mm, b_mm, o_mm, False, False)
+
+
 def product_of(
     node: Node,
     out_shape: tuple[int, ...],
@@ -42,19 +59,7 @@ def product_of(
     op = node.op
     if op == "matmul":
         (m, k), (_, n) = shapes
-
-        def a_mm(b: ir.IRBuilder, src: Sources, g: ir.Value, r: ir.Value, kk: ir.Value) -> ir.Value:
-            return _load(b, src[0], b.add(b.mul(r, i64(k)), kk))
-
-        def b_mm(
-            b: ir.IRBuilder, src: Sources, g: ir.Value, kk: ir.Value, c: ir.Value
-        ) -> tuple[ir.Value, None]:
-            return _load(b, src[1], b.add(b.mul(kk, i64(n)), c)), None
-
-        def o_mm(b: ir.IRBuilder, src: Sources, g: ir.Value, r: ir.Value, c: ir.Value) -> ir.Value:
-            return b.add(b.mul(r, i64(n)), c)
-
-        return Product(op, 1, m, n, k, a_mm, b_mm, o_mm, False, False)
+        return matmul_product(m, n, k)
     if op == "bmatmul":
         sa, sc = shapes
         m, k, n = sa[-2], sa[-1], sc[-1]

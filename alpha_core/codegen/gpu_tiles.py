@@ -356,3 +356,20 @@ class TiledKernel:
     def _at(self, b: ir.IRBuilder, arr: ir.Value, at: ir.Value, ty: ir.Type, n: int) -> ir.Value:
         """Element `at` of a shared (or stack) array of n elements of `ty`."""
         return b.gep(arr, [i64(0), at], source_etype=ir.ArrayType(ty, n))
+
+
+def table_arg(b: ir.IRBuilder, args: ir.Value, k: int) -> ir.Value:
+    """Address k of a launch's argument table (64-bit device addresses)."""
+    return b.inttoptr(b.load(b.gep(args, [i64(k)], source_etype=I64), typ=I64), PTR)
+
+
+def product_module(
+    product: Product, tile: Tile, ptx: bool, fused: bool, triple: str = ""
+) -> ir.Module:
+    """A module of one kernel, `alpha_product(args, x)`, computing `product` with `tile`: the
+    GPU's (triple nvptx64) or the host shadow's (x the block). For measuring a kernel by itself:
+    bench/gpu_kernels.py and the tests."""
+    module = ir.Module(name="alpha.gpu.product")
+    module.triple = "nvptx64-nvidia-cuda" if ptx else triple
+    TiledKernel(module, product, tile, ptx, fused).emit("alpha_product", table_arg)
+    return module

@@ -25,10 +25,15 @@ class RoleOutcome:
     device: dict[str, object] | None = None  # a GPU role's `device` event
     kernel_us: int = 0  # a GPU role's kernel time over the rounds it reported
     kernel_rounds: int = 0
+    to_device: int = 0  # bytes a GPU role copied to its device over those rounds
+    to_host: int = 0  # and back
 
     @property
     def kernel_ms_per_round(self) -> float | None:
         return self.kernel_us / 1000 / self.kernel_rounds if self.kernel_rounds else None
+
+    def per_round(self, total: int) -> int | None:
+        return total // self.kernel_rounds if self.kernel_rounds else None
 
     def to_json(self) -> dict[str, object]:
         done = self.done or {}
@@ -39,6 +44,8 @@ class RoleOutcome:
                 for k in ("target", "shadow", "name", "uuid", "memory", "free", "demand")
             }
             gpu["kernel_ms_per_round"] = self.kernel_ms_per_round
+            gpu["to_device_per_round"] = self.per_round(self.to_device)
+            gpu["to_host_per_round"] = self.per_round(self.to_host)
         return {
             "role": self.role,
             "exit_code": self.exit_code,
@@ -224,6 +231,9 @@ class Launch:
             elif kind == "step" and isinstance(event.get("kernel_us"), int):
                 outcome.kernel_us += int(str(event["kernel_us"]))
                 outcome.kernel_rounds += 1
+                for way in ("to_device", "to_host"):
+                    if isinstance(event.get(way), int):
+                        setattr(outcome, way, getattr(outcome, way) + int(str(event[way])))
             if self._on_event is not None:
                 with self._lock:
                     self._on_event(role, event)
