@@ -96,14 +96,15 @@ def program_of(steps: int, folder: Path, fused: bool = False) -> Any:
 class TorchRun:
     """The same model, initial values and batches in PyTorch eager."""
 
-    def __init__(self, program: Any) -> None:
+    def __init__(self, program: Any, device: str = "cpu") -> None:
         import torch
 
         self.torch = torch
         self.program = program
+        self.device = device  # "cuda": the peer of a GPU role (bench/gpu_models.py)
         x, y = synthetic.generate(program.data)
-        self.X = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
-        self.Y = torch.from_numpy(y.astype(np.int64).reshape(-1))
+        self.X = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device)
+        self.Y = torch.from_numpy(y.astype(np.int64).reshape(-1)).to(device)
         self.best: dict[int, float] = {}
         self.first_loss = self._losses(1)[0]
 
@@ -111,12 +112,13 @@ class TorchRun:
         import torch.nn.functional as F
 
         torch = self.torch
-        params = initial_params(self.program)
+        params = initial_params(self.program, self.device)
         k1, c1, k2, c2, w1, b1, w2, b2 = params
         opt, sched = optimizer(params, self.program.learner)
         losses = []
         for t in range(steps):
             rows = torch.from_numpy(round_rows(self.program, t % self.program.steps))
+            rows = rows.to(self.device)
             x = self.X[rows].reshape(BATCH, 1, 28, 28)
             opt.zero_grad()
             h = F.relu(F.conv2d(x, k1) + c1)
@@ -125,9 +127,9 @@ class TorchRun:
             z = F.relu(h.reshape(BATCH, 9216) @ w1 + b1) @ w2 + b2
             loss = F.cross_entropy(z, self.Y[rows])
             loss.backward()
-            losses.append(float(loss.detach()))
+            losses.append(loss.detach())
             clip_and_step(params, self.program.learner, opt, sched)
-        return losses
+        return [float(v) for v in losses]  # read back once, after the steps
 
     def sample(self, threads: int, steps: int) -> None:
         self.torch.set_num_threads(threads)

@@ -90,15 +90,15 @@ def factor(spec: ScheduleSpec | None, t: int) -> float:
     return (spec.final + (spec.peak - spec.final) * left) / spec.peak
 
 
-def initial_params(program: Any) -> list[Any]:
-    """Alpha's initial values of every parameter, as leaf tensors."""
+def initial_params(program: Any, device: str = "cpu") -> list[Any]:
+    """Alpha's initial values of every parameter, as leaf tensors on `device`."""
     import torch
 
     params = []
     for spec in program.params:
         kind, args, seed = init_arguments(spec.init)
         values = numpy_init(kind, args, seed, spec.count).reshape(spec.shape)
-        params.append(torch.tensor(values, dtype=torch.float32, requires_grad=True))
+        params.append(torch.tensor(values, dtype=torch.float32, requires_grad=True, device=device))
     return params
 
 

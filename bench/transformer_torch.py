@@ -246,10 +246,11 @@ def torch_module() -> Any:
 
 
 def load_alpha_params(model: Any, program: Any) -> None:
-    """Copies Alpha's initial values into the module (nn.Linear holds W transposed)."""
+    """Copies Alpha's initial values into the module (nn.Linear holds W transposed), on the
+    module's device."""
     import torch
 
-    tensors = initial_params(program)
+    tensors = initial_params(program, str(next(model.parameters()).device))
     values = {spec.name: t.detach() for spec, t in zip(program.params, tensors, strict=True)}
     linears = {"wq": "q", "wk": "k", "wv": "v", "wo": "o", "w1": "fc", "w2": "proj"}
     biases = {"bq": "q", "bk": "k", "bv": "v", "bo": "o", "b1": "fc", "b2": "proj"}
@@ -278,37 +279,43 @@ class TorchRun:
     """The module trained on the system's batches; each sample starts from the initial
     values again (a fresh copy and a fresh Adam) and times `steps` steps after 2 warm-up."""
 
-    def __init__(self, program: Any) -> None:
+    def __init__(self, program: Any, device: str = "cpu", train: bool = True) -> None:
         import torch
 
         self.torch = torch
         self.program = program
+        self.device = device  # "cuda": the peer of a GPU role (bench/gpu_models.py)
         x, y = synthetic.generate(program.data)
-        self.X = torch.from_numpy(x.astype(np.int64))
-        self.Y = torch.from_numpy(y.astype(np.int64))
+        self.X = torch.from_numpy(x.astype(np.int64)).to(device)
+        self.Y = torch.from_numpy(y.astype(np.int64)).to(device)
         self.best: dict[int, float] = {}
         torch.set_num_threads(1)
-        self.losses = self.train(program.steps)
+        self.losses = self.train(program.steps) if train else []
 
     def train(self, steps: int, warmup: int = 0) -> list[float]:
         torch = self.torch
-        model = torch_module()
+        model = torch_module().to(self.device)
         load_alpha_params(model, self.program)
         opt = torch.optim.Adam(model.parameters(), lr=LR, betas=(BETA1, BETA2), eps=EPS)
         batches = []
         for t in range(warmup + steps):
             rows = torch.from_numpy(round_rows(self.program, t % self.program.steps))
+            rows = rows.to(self.device)
             batches.append((self.X[rows], self.Y[rows]))
         losses = []
         t0 = 0.0
         for t, (x, y) in enumerate(batches):
             if t == warmup:
+                if self.device != "cpu":
+                    torch.cuda.synchronize()
                 t0 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
             loss = model(x, y)
             loss.backward()
             opt.step()
             losses.append(loss.detach())
+        if self.device != "cpu":
+            torch.cuda.synchronize()
         self.seconds = time.perf_counter() - t0
         return [float(v) for v in losses]
 

@@ -47,6 +47,8 @@ void alpha_gpu_load(const char *ptx, uint32_t n, const char *const *names);
 uint64_t alpha_gpu_alloc(uint64_t bytes, const char *what);
 void alpha_gpu_upload(uint64_t dst, const void *src, uint64_t bytes);
 void alpha_gpu_download(void *dst, uint64_t src, uint64_t bytes);
+/* A copy within the device, in order with the launches. */
+void alpha_gpu_copy(uint64_t dst, uint64_t src, uint64_t bytes);
 
 /* Launches kernel `k` (an index into the names given to alpha_gpu_load) over `threads`
  * threads in blocks of ALPHA_GPU_BLOCK; a failure refuses gpu-launch-failed with the CUDA

@@ -58,6 +58,7 @@ struct driver {
     CUresult (*cuMemAlloc)(CUdeviceptr *dptr, size_t bytes);
     CUresult (*cuMemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);
     CUresult (*cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);
+    CUresult (*cuMemcpyDtoD)(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
     CUresult (*cuModuleLoadDataEx)(CUmodule *module, const void *image, unsigned int n_options,
                                    int *options, void **values);
     CUresult (*cuModuleGetFunction)(CUfunction *f, CUmodule module, const char *name);
@@ -185,6 +186,8 @@ static void open_driver(void)
     cu.cuMemcpyHtoD =
         (CUresult(*)(CUdeviceptr, const void *, size_t))entry(lib, "cuMemcpyHtoD_v2");
     cu.cuMemcpyDtoH = (CUresult(*)(void *, CUdeviceptr, size_t))entry(lib, "cuMemcpyDtoH_v2");
+    cu.cuMemcpyDtoD =
+        (CUresult(*)(CUdeviceptr, CUdeviceptr, size_t))entry(lib, "cuMemcpyDtoD_v2");
     cu.cuModuleLoadDataEx = (CUresult(*)(CUmodule *, const void *, unsigned int, int *,
                                          void **))entry(lib, "cuModuleLoadDataEx");
     cu.cuModuleGetFunction =
@@ -354,6 +357,14 @@ void alpha_gpu_download(void *dst, uint64_t src, uint64_t bytes)
     CUresult r;
     if (bytes && (r = cu.cuMemcpyDtoH(dst, (CUdeviceptr)src, (size_t)bytes)) != CUDA_SUCCESS)
         copy_failed("a copy from the device", bytes, r);
+}
+
+void alpha_gpu_copy(uint64_t dst, uint64_t src, uint64_t bytes)
+{
+    CUresult r;
+    if (bytes &&
+        (r = cu.cuMemcpyDtoD((CUdeviceptr)dst, (CUdeviceptr)src, (size_t)bytes)) != CUDA_SUCCESS)
+        copy_failed("a copy within the device", bytes, r);
 }
 
 void alpha_gpu_launch(uint32_t k, uint64_t args, uint64_t threads)

@@ -49,12 +49,16 @@ struct alpha_gpu_program {
     const struct alpha_gpu_launch *launches;
     struct alpha_gpu_entry init, leaf, apply, forward;
     struct alpha_gpu_entry sqsum; /* clipping: one gradient-norm node (count 0: no clipping) */
+    struct alpha_gpu_entry adds;  /* the leaves' tree: launch d adds sum slot d+1 into slot d */
     uint32_t n_grads;
     const struct alpha_gpu_grad *grads;
     uint32_t params, x, y_class, y_reg, state, grad_sum, scalars; /* buffers */
     uint32_t leaf_scalars; /* the round and leaf of the gradient in progress (dropout) */
     uint32_t norm;         /* clipping: the node [lo, hi) asked for (u64 x 2), its value at 16 */
     uint32_t loss, out;
+    uint32_t sums;       /* the tree's partial sums: tree_depth + 1 slots of n_params + 1 */
+    uint32_t constants;  /* the constant gradient pieces' values, in place */
+    uint32_t tree_depth; /* 0: one leaf a round, no tree on the device */
     const float *clip_sqsum; /* clipping: the round's sum of squares (clip_norm.c sets it) */
     uint64_t demand;         /* device bytes the role needs (memory admission) */
     const char *breakdown;   /* what they are, one line */

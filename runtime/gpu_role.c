@@ -1,8 +1,9 @@
 /* A GPU role's kernels: the entry points of alpha_program.h, each a fixed sequence of launches
- * on the role's device (gpu.h), with host-staged transport: what a launch sequence reads is
- * copied to the device before it and what it writes is copied back after it, so the runtime's
- * schedule, frames and checkpoints stay the host's, untouched. Linked only into GPU roles
- * (gpu_*.c are not part of every executable), with gpu_cuda.c or gpu_shadow.c. */
+ * on the role's device (gpu.h). Parameters and learner state live on the device, copied over
+ * only where the host's differ from what the device holds; a node of the role's leaves is
+ * summed on the device by the canonical tree; the runtime's schedule, frames and checkpoints
+ * stay the host's, untouched. Linked only into GPU roles (gpu_*.c are not part of every
+ * executable), with gpu_cuda.c or gpu_shadow.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,20 @@ void alpha_device_start(void)
     /* the mirrors say zeros: make it so (cuMemAlloc does not clear) */
     alpha_gpu_upload(G.addr[g->params], G.params, 4 * ALPHA_PROGRAM.n_params);
     alpha_gpu_upload(G.addr[g->state], G.state, 4 * n_state);
+    if (g->tree_depth) { /* the constant gradient pieces' values, where the tree reads them */
+        float *values = checked_calloc(ALPHA_PROGRAM.n_params ? ALPHA_PROGRAM.n_params : 1,
+                                       sizeof(float), "the constant gradients");
+        int any = 0;
+        for (uint32_t i = 0; i < g->n_grads; i++)
+            if (g->grads[i].buffer < 0) {
+                for (uint64_t j = 0; j < g->grads[i].count; j++)
+                    values[g->grads[i].offset + j] = g->grads[i].value;
+                any = 1;
+            }
+        if (any)
+            alpha_gpu_upload(G.addr[g->constants], values, 4 * ALPHA_PROGRAM.n_params);
+        free(values);
+    }
     G.started = 1;
 }
 
@@ -225,6 +240,87 @@ float alpha_leaf_grad(const float *params, const float *x, const int32_t *y_clas
     }
     float loss;
     down(&loss, at(g->loss, 0), sizeof loss);
+    return loss;
+}
+
+/* ---- a node of the role's leaves on the device ------------------------------------------
+ *
+ * The schedule hands a GPU role all the leaves of a tree node it computes at once
+ * (alpha_leaves_grad, schedule.c): each leaf runs as alpha_leaf_grad's launches do, its
+ * gradient pieces and loss are copied on the device into a slot of partial sums, and the
+ * canonical tree's additions run as kernels (launch d of `adds`: slot d += slot d + 1, every
+ * element, left + right as the host adds two pieces). Only the node's sum crosses the bus. */
+int alpha_leaves_batch(uint32_t count);
+float alpha_leaves_grad(const float *params, const float *x, const int32_t *y_class,
+                        const float *y_reg, float *grad, uint32_t count);
+
+int alpha_leaves_batch(uint32_t count)
+{
+    return ALPHA_GPU.tree_depth && count >= 2 && count <= ALPHA_PROGRAM.leaves;
+}
+
+struct leaves {
+    const float *x;
+    const int32_t *y_class;
+    const float *y_reg;
+};
+
+static void leaf_into(uint32_t slot, uint32_t j, const struct leaves *in)
+{
+    const struct alpha_program *p = &ALPHA_PROGRAM;
+    const struct alpha_gpu_program *g = &ALPHA_GPU;
+    uint64_t rows = p->leaf_size;
+    uint64_t labels = p->label_positions ? p->label_positions : 1;
+    up(at(g->x, 0), in->x + j * rows * p->features, 4 * rows * p->features);
+    if (in->y_class)
+        up(at(g->y_class, 0), in->y_class + j * rows * labels, 4 * rows * labels);
+    if (in->y_reg)
+        up(at(g->y_reg, 0), in->y_reg + j * rows * p->outputs, 4 * rows * p->outputs);
+    uint32_t leaf[2] = {alpha_leaf_round, alpha_leaf_index + j}; /* dropout's (t, l) */
+    up(at(g->leaf_scalars, 0), leaf, sizeof leaf);
+    run(g->leaf, 0);
+    uint64_t base = at(g->sums, (uint64_t)slot * (p->n_params + 1));
+    for (uint32_t i = 0; i < g->n_grads; i++) {
+        const struct alpha_gpu_grad *q = &g->grads[i];
+        uint64_t from = q->buffer < 0 ? at(g->constants, q->offset) : at((uint32_t)q->buffer, 0);
+        alpha_gpu_copy(base + 4 * q->offset, from, 4 * q->count);
+    }
+    alpha_gpu_copy(base + 4 * p->n_params, at(g->loss, 0), sizeof(float));
+}
+
+/* Node [lo, hi) of the leaves (0-based in the batch) into slot `slot`: its left child there,
+ * its right child in the next slot, then their sum. */
+static void node_into(uint32_t slot, uint32_t lo, uint32_t hi, const struct leaves *in)
+{
+    if (hi - lo == 1) {
+        leaf_into(slot, lo, in);
+        return;
+    }
+    uint32_t half = 1;
+    while (2 * half < hi - lo)
+        half *= 2; /* the largest power of two strictly below hi - lo */
+    node_into(slot, lo, lo + half, in);
+    node_into(slot + 1, lo + half, hi, in);
+    if (slot >= ALPHA_GPU.tree_depth)
+        refuse(REFUSAL_PROGRAM_INVALID, "a node of %u leaves is deeper than the role's tree",
+               (unsigned)(hi - lo));
+    struct alpha_gpu_entry add = {ALPHA_GPU.adds.first + slot, 1};
+    run(add, 0);
+}
+
+float alpha_leaves_grad(const float *params, const float *x, const int32_t *y_class,
+                        const float *y_reg, float *grad, uint32_t count)
+{
+    const struct alpha_program *p = &ALPHA_PROGRAM;
+    const struct alpha_gpu_program *g = &ALPHA_GPU;
+    if (!alpha_leaves_batch(count))
+        refuse(REFUSAL_PROGRAM_INVALID, "%u leaves asked of a GPU role at once", (unsigned)count);
+    sync_up(at(g->params, 0), G.params, params, p->n_params);
+    struct leaves in = {x, y_class, y_reg};
+    node_into(0, 0, count, &in);
+    down(grad, at(g->sums, 0), 4 * p->n_params);
+    float loss;
+    down(&loss, at(g->sums, p->n_params), sizeof loss);
     return loss;
 }
 

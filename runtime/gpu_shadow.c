@@ -57,6 +57,12 @@ void alpha_gpu_download(void *dst, uint64_t src, uint64_t bytes)
         memcpy(dst, (const void *)(uintptr_t)src, (size_t)bytes);
 }
 
+void alpha_gpu_copy(uint64_t dst, uint64_t src, uint64_t bytes)
+{
+    if (bytes)
+        memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, (size_t)bytes);
+}
+
 void alpha_gpu_launch(uint32_t k, uint64_t args, uint64_t threads)
 {
     uint64_t started = now_us();

@@ -377,3 +377,34 @@ def test_convolutions_and_pools_on_gpu_roles_give_the_bits(tmp_path: Path, body:
     )
     assert report["ok"], report
     assert _sha(report) == single
+
+
+SOLO = """
+plan solo for {name} {{
+  roles worker[1]
+  topology hierarchy(fanout: 2)
+}}
+pairing one_gpu for solo {{
+  worker[*]: host x86_64, gpu h200
+}}
+"""
+
+
+def test_a_gpu_role_keeps_its_state_and_copies_one_sum_per_round(tmp_path: Path) -> None:
+    """digits (2,410 parameters, Adam, 8 leaves of 8 rows) on one GPU role: the leaves' tree
+    runs on the device, so a round copies back one node's sum (gradient and loss) and the
+    updated parameters and state, and copies over the leaves' rows, the round's gradient
+    sum and the update's scalars; the parameters are never sent back to the device."""
+    source = DIGITS + SOLO.format(name="digits")
+    single = _sha(_run(tmp_path / "single", DIGITS))
+    report = _run(
+        tmp_path / "gpu", source, "--plan", "solo", "--pairing", "one_gpu", "--gpu-shadow"
+    )
+    assert report["ok"] and _sha(report) == single
+    roles = report["roles"]
+    assert isinstance(roles, list)
+    (role,) = roles
+    n = 64 * 32 + 32 + 32 * 10 + 10
+    assert role["to_host_per_round"] == 4 * (n + 1) + 4 * n + 4 * (2 * n + 2)
+    rows = 8 * (8 * 64 * 4 + 8 * 4 + 2 * 4)  # each leaf's features, labels, (round, leaf)
+    assert role["to_device_per_round"] == rows + 4 * n + 6 * 8

@@ -82,6 +82,9 @@ class GpuLayout:
     apply: list[Launch] = field(default_factory=list)
     forward: list[Launch] = field(default_factory=list)
     sqsum: list[Launch] = field(default_factory=list)  # clipping: one gradient-norm node
+    # the canonical tree over a role's leaves on the device (gpu_role.c alpha_leaves_grad):
+    # launch d adds sum slot d + 1 into slot d, every element (n_params + 1: the loss last)
+    adds: list[Launch] = field(default_factory=list)
     grads: list[GradPiece] = field(default_factory=list)
     params: int = 0
     x: int = 0
@@ -94,6 +97,9 @@ class GpuLayout:
     norm: int = 0  # clipping: the node [lo, hi) asked for and its value
     loss: int = 0
     out: int = 0
+    sums: int = 0  # the tree's partial sums: tree_depth + 1 slots of n_params + 1 floats
+    constants: int = 0  # the constant gradient pieces' values, in place (GradPiece buffer -1)
+    tree_depth: int = 0  # the deepest addition of a node of the role's leaves; 0: no tree
 
     def buffer(self, what: str, floats: int) -> int:
         self.buffers.append(Buffer(what, 4 * max(1, floats)))
@@ -211,6 +217,7 @@ class GpuKernels:
         lay.norm = lay.buffer("gradient-norm node", 8)
         self._init()
         self._leaf()
+        self._tree()
         self._apply()
         self._forward()
         if p.learner.clip is not None:
@@ -303,6 +310,29 @@ class GpuKernels:
                 raise UnsupportedOnGpu("gradient bound to an input")
         if self.layout.loss < 0:
             raise UnsupportedOnGpu("loss bound to an input")
+
+    def _tree(self) -> None:
+        """The canonical tree's additions over leaves on the device: the slots of its partial
+        sums, and one launch per depth d adding slot d + 1 into slot d, left + right, every
+        element (the gradient, then the loss), as the host's tree adds two pieces."""
+        p, lay = self.program, self.layout
+        depth = (p.leaves - 1).bit_length()  # a node of the canonical tree splits this deep
+        stride = p.n_params + 1
+        lay.tree_depth = depth
+        lay.sums = lay.buffer("leaf sums", (depth + 1) * stride if depth else 1)
+        constant = any(g.buffer < 0 for g in lay.grads)
+        lay.constants = lay.buffer("constant gradients", p.n_params if constant else 1)
+        if not depth:
+            return
+        fn, b, a, t = self._body("alpha.gpu.tree_add")
+        A = LlvmArith(b)
+        left, right = self._arg(b, a, 0), self._arg(b, a, 1)
+        store(b, A.add(load(b, left, t), load(b, right, t)), left, t)
+        b.ret_void()
+        k = self._kernel(fn, "alpha_tree_add")
+        for d in range(depth):
+            args = ((lay.sums, 4 * d * stride), (lay.sums, 4 * (d + 1) * stride))
+            lay.adds.append(Launch(k, args, stride))
 
     def _forward(self) -> None:
         p = self.program

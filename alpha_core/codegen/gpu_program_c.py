@@ -5,7 +5,7 @@ from __future__ import annotations
 from alpha_core.codegen.gpu_kernels import GpuLayout, Launch
 from alpha_core.codegen.program_c import _c_string
 
-ENTRIES = ("init", "leaf", "apply", "forward", "sqsum")
+ENTRIES = ("init", "leaf", "apply", "forward", "sqsum", "adds")
 
 
 def _ptx_literal(ptx: str) -> str:
@@ -112,7 +112,7 @@ def gpu_program_c(
     out.append(f"    .n_grads = {len(layout.grads)},")
     out.append("    .grads = grads,")
     buffers = ["params", "x", "y_class", "y_reg", "state", "grad_sum", "scalars"]
-    buffers += ["leaf_scalars", "norm"]
+    buffers += ["leaf_scalars", "norm", "sums", "constants", "tree_depth"]
     for field in (*buffers, "loss", "out"):
         out.append(f"    .{field} = {getattr(layout, field)},")
     out.append(f"    .clip_sqsum = {'&alpha_clip_sqsum' if layout.sqsum else 'NULL'},")

@@ -73,12 +73,19 @@ TILES: tuple[Tile, ...] = (
 
 
 def tile_for(batch: int, m: int, n: int, multiprocessors: int) -> Tile:
-    """The largest tile whose blocks fill every multiprocessor of the card once, else the
-    smallest (a small product: the most blocks, the least padding)."""
-    for tile in TILES:
-        if blocks_of(tile, batch, m, n) >= multiprocessors:
-            return tile
-    return TILES[-1]
+    """The tile a product takes on a card of `multiprocessors`: the best by a small model,
+    (the share of multiprocessors its blocks occupy, at most 1) x (its outputs per shared
+    load: TM TN / (TM + TN)) x (the share of its tiles' outputs that exist, not padding),
+    the tile with less padding on a tie. Any tile gives the same bits; this only guesses
+    which is fastest, from the structure (scripts/qualify-gpu measures on a card)."""
+
+    def score(tile: Tile) -> tuple[float, float]:
+        blocks = blocks_of(tile, batch, m, n)
+        useful = batch * m * n / (blocks * tile.bm * tile.bn)
+        busy = min(1.0, blocks / multiprocessors)
+        return busy * tile.tm * tile.tn / (tile.tm + tile.tn) * useful, useful
+
+    return max(TILES, key=score)
 
 
 def blocks_of(tile: Tile, batch: int, m: int, n: int) -> int:

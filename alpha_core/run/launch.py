@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -25,15 +26,22 @@ class RoleOutcome:
     device: dict[str, object] | None = None  # a GPU role's `device` event
     kernel_us: int = 0  # a GPU role's kernel time over the rounds it reported
     kernel_rounds: int = 0
-    to_device: int = 0  # bytes a GPU role copied to its device over those rounds
-    to_host: int = 0  # and back
+    to_device: int | None = None  # bytes a GPU role copied to its device in its newest round
+    to_host: int | None = None  # and back (the first round also carries the start's copies)
+    first_step: float = 0.0  # a GPU role's first and newest step events (time.monotonic)
+    last_step: float = 0.0
+
+    @property
+    def ms_per_round(self) -> float | None:
+        """Wall time between the first and the newest step event, per round (start-up and
+        the first round's set-up excluded)."""
+        if self.kernel_rounds < 2:
+            return None
+        return 1000 * (self.last_step - self.first_step) / (self.kernel_rounds - 1)
 
     @property
     def kernel_ms_per_round(self) -> float | None:
         return self.kernel_us / 1000 / self.kernel_rounds if self.kernel_rounds else None
-
-    def per_round(self, total: int) -> int | None:
-        return total // self.kernel_rounds if self.kernel_rounds else None
 
     def to_json(self) -> dict[str, object]:
         done = self.done or {}
@@ -44,8 +52,9 @@ class RoleOutcome:
                 for k in ("target", "shadow", "name", "uuid", "memory", "free", "demand")
             }
             gpu["kernel_ms_per_round"] = self.kernel_ms_per_round
-            gpu["to_device_per_round"] = self.per_round(self.to_device)
-            gpu["to_host_per_round"] = self.per_round(self.to_host)
+            gpu["ms_per_round"] = self.ms_per_round
+            gpu["to_device_per_round"] = self.to_device
+            gpu["to_host_per_round"] = self.to_host
         return {
             "role": self.role,
             "exit_code": self.exit_code,
@@ -231,9 +240,12 @@ class Launch:
             elif kind == "step" and isinstance(event.get("kernel_us"), int):
                 outcome.kernel_us += int(str(event["kernel_us"]))
                 outcome.kernel_rounds += 1
+                outcome.last_step = time.monotonic()
+                if outcome.kernel_rounds == 1:
+                    outcome.first_step = outcome.last_step
                 for way in ("to_device", "to_host"):
                     if isinstance(event.get(way), int):
-                        setattr(outcome, way, getattr(outcome, way) + int(str(event[way])))
+                        setattr(outcome, way, int(str(event[way])))
             if self._on_event is not None:
                 with self._lock:
                     self._on_event(role, event)

@@ -1,0 +1,166 @@
+"""The block-tiled product kernels of GPU roles (alpha_core/codegen/gpu_tiles.py).
+
+- Bits: every tile, unfused and fused, run as the host shadow runs it (block by block, phase
+  by phase, compiled for this CPU), gives the NumPy float32 reference's bits for `@` (terms
+  k ascending from +0.0, a separate multiply and add or one fma), with edges and a K tail; and
+  each convolution and batched product of the CNN and transformer examples gives under every
+  tile the bits of the smallest tile, the one their shadow roles run end to end against the
+  single-process SHA-256 (test_gpu_roles.py).
+- Resources: `ptxas -v` for sm_80 and sm_90 puts every product kernel (each tile at 4096^3
+  and at edges, each example's products) at 0 bytes of stack and spills, and the tiles'
+  registers per thread are the ones recorded in docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+from conftest import EXAMPLES, program_of
+
+from alpha_core.autodiff.reverse import training_step
+from alpha_core.codegen.gpu_products import PRODUCT_OPS, matmul_product, product_of
+from alpha_core.codegen.gpu_tiles import BLOCK, TILES, Product, Tile, blocks_of, product_module
+from alpha_core.ir.graph import concrete
+from alpha_core.semantics.numpy_fma import fma32
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import gpu_kernels  # noqa: E402  (bench/gpu_kernels.py: ptxas -v and the static counts)
+
+Run = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+_ENGINES: list[object] = []  # kept alive with their functions
+
+
+def shadow_kernel(product: Product, tile: Tile, fused: bool) -> Run:
+    """The product's kernel as the host shadow runs it: once per block, in order."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    module = product_module(product, tile, False, fused, llvm.get_process_triple())
+    parsed = llvm.parse_assembly(str(module))
+    parsed.verify()
+    tm = llvm.Target.from_default_triple().create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=2
+    )
+    engine = llvm.create_mcjit_compiler(parsed, tm)
+    engine.finalize_object()
+    _ENGINES.append(engine)
+    call = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64)(
+        engine.get_function_address("alpha_product")
+    )
+    blocks = blocks_of(tile, product.batch, product.m, product.n)
+
+    def run(out: np.ndarray, in0: np.ndarray, in1: np.ndarray) -> None:
+        table = np.array([a.ctypes.data for a in (out, in0, in1)], dtype=np.uint64)
+        for block in range(blocks):
+            call(table.ctypes.data, block)
+
+    return run
+
+
+def _data(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Random float32 with signed zeros, subnormals and values that cancel."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    flat = x.reshape(-1)
+    picks = rng.integers(0, flat.size, size=max(1, flat.size // 16))
+    flat[picks[0::3]] = -0.0
+    flat[picks[1::3]] = np.float32(1e-41) * rng.choice([-1, 1])
+    flat[picks[2::3]] = rng.choice([-1e20, 1e20, 3.0]).astype(np.float32)
+    return x
+
+
+def reference(a: np.ndarray, w: np.ndarray, fused: bool) -> np.ndarray:
+    """out[r, c] = Σ_k a[r, k] · w[k, c], k ascending from +0.0, in float32."""
+    acc = np.zeros((a.shape[0], w.shape[1]), dtype=np.float32)
+    with np.errstate(all="ignore"):
+        for k in range(a.shape[1]):
+            col, row = a[:, k : k + 1], w[k : k + 1, :]
+            acc = fma32(col, row, acc) if fused else (acc + col * row).astype(np.float32)
+    return acc
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["unfused", "fused"])
+@pytest.mark.parametrize("tile", TILES, ids=[t.name for t in TILES])
+def test_each_tile_gives_the_references_bits(tile: Tile, fused: bool) -> None:
+    rng = np.random.default_rng(29)
+    # edges in both directions, a K tail for every BK, and more than one block each way
+    m, n, k = tile.bm + 37, tile.bn + 11, 3 * tile.bk + 5
+    a, w = _data(rng, (m, k)), _data(rng, (k, n))
+    out = np.full((m, n), np.nan, dtype=np.float32)
+    shadow_kernel(matmul_product(m, n, k), tile, fused)(out, a, w)
+    expected = reference(a, w, fused)
+    assert out.view(np.uint32).tobytes() == expected.view(np.uint32).tobytes()
+
+
+def _products(name: str, tmp: Path) -> list[tuple[str, Product, list[tuple[int, ...]]]]:
+    """The first node of each convolution and batched-product op in the example's step."""
+    text = (EXAMPLES / f"{name}.alpha").read_text().replace('"data/', f'"{EXAMPLES}/data/')
+    program = program_of(text, tmp / f"{name}.alpha")
+    graph = training_step(program).graph
+    found: dict[str, tuple[str, Product, list[tuple[int, ...]]]] = {}
+    for node in graph.nodes:
+        if node.op not in PRODUCT_OPS or node.op == "matmul":
+            continue
+        shapes = [concrete(graph[j].shape, program.leaf_size) for j in node.inputs]
+        product = product_of(node, concrete(node.shape, program.leaf_size), shapes)
+        assert product is not None
+        found.setdefault(node.op, (node.op, product, shapes))
+    return list(found.values())
+
+
+@pytest.mark.parametrize("name", ["digits_cnn", "transformer"])
+def test_convolutions_and_batched_products_agree_under_every_tile(
+    name: str, tmp_path: Path
+) -> None:
+    rng = np.random.default_rng(7)
+    products = _products(name, tmp_path)
+    assert {op for op, _, _ in products} >= (
+        {"conv2d", "conv2d_dx", "conv2d_dw"} if name == "digits_cnn" else {"bmatmul"}
+    )
+    for fused in (False, True):
+        for op, product, shapes in products:
+            ins = [_data(rng, s) for s in shapes]
+            outs = []
+            for tile in TILES:
+                out = np.full(product.batch * product.m * product.n, np.nan, dtype=np.float32)
+                shadow_kernel(product, tile, fused)(out, ins[0], ins[1])
+                outs.append(out.view(np.uint32).tobytes())
+            assert not np.isnan(np.frombuffer(outs[-1], dtype=np.float32)).all(), op
+            assert len(set(outs)) == 1, (name, op, fused)
+
+
+def test_every_product_kernel_has_no_local_memory_and_the_recorded_registers() -> None:
+    rows = gpu_kernels.tile_rows() + gpu_kernels.example_rows()
+    assert len(rows) >= 2 * 2 * len(TILES) + 10
+    for row in rows:
+        for arch, res in row.resources.items():
+            assert (res.stack, res.spill_stores, res.spill_loads) == (0, 0, 0), (row.what, arch)
+            assert 0 < res.registers <= 255 and res.shared > 0, (row.what, arch, res)
+    # the tiles' registers, as docs/performance.md records them
+    doc = (ROOT / "docs" / "performance.md").read_text()
+    for row in rows[: 4 * len(TILES)]:
+        arith = "fused" if row.fused else "unfused"
+        pattern = (
+            rf"\| {re.escape(row.what)} \| {row.tile.name} \([^|]*\) \| {arith} \| "
+            rf"(\d+) / (\d+) \|"
+        )
+        found = re.search(pattern, doc)
+        assert found, f"docs/performance.md records no row for {row.what} {row.tile.name} {arith}"
+        recorded = (int(found.group(1)), int(found.group(2)))
+        measured = tuple(row.resources[a].registers for a in gpu_kernels.ARCHES)
+        assert recorded == measured, (row.what, row.tile.name, arith, recorded, measured)
+
+
+def test_a_tiled_kernel_loads_a_fraction_of_the_naive_kernels_bytes() -> None:
+    big = matmul_product(4096, 4096, 4096)
+    t128 = TILES[0]
+    assert gpu_kernels.global_bytes_per_muladd(big, t128) == pytest.approx(1 / 16)
+    assert t128.global_bytes_per_muladd == pytest.approx(1 / 16)  # 8 B / 128
+    assert gpu_kernels.NAIVE_BYTES / gpu_kernels.global_bytes_per_muladd(big, t128) == 128
+    assert all(t.bm // t.tm * (t.bn // t.tn) == BLOCK for t in TILES)
