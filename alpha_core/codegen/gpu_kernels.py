@@ -40,7 +40,6 @@ ROUND_FIELDS = 5
 SCALAR_SQSUM = SCALAR_ROUND + ROUND_FIELDS  # clipping: the round's sum of squares (f32)
 # the norm buffer of a gradient-norm node: lo, hi (u64), then its value (f32 at index 4)
 NORM_LO, NORM_HI, NORM_VALUE = 0, 1, 4
-STACK = 64  # partial sums a perfect tree of up to 2^63 elements holds at once
 SCALAR_WORDS = 8
 DYNAMIC = 0  # a launch whose thread count is the update's element count
 
@@ -375,111 +374,71 @@ class GpuKernels:
         lay.apply.append(Launch(self._kernel(fn, "alpha_update"), args, DYNAMIC))
 
     def _sqsum(self) -> None:
-        """One thread: the canonical tree over elements [lo, hi) of the squared mean gradient
-        (learners.clip_square), with the bits of the host's recursion (learner_emit).
+        """The canonical tree over elements [lo, hi) of the squared mean gradient
+        (learners.clip_square), level by level across threads, with the bits of the host's
+        recursion (learner_emit).
 
         A node of n elements splits at the largest power of two strictly below n; its left
         child is a perfect tree, and a right child whose size is a power of two is one too. So
-        [lo, hi) is a run of perfect trees c1, c2, ..., cm, each as large as the canonical rule
-        makes it, and its value is c1 + (c2 + (... + cm)). A perfect tree is summed streaming:
-        after the j-th element (1-based) the top two partial sums are added, left + right, once
-        per trailing zero of j, which is the tree's own pairing.
-        """
+        [lo, hi) is a run of perfect trees, one per set bit of n from the highest (each starting
+        at a multiple of its size), and its value is c1 + (c2 + (... + cm)). One launch squares
+        every element into a scratch array; launch L (1, 2, ...) adds, in every perfect tree of
+        at least 2^L elements, each pair of 2^(L-1)-element nodes, left + right, into the left
+        one's place: the trees' own pairings, a level at a time. A last single thread adds the
+        trees' values from the right."""
         p = self.program
         lay = self.layout
-        fn, b, a, _ = self._body("alpha.gpu.sqsum")
+        n_max = max(1, p.n_params)
+        scratch = lay.buffer("gradient-norm squares", n_max)
+        args = ((lay.grad_sum, 0), (lay.norm, 0), (scratch, 0))
+
+        def bounds(b: ir.IRBuilder, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+            gsum, norm, sq = (self._arg(b, a, k) for k in range(3))
+            lo = load(b, norm, i64(NORM_LO), I64)
+            return gsum, sq, lo, b.sub(load(b, norm, i64(NORM_HI), I64), lo)
+
+        fn, b, a, t = self._body("alpha.gpu.sqsum.square")
+        gsum, sq, lo, n = bounds(b, a)
+        with b.if_then(b.icmp_unsigned("<", t, n)):
+            value = learners.clip_square(LlvmArith(b), load(b, gsum, b.add(lo, t)), p.batch)
+            store(b, value, sq, t)
+        b.ret_void()
+        lay.sqsum.append(Launch(self._kernel(fn, "alpha_sqsum_square"), args, n_max))
+        level = 1
+        while (1 << level) <= n_max:
+            width = 1 << level
+            fn, b, a, t = self._body(f"alpha.gpu.sqsum.level{level}")
+            _, sq, _, n = bounds(b, a)
+            x = b.mul(t, i64(width))
+            covered = b.and_(n, i64(~(width - 1) & (2**64 - 1)))  # the trees of >= 2^L
+            with b.if_then(b.icmp_unsigned("<=", b.add(x, i64(width)), covered)):
+                right = b.add(x, i64(width // 2))
+                store(b, LlvmArith(b).add(load(b, sq, x), load(b, sq, right)), sq, x)
+            b.ret_void()
+            kernel = self._kernel(fn, f"alpha_sqsum_level{level}")
+            lay.sqsum.append(Launch(kernel, args, -(-n_max // width)))
+            level += 1
+        fn, b, a, _ = self._body("alpha.gpu.sqsum.trees")
         A = LlvmArith(b)
-        gsum, norm = self._arg(b, a, 0), self._arg(b, a, 1)
-        lo = load(b, norm, i64(NORM_LO), I64)
-        hi = load(b, norm, i64(NORM_HI), I64)
-        stack = entry_alloca(b, ir.ArrayType(F32, STACK))
-        chunks = entry_alloca(b, ir.ArrayType(F32, STACK))
-        stack.type = chunks.type = PTR  # opaque: loads and stores name their element type
-        ctz = ir.Function(self.module, ir.FunctionType(I64, [I64, ir.IntType(1)]), "llvm.cttz.i64")
-        clz = ir.Function(self.module, ir.FunctionType(I64, [I64, ir.IntType(1)]), "llvm.ctlz.i64")
-        false = ir.Constant(ir.IntType(1), 0)
-
-        def slot(arr: ir.Value, k: ir.Value) -> ir.Value:
-            return b.gep(arr, [i64(0), k], source_etype=ir.ArrayType(F32, STACK))
-
-        def perfect(start: ir.Value, size_: ir.Value) -> ir.Value:
-            sp = entry_alloca(b, I64)
-            b.store(i64(0), sp)
-            j = entry_alloca(b, I64)
-            b.store(i64(0), j)
-            head, body, done = (fn.append_basic_block(x) for x in ("p.head", "p.body", "p.done"))
-            b.branch(head)
-            b.position_at_end(head)
-            jv = b.load(j, typ=I64)
-            b.cbranch(b.icmp_unsigned("<", jv, size_), body, done)
-            b.position_at_end(body)
-            v = learners.clip_square(A, load(b, gsum, b.add(start, jv)), p.batch)
-            top = b.load(sp, typ=I64)
-            b.store(v, slot(stack, top))
-            b.store(b.add(top, i64(1)), sp)
-            n1 = b.add(jv, i64(1))
-            merges = b.call(ctz, [n1, false])
-            m = entry_alloca(b, I64)
-            b.store(i64(0), m)
-            mh, mb, md = (fn.append_basic_block(x) for x in ("m.head", "m.body", "m.done"))
-            b.branch(mh)
-            b.position_at_end(mh)
-            b.cbranch(b.icmp_unsigned("<", b.load(m, typ=I64), merges), mb, md)
-            b.position_at_end(mb)
-            t2 = b.load(sp, typ=I64)
-            left_at, right_at = slot(stack, b.sub(t2, i64(2))), slot(stack, b.sub(t2, i64(1)))
-            total = A.add(b.load(left_at, typ=F32), b.load(right_at, typ=F32))
-            b.store(total, left_at)
-            b.store(b.sub(t2, i64(1)), sp)
-            b.store(b.add(b.load(m, typ=I64), i64(1)), m)
-            b.branch(mh)
-            b.position_at_end(md)
-            b.store(n1, j)
-            b.branch(head)
-            b.position_at_end(done)
-            return b.load(slot(stack, i64(0)), typ=F32)
-
-        # the chunks, left to right: while the rest is not a power of two, the largest power
-        # of two strictly below it; then the rest
-        count = entry_alloca(b, I64)
-        b.store(i64(0), count)
-        at, rest = entry_alloca(b, I64), entry_alloca(b, I64)
-        b.store(lo, at)
-        b.store(b.sub(hi, lo), rest)
-        ch, cb, cd = (fn.append_basic_block(x) for x in ("c.head", "c.body", "c.done"))
-        b.branch(ch)
-        b.position_at_end(ch)
-        n = b.load(rest, typ=I64)
-        power = b.icmp_unsigned("==", b.and_(n, b.sub(n, i64(1))), i64(0))
-        b.cbranch(power, cd, cb)
-        b.position_at_end(cb)
-        size_ = b.shl(i64(1), b.sub(i64(63), b.call(clz, [b.sub(n, i64(1)), false])))
-        start = b.load(at, typ=I64)
-        k = b.load(count, typ=I64)
-        b.store(perfect(start, size_), slot(chunks, k))
-        b.store(b.add(k, i64(1)), count)
-        b.store(b.add(start, size_), at)
-        b.store(b.sub(n, size_), rest)
-        b.branch(ch)
-        b.position_at_end(cd)
+        _, sq, _, n = bounds(b, a)
+        norm = self._arg(b, a, 1)
+        # from the lowest set bit of n up: acc = its tree; then each higher tree + acc. The
+        # tree of bit j starts where the higher bits end: n with bits 0..j cleared.
         acc = entry_alloca(b, F32)
-        b.store(perfect(b.load(at, typ=I64), b.load(rest, typ=I64)), acc)
-        # c1 + (c2 + (... + cm)): from the right
-        fh, fb, fd = (fn.append_basic_block(x) for x in ("f.head", "f.body", "f.done"))
-        b.branch(fh)
-        b.position_at_end(fh)
-        left = b.load(count, typ=I64)
-        b.cbranch(b.icmp_unsigned(">", left, i64(0)), fb, fd)
-        b.position_at_end(fb)
-        k = b.sub(left, i64(1))
-        b.store(A.add(b.load(slot(chunks, k), typ=F32), b.load(acc, typ=F32)), acc)
-        b.store(k, count)
-        b.branch(fh)
-        b.position_at_end(fd)
+        seen = entry_alloca(b, ir.IntType(1))
+        b.store(A.const(0.0), acc)
+        b.store(ir.Constant(ir.IntType(1), 0), seen)
+        for j in range(64):
+            bit = 1 << j
+            with b.if_then(b.icmp_unsigned("!=", b.and_(n, i64(bit)), i64(0))):
+                start = b.and_(n, i64(~(2 * bit - 1) & (2**64 - 1)))
+                tree = load(b, sq, start)
+                first = b.load(seen, typ=ir.IntType(1))
+                b.store(A.select(first, A.add(tree, b.load(acc, typ=F32)), tree), acc)
+                b.store(ir.Constant(ir.IntType(1), 1), seen)
         store(b, b.load(acc, typ=F32), norm, i64(NORM_VALUE))
         b.ret_void()
-        kernel = self._kernel(fn, "alpha_sqsum")
-        lay.sqsum.append(Launch(kernel, ((lay.grad_sum, 0), (lay.norm, 0)), 1))
+        lay.sqsum.append(Launch(self._kernel(fn, "alpha_sqsum"), args, 1))
 
 
 def astuple_round(r: learners.Round[ir.Value]) -> tuple[ir.Value, ...]:
