@@ -59,6 +59,7 @@ struct alpha_gpu_program {
     uint32_t sums;       /* the tree's partial sums: tree_depth + 1 slots of n_params + 1 */
     uint32_t constants;  /* the constant gradient pieces' values, in place */
     uint32_t tree_depth; /* 0: one leaf a round, no tree on the device */
+    uint32_t x_all, y_class_all, y_reg_all, leaf_all; /* a node's leaves' inputs, all at once */
     const float *clip_sqsum; /* clipping: the round's sum of squares (clip_norm.c sets it) */
     uint64_t demand;         /* device bytes the role needs (memory admission) */
     const char *breakdown;   /* what they are, one line */

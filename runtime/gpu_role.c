@@ -188,7 +188,8 @@ uint64_t alpha_device_kernel_us(void)
     return us;
 }
 
-static void run(struct alpha_gpu_entry e, uint64_t dynamic)
+/* The launches of entry e, back to back, without waiting for them. */
+static void issue(struct alpha_gpu_entry e, uint64_t dynamic)
 {
     if (!G.started)
         refuse(REFUSAL_PROGRAM_INVALID, "a GPU kernel was called before the device started");
@@ -198,6 +199,11 @@ static void run(struct alpha_gpu_entry e, uint64_t dynamic)
         if (threads)
             alpha_gpu_launch(l->kernel, G.args + 8 * (uint64_t)l->first_arg, threads);
     }
+}
+
+static void run(struct alpha_gpu_entry e, uint64_t dynamic)
+{
+    issue(e, dynamic);
     G.kernel_us += alpha_gpu_sync();
 }
 
@@ -259,26 +265,21 @@ int alpha_leaves_batch(uint32_t count)
     return ALPHA_GPU.tree_depth && count >= 2 && count <= ALPHA_PROGRAM.leaves;
 }
 
-struct leaves {
-    const float *x;
-    const int32_t *y_class;
-    const float *y_reg;
-};
-
-static void leaf_into(uint32_t slot, uint32_t j, const struct leaves *in)
+/* Leaf j of the node into sum slot `slot`: its inputs copied on the device from where they
+ * were copied over together, its launches, its gradient pieces and loss copied into the slot.
+ * Nothing here waits for the device. */
+static void leaf_into(uint32_t slot, uint32_t j)
 {
     const struct alpha_program *p = &ALPHA_PROGRAM;
     const struct alpha_gpu_program *g = &ALPHA_GPU;
     uint64_t rows = p->leaf_size;
     uint64_t labels = p->label_positions ? p->label_positions : 1;
-    up(at(g->x, 0), in->x + j * rows * p->features, 4 * rows * p->features);
-    if (in->y_class)
-        up(at(g->y_class, 0), in->y_class + j * rows * labels, 4 * rows * labels);
-    if (in->y_reg)
-        up(at(g->y_reg, 0), in->y_reg + j * rows * p->outputs, 4 * rows * p->outputs);
-    uint32_t leaf[2] = {alpha_leaf_round, alpha_leaf_index + j}; /* dropout's (t, l) */
-    up(at(g->leaf_scalars, 0), leaf, sizeof leaf);
-    run(g->leaf, 0);
+    alpha_gpu_copy(at(g->x, 0), at(g->x_all, j * rows * p->features), 4 * rows * p->features);
+    alpha_gpu_copy(at(g->y_class, 0), at(g->y_class_all, j * rows * labels), 4 * rows * labels);
+    alpha_gpu_copy(at(g->y_reg, 0), at(g->y_reg_all, j * rows * p->outputs),
+                   4 * rows * p->outputs);
+    alpha_gpu_copy(at(g->leaf_scalars, 0), at(g->leaf_all, 2 * (uint64_t)j), 8);
+    issue(g->leaf, 0);
     uint64_t base = at(g->sums, (uint64_t)slot * (p->n_params + 1));
     for (uint32_t i = 0; i < g->n_grads; i++) {
         const struct alpha_gpu_grad *q = &g->grads[i];
@@ -290,22 +291,22 @@ static void leaf_into(uint32_t slot, uint32_t j, const struct leaves *in)
 
 /* Node [lo, hi) of the leaves (0-based in the batch) into slot `slot`: its left child there,
  * its right child in the next slot, then their sum. */
-static void node_into(uint32_t slot, uint32_t lo, uint32_t hi, const struct leaves *in)
+static void node_into(uint32_t slot, uint32_t lo, uint32_t hi)
 {
     if (hi - lo == 1) {
-        leaf_into(slot, lo, in);
+        leaf_into(slot, lo);
         return;
     }
     uint32_t half = 1;
     while (2 * half < hi - lo)
         half *= 2; /* the largest power of two strictly below hi - lo */
-    node_into(slot, lo, lo + half, in);
-    node_into(slot + 1, lo + half, hi, in);
+    node_into(slot, lo, lo + half);
+    node_into(slot + 1, lo + half, hi);
     if (slot >= ALPHA_GPU.tree_depth)
         refuse(REFUSAL_PROGRAM_INVALID, "a node of %u leaves is deeper than the role's tree",
                (unsigned)(hi - lo));
     struct alpha_gpu_entry add = {ALPHA_GPU.adds.first + slot, 1};
-    run(add, 0);
+    issue(add, 0);
 }
 
 float alpha_leaves_grad(const float *params, const float *x, const int32_t *y_class,
@@ -316,8 +317,21 @@ float alpha_leaves_grad(const float *params, const float *x, const int32_t *y_cl
     if (!alpha_leaves_batch(count))
         refuse(REFUSAL_PROGRAM_INVALID, "%u leaves asked of a GPU role at once", (unsigned)count);
     sync_up(at(g->params, 0), G.params, params, p->n_params);
-    struct leaves in = {x, y_class, y_reg};
-    node_into(0, 0, count, &in);
+    /* every leaf's inputs over in one copy each; then the leaves and the tree, back to back */
+    uint64_t rows = (uint64_t)p->leaf_size * count;
+    uint64_t labels = p->label_positions ? p->label_positions : 1;
+    up(at(g->x_all, 0), x, 4 * rows * p->features);
+    if (y_class)
+        up(at(g->y_class_all, 0), y_class, 4 * rows * labels);
+    if (y_reg)
+        up(at(g->y_reg_all, 0), y_reg, 4 * rows * p->outputs);
+    uint32_t *leaf = checked_calloc(2 * (size_t)count, sizeof *leaf, "the leaves' indices");
+    for (uint32_t j = 0; j < count; j++)
+        leaf[2 * j] = alpha_leaf_round, leaf[2 * j + 1] = alpha_leaf_index + j; /* dropout */
+    up(at(g->leaf_all, 0), leaf, 8 * (uint64_t)count);
+    free(leaf);
+    node_into(0, 0, count);
+    G.kernel_us += alpha_gpu_sync();
     down(grad, at(g->sums, 0), 4 * p->n_params);
     float loss;
     down(&loss, at(g->sums, p->n_params), sizeof loss);

@@ -97,6 +97,12 @@ class GpuLayout:
     loss: int = 0
     out: int = 0
     sums: int = 0  # the tree's partial sums: tree_depth + 1 slots of n_params + 1 floats
+    # the inputs of every leaf of a node at once (features, labels, targets, (round, leaf)),
+    # copied over in one go and into the leaf buffers on the device, leaf by leaf
+    x_all: int = 0
+    y_class_all: int = 0
+    y_reg_all: int = 0
+    leaf_all: int = 0
     constants: int = 0  # the constant gradient pieces' values, in place (GradPiece buffer -1)
     tree_depth: int = 0  # the deepest addition of a node of the role's leaves; 0: no tree
 
@@ -319,6 +325,11 @@ class GpuKernels:
         stride = p.n_params + 1
         lay.tree_depth = depth
         lay.sums = lay.buffer("leaf sums", (depth + 1) * stride if depth else 1)
+        rows = p.leaf_size * p.leaves if depth else 1
+        lay.x_all = lay.buffer("a node's leaf inputs", rows * p.data.features)
+        lay.y_class_all = lay.buffer("a node's leaf labels", rows * max(1, p.data.positions))
+        lay.y_reg_all = lay.buffer("a node's leaf targets", rows * p.data.outputs)
+        lay.leaf_all = lay.buffer("a node's rounds and leaves", 2 * p.leaves if depth else 1)
         constant = any(g.buffer < 0 for g in lay.grads)
         lay.constants = lay.buffer("constant gradients", p.n_params if constant else 1)
         if not depth:

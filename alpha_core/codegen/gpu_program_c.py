@@ -113,6 +113,7 @@ def gpu_program_c(
     out.append("    .grads = grads,")
     buffers = ["params", "x", "y_class", "y_reg", "state", "grad_sum", "scalars"]
     buffers += ["leaf_scalars", "norm", "sums", "constants", "tree_depth"]
+    buffers += ["x_all", "y_class_all", "y_reg_all", "leaf_all"]
     for field in (*buffers, "loss", "out"):
         out.append(f"    .{field} = {getattr(layout, field)},")
     out.append(f"    .clip_sqsum = {'&alpha_clip_sqsum' if layout.sqsum else 'NULL'},")
