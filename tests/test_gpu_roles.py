@@ -408,3 +408,23 @@ def test_a_gpu_role_keeps_its_state_and_copies_one_sum_per_round(tmp_path: Path)
     assert role["to_host_per_round"] == 4 * (n + 1) + 4 * n + 4 * (2 * n + 2)
     rows = 8 * (8 * 64 * 4 + 8 * 4 + 2 * 4)  # each leaf's features, labels, (round, leaf)
     assert role["to_device_per_round"] == rows + 4 * n + 6 * 8
+
+
+@pytest.mark.parametrize("name", ["blobs", "digits_cnn", "transformer"])
+def test_each_example_in_fused_arithmetic_on_gpu_roles_gives_the_bits(
+    tmp_path: Path, name: str
+) -> None:
+    """The examples in `arithmetic fused` (digits: tests/test_fused.py): GPU roles in the
+    shadow, partitioned beside a host role, their tiled products adding one fma a term, end
+    with the single-process bits, which differ from the unfused ones."""
+    from test_fused import fused
+
+    text = (EXAMPLES / f"{name}.alpha").read_text().replace('"data/', f'"{EXAMPLES}/data/')
+    system = fused(text.split("\nplan ", 1)[0], steps=6).replace("warmup: 20", "warmup: 3")
+    system += PLANS.format(name=name)
+    alone = _sha(_run(tmp_path / "single", system))
+    report = _run(tmp_path / "gpu", system, "--plan", "split", "--pairing", "mixed", "--gpu-shadow")
+    assert report["ok"], report
+    assert _sha(report) == alone
+    unfused = system.replace("arithmetic fused\n", "")
+    assert _sha(_run(tmp_path / "unfused", unfused)) != alone
