@@ -27,6 +27,11 @@ static struct {
     uint64_t to_host;    /* and back */
     float *params;       /* what the device's parameters hold, as the host last saw them */
     float *state;        /* and its learner state */
+    struct span { uint64_t start, count; } *newer; /* parameters the device updated and the
+                                                    * host has not fetched */
+    uint32_t n_newer, cap_newer;
+    int state_newer;      /* the device updated the state and the host has not fetched it */
+    uint64_t state_floats; /* the state the update keeps on the device */
     const char *uuid;    /* --gpu-uuid */
     int64_t index;       /* --gpu-index; -1: the build's */
     int started;
@@ -37,6 +42,9 @@ const char *alpha_device_usage(void);
 void alpha_device_start(void);
 uint64_t alpha_device_kernel_us(void);
 void alpha_device_copies(uint64_t *to_device, uint64_t *to_host);
+void alpha_device_fetch_params(float *params, uint64_t start, uint64_t count);
+void alpha_device_fetch_state(float *state);
+void alpha_device_params_written(uint64_t start, uint64_t count);
 
 /* --gpu-uuid UUID | --gpu-index N: which device (a deployment input; the build's otherwise).
  * Returns 1 when the flag is one of these and its value was used. */
@@ -219,13 +227,100 @@ void alpha_init_params(float *params)
     memcpy(G.params, params, 4 * ALPHA_PROGRAM.n_params);
 }
 
+/* sync_up of parameters [lo, lo + n) of the host's array `host` (the whole flat array), except
+ * where the device holds newer values than the host (its own update, not fetched yet). */
+static void sync_params(const float *host, uint64_t lo, uint64_t n)
+{
+    uint64_t at_ = lo, end = lo + n;
+    while (at_ < end) {
+        uint64_t next = end; /* the first device-newer span at or after at_ */
+        uint64_t skip_to = at_;
+        for (uint32_t i = 0; i < G.n_newer; i++) {
+            const struct span *v = &G.newer[i];
+            if (v->start + v->count <= at_ || v->start >= end)
+                continue;
+            if (v->start <= at_) {
+                if (v->start + v->count > skip_to)
+                    skip_to = v->start + v->count;
+            } else if (v->start < next) {
+                next = v->start;
+            }
+        }
+        if (skip_to > at_) { /* at_ lies in a newer span: go past it */
+            at_ = skip_to;
+            continue;
+        }
+        sync_up(at(ALPHA_GPU.params, at_), G.params + at_, host + at_, next - at_);
+        at_ = next;
+    }
+}
+
+/* Parameters [start, start + count) the device has and the host needs: each device-newer part
+ * copied back into `params` (the flat array) and the mirror, and no longer newer. */
+void alpha_device_fetch_params(float *params, uint64_t start, uint64_t count)
+{
+    uint64_t end = start + count;
+    for (uint32_t i = 0; i < G.n_newer;) {
+        struct span v = G.newer[i];
+        uint64_t lo = v.start > start ? v.start : start;
+        uint64_t hi = v.start + v.count < end ? v.start + v.count : end;
+        if (lo >= hi) {
+            i++;
+            continue;
+        }
+        down(params + lo, at(ALPHA_GPU.params, lo), 4 * (hi - lo));
+        memcpy(G.params + lo, params + lo, 4 * (hi - lo));
+        /* what is left of the span: before lo and after hi */
+        G.newer[i] = G.newer[--G.n_newer];
+        if (v.start < lo)
+            G.newer[G.n_newer++] = (struct span){v.start, lo - v.start};
+        if (hi < v.start + v.count) {
+            G.newer = checked_grow(G.newer, G.n_newer, &G.cap_newer, sizeof *G.newer, 4,
+                                   "the device's newer parameters");
+            G.newer[G.n_newer++] = (struct span){hi, v.start + v.count - hi};
+        }
+    }
+}
+
+void alpha_device_fetch_state(float *state)
+{
+    if (!G.state_newer)
+        return;
+    down(state, at(ALPHA_GPU.state, 0), 4 * G.state_floats);
+    memcpy(G.state, state, 4 * G.state_floats);
+    G.state_newer = 0;
+}
+
+/* The host received parameters [start, start + count) from another role. A role never
+ * receives parameters it updates itself (its plan's owners are disjoint): if it did, the
+ * device's values and the host's would both claim to be the newest. */
+void alpha_device_params_written(uint64_t start, uint64_t count)
+{
+    for (uint32_t i = 0; i < G.n_newer; i++)
+        if (G.newer[i].start < start + count && start < G.newer[i].start + G.newer[i].count)
+            refuse(REFUSAL_PROGRAM_INVALID,
+                   "%s receives parameters %llu..%llu, which it updates itself",
+                   alpha_role()->name, (unsigned long long)start,
+                   (unsigned long long)(start + count));
+}
+
+static void mark_newer(uint64_t start, uint64_t count)
+{
+    for (uint32_t i = 0; i < G.n_newer; i++)
+        if (G.newer[i].start == start && G.newer[i].count == count)
+            return;
+    G.newer = checked_grow(G.newer, G.n_newer, &G.cap_newer, sizeof *G.newer, 4,
+                           "the device's newer parameters");
+    G.newer[G.n_newer++] = (struct span){start, count};
+}
+
 float alpha_leaf_grad(const float *params, const float *x, const int32_t *y_class,
                       const float *y_reg, float *grad)
 {
     const struct alpha_program *p = &ALPHA_PROGRAM;
     const struct alpha_gpu_program *g = &ALPHA_GPU;
     uint64_t rows = p->leaf_size;
-    sync_up(at(g->params, 0), G.params, params, p->n_params);
+    sync_params(params, 0, p->n_params);
     up(at(g->x, 0), x, 4 * rows * p->features);
     if (y_class)
         up(at(g->y_class, 0), y_class,
@@ -316,7 +411,7 @@ float alpha_leaves_grad(const float *params, const float *x, const int32_t *y_cl
     const struct alpha_gpu_program *g = &ALPHA_GPU;
     if (!alpha_leaves_batch(count))
         refuse(REFUSAL_PROGRAM_INVALID, "%u leaves asked of a GPU role at once", (unsigned)count);
-    sync_up(at(g->params, 0), G.params, params, p->n_params);
+    sync_params(params, 0, p->n_params);
     /* every leaf's inputs over in one copy each; then the leaves and the tree, back to back */
     uint64_t rows = (uint64_t)p->leaf_size * count;
     uint64_t labels = p->label_positions ? p->label_positions : 1;
@@ -359,25 +454,24 @@ void alpha_apply(float *params, float *state, const float *grad_sum, uint32_t st
     uint64_t scalars[6] = {start, count, step, 0, 0, 0};
     if (g->clip_sqsum) /* float 11: the round's sum of squares (gpu_kernels.SCALAR_SQSUM) */
         memcpy((char *)scalars + 44, g->clip_sqsum, sizeof(float));
-    sync_up(at(g->params, start), G.params + start, params + start, count);
+    sync_params(params, start, count);
     up(at(g->grad_sum, start), grad_sum + start, 4 * count);
-    if (n_state)
+    if (n_state && !G.state_newer)
         sync_up(at(g->state, 0), G.state, state, n_state);
     up(at(g->scalars, 0), scalars, sizeof scalars);
     run(g->apply, count);
-    down(params + start, at(g->params, start), 4 * count);
-    memcpy(G.params + start, params + start, 4 * count);
-    if (n_state) {
-        down(state, at(g->state, 0), 4 * n_state);
-        memcpy(G.state, state, 4 * n_state);
-    }
+    /* the updated parameters and state stay on the device, newer than the host's copies
+     * until the schedule fetches them (alpha_device_fetch_params, _state) */
+    mark_newer(start, count);
+    G.state_newer = n_state > 0;
+    G.state_floats = n_state;
 }
 
 void alpha_forward(const float *params, const float *x, float *out)
 {
     const struct alpha_program *p = &ALPHA_PROGRAM;
     const struct alpha_gpu_program *g = &ALPHA_GPU;
-    sync_up(at(g->params, 0), G.params, params, p->n_params);
+    sync_params(params, 0, p->n_params);
     up(at(g->x, 0), x, 4 * (uint64_t)p->leaf_size * p->features);
     run(g->forward, 0);
     uint64_t labels = p->label_positions ? p->label_positions : 1; /* a label's outputs each */

@@ -319,9 +319,17 @@ static const char *checkpoint_op(struct schedule *s, const struct alpha_op *op)
             return "writes parameters the round has not updated";
         if ((op->flags & (ALPHA_WRITES_OPTIMIZER | ALPHA_WRITES_SCALARS)) && !s->applied)
             return "writes learner state before the round applies the learner";
-        if (!s->dry)
+        if (!s->dry) {
+            if ((op->flags & ALPHA_WRITES_PARAMS) && &alpha_device_fetch_params) {
+                struct range w = elements(s, op);
+                alpha_device_fetch_params(s->staged, w.start, w.count);
+            }
+            if ((op->flags & (ALPHA_WRITES_OPTIMIZER | ALPHA_WRITES_SCALARS)) &&
+                &alpha_device_fetch_state)
+                alpha_device_fetch_state(s->state_staged);
             capture_write(&s->capture, captured, op, s->staged, s->state_staged,
                           s->state_start, s->state_count);
+        }
         return NULL;
     case ALPHA_OP_ACK_RECV:
         if (!s->dry) {
@@ -410,12 +418,16 @@ static const char *run_op(struct schedule *s, uint32_t i)
         s->applied = 1;
         return NULL;
     case ALPHA_OP_SEND_PARAMS:
+        if (!s->dry && &alpha_device_fetch_params)
+            alpha_device_fetch_params(s->staged, e.start, e.count);
         if (!s->dry)
             net_send_params(s->net, op->link, e.start, e.count, s->staged);
         return NULL;
     case ALPHA_OP_RECV_PARAMS:
         if (!s->dry)
             net_recv_params(s->net, op->link, e.start, e.count, s->staged);
+        if (!s->dry && &alpha_device_params_written)
+            alpha_device_params_written(e.start, e.count);
         stage_touch(s, e);
         return NULL;
     case ALPHA_OP_NORM_SEND:
@@ -487,5 +499,7 @@ float schedule_train(struct schedule *s, const struct dataset *d, struct net *ne
             event_evaluated(p, t + 1, evaluate_holdout(p, d, s->params));
     }
     refusal_context(r->name, 0);
+    if (&alpha_device_fetch_params) /* a GPU role: the final parameters, from its device */
+        alpha_device_fetch_params(s->params, 0, p->n_params);
     return s->loss;
 }

@@ -99,6 +99,15 @@ struct schedule {
  * points at clip_norm_run); for any other it is NULL, and clip_norm.c is not linked in. */
 typedef const char *clip_hook_fn(struct schedule *s, const struct alpha_op *op);
 extern clip_hook_fn *const alpha_clip_hook __attribute__((weak));
+
+/* A GPU role keeps its parameters and learner state on the device (gpu_role.c): its update
+ * leaves the host's copies as they were, and the schedule asks for them where the host reads
+ * them (parameters sent, captured or written at the end; state captured) and says where it
+ * wrote parameters itself (received). Undefined in host roles. */
+void alpha_device_fetch_params(float *params, uint64_t start, uint64_t count)
+    __attribute__((weak));
+void alpha_device_fetch_state(float *state) __attribute__((weak));
+void alpha_device_params_written(uint64_t start, uint64_t count) __attribute__((weak));
 const char *clip_norm_run(struct schedule *s, const struct alpha_op *op);
 
 /* Checks ALPHA_ROLE against the program (refusing program-invalid) and prepares s. */

@@ -392,9 +392,9 @@ pairing one_gpu for solo {{
 
 def test_a_gpu_role_keeps_its_state_and_copies_one_sum_per_round(tmp_path: Path) -> None:
     """digits (2,410 parameters, Adam, 8 leaves of 8 rows) on one GPU role: the leaves' tree
-    runs on the device, so a round copies back one node's sum (gradient and loss) and the
-    updated parameters and state, and copies over the leaves' rows, the round's gradient
-    sum and the update's scalars; the parameters are never sent back to the device."""
+    runs on the device and the update's parameters and state stay there, so a round copies
+    back one node's sum (gradient and loss) and copies over the leaves' rows, the round's
+    gradient sum and the update's scalars; the parameters are never sent back to the device."""
     source = DIGITS + SOLO.format(name="digits")
     single = _sha(_run(tmp_path / "single", DIGITS))
     report = _run(
@@ -405,7 +405,7 @@ def test_a_gpu_role_keeps_its_state_and_copies_one_sum_per_round(tmp_path: Path)
     assert isinstance(roles, list)
     (role,) = roles
     n = 64 * 32 + 32 + 32 * 10 + 10
-    assert role["to_host_per_round"] == 4 * (n + 1) + 4 * n + 4 * (2 * n + 2)
+    assert role["to_host_per_round"] == 4 * (n + 1)  # the parameters and state stay there
     rows = 8 * (8 * 64 * 4 + 8 * 4 + 2 * 4)  # each leaf's features, labels, (round, leaf)
     assert role["to_device_per_round"] == rows + 4 * n + 6 * 8
 
@@ -428,3 +428,25 @@ def test_each_example_in_fused_arithmetic_on_gpu_roles_gives_the_bits(
     assert _sha(report) == alone
     unfused = system.replace("arithmetic fused\n", "")
     assert _sha(_run(tmp_path / "unfused", unfused)) != alone
+
+
+def test_captures_of_gpu_roles_hold_the_devices_state_and_resume_on_the_host(
+    tmp_path: Path,
+) -> None:
+    """Partitioned parameters and momentum on two GPU roles and a host role, captured every 3
+    rounds: the captures hold what the devices updated (fetched for the capture, as the
+    parameters sent to the other roles are), so the single-process host executable resumes
+    from round 3 and ends with the uninterrupted run's bits."""
+    system = BLOBS.replace("steps 200", "steps 8").replace(
+        "  state { params partitioned", "  checkpoint every 3 rounds\n  state { params partitioned"
+    )
+    assert "checkpoint every 3 rounds" in system and "steps 8" in system
+    single = _sha(_run(tmp_path / "single", system))
+    out = tmp_path / "gpu"
+    report = _run(out, system, "--plan", "split", "--pairing", "mixed", "--gpu-shadow")
+    assert report["ok"] and _sha(report) == single
+    captures = sorted(out.glob("out/**/round-00000003"))
+    assert captures, sorted(str(p) for p in out.glob("out/**/*"))[:20]
+    resumed = _run(tmp_path / "resumed", system, "--resume", str(captures[0]))
+    assert resumed["ok"], resumed
+    assert _sha(resumed) == single
