@@ -157,17 +157,9 @@ def example_rows(
 def bus_bytes() -> dict[str, dict[str, object]]:
     """Bytes per round each way for digits and the 1.86 M MLP on one GPU role (the shadow)."""
     sys.path.insert(0, str(ROOT / "bench"))
+    from gpu_models import SOLO
     from scale_models import MODELS, alpha_source
 
-    solo = """
-plan solo for {name} {{
-  roles worker[1]
-  topology hierarchy(fanout: 2)
-}}
-pairing one_gpu for solo {{
-  worker[*]: host x86_64, gpu h200
-}}
-"""
     digits = (ROOT / "examples" / "digits.alpha").read_text()
     digits = digits.replace('"data/', f'"{ROOT}/examples/data/')
     systems = {"digits": digits, "mlp_1.86M": alpha_source(MODELS["784-1024-1024-10"], 2)}
@@ -177,7 +169,7 @@ pairing one_gpu for solo {{
             name = re.search(r"system (\w+)", text)
             assert name
             path = Path(tmp) / f"{label}.alpha"
-            path.write_text(text + solo.format(name=name.group(1)))
+            path.write_text(text + SOLO.format(name=name.group(1), profile="h200"))
             done = subprocess.run(
                 [sys.executable, "-m", "alpha_cli.main", "run", str(path), "--plan", "solo"]
                 + ["--pairing", "one_gpu", "--gpu-shadow", "--json", "-o", f"{tmp}/{label}"],

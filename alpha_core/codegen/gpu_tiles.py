@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
+from alpha_core.codegen.gpu_ir import loop
 from alpha_core.codegen.loops import F32, I32, I64, PTR, i64
 from alpha_core.semantics.llvm_arith import LlvmArith
 
@@ -145,36 +146,8 @@ class _Threads:
         if self.ptx:
             assert self.tid is not None
             phase(self.tid)
-            return
-        b = self.b
-        pre = b.block
-        body = b.append_basic_block(f"{name}.t")
-        done = b.append_basic_block(f"{name}.done")
-        b.branch(body)
-        b.position_at_end(body)
-        t = b.phi(I64, name=f"{name}.tid")
-        t.add_incoming(i64(0), pre)
-        phase(t)
-        nxt = b.add(t, i64(1))
-        t.add_incoming(nxt, b.block)
-        b.cbranch(b.icmp_unsigned("<", nxt, i64(BLOCK)), body, done)
-        b.position_at_end(done)
-
-
-def _counted(b: ir.IRBuilder, n: int, body: Callable[[ir.Value], None], name: str) -> None:
-    """for j in 0..n (a static count >= 1), as a loop."""
-    pre = b.block
-    head = b.append_basic_block(f"{name}.loop")
-    done = b.append_basic_block(f"{name}.done")
-    b.branch(head)
-    b.position_at_end(head)
-    j = b.phi(I64, name=name)
-    j.add_incoming(i64(0), pre)
-    body(j)
-    nxt = b.add(j, i64(1))
-    j.add_incoming(nxt, b.block)
-    b.cbranch(b.icmp_unsigned("<", nxt, i64(n)), head, done)
-    b.position_at_end(done)
+        else:
+            loop(self.b, BLOCK, phase, name)
 
 
 class TiledKernel:
@@ -328,7 +301,7 @@ class TiledKernel:
 
         full, tail = divmod(p.k, tile.bk)
         if full:
-            _counted(b, full, lambda kt: stage(b.mul(kt, i64(tile.bk)), tile.bk), "kt")
+            loop(b, full, lambda kt: stage(b.mul(kt, i64(tile.bk)), tile.bk), "kt")
         if tail:
             stage(i64(full * tile.bk), tail)
 
