@@ -164,3 +164,28 @@ def test_a_tiled_kernel_loads_a_fraction_of_the_naive_kernels_bytes() -> None:
     assert t128.global_bytes_per_muladd == pytest.approx(1 / 16)  # 8 B / 128
     assert gpu_kernels.NAIVE_BYTES / gpu_kernels.global_bytes_per_muladd(big, t128) == 128
     assert all(t.bm // t.tm * (t.bn // t.tn) == BLOCK for t in TILES)
+
+
+@pytest.mark.parametrize("tile", TILES, ids=[t.name for t in TILES])
+def test_every_stage_of_a_tiled_kernel_is_fenced_by_barriers(tile: Tile) -> None:
+    """What the shadow cannot show is a race: a thread reading the shared tile before every
+    thread has written it, or overwriting it while another still reads. In the PTX, between
+    any two `bar.sync` (and before the first, after the last) the kernel either writes shared
+    memory or reads it, never both, and it reads it somewhere: stages (full ones, unrolled or
+    not, and the K tail) are fenced on both sides."""
+    from alpha_core.codegen.ptx import emit_ptx
+
+    product = matmul_product(tile.bm + 3, tile.bn + 5, 2 * tile.bk + 3)  # full stages and a tail
+    ptx = emit_ptx(product_module(product, tile, True, False))
+    lines = [ln.strip() for ln in ptx[ptx.index(".entry alpha_product") :].splitlines()]
+    segments: list[list[str]] = [[]]
+    for ln in lines:
+        if ln.startswith("bar.sync"):
+            segments.append([])
+        elif ".shared" in ln and ln.startswith(("ld.", "st.")):
+            segments[-1].append(ln[:2])
+    assert len(segments) >= 5, len(segments)  # at least a full stage and the tail: 4 barriers
+    for k, seg in enumerate(segments):
+        assert not ("st" in seg and "ld" in seg), (tile.name, k, segments)
+    assert "ld" in [op for seg in segments for op in seg]
+    assert segments[-1] == []  # the outputs are stored from registers
