@@ -22,7 +22,15 @@ from alpha_core.check.program import Program
 from alpha_core.codegen import learner_emit
 from alpha_core.codegen.gpu_nodes import NodeBodies, UnsupportedOnGpu
 from alpha_core.codegen.gpu_products import PRODUCT_OPS, product_of
-from alpha_core.codegen.gpu_tiles import BLOCK, Product, Tile, TiledKernel, table_arg, tile_for
+from alpha_core.codegen.gpu_tiles import (
+    BLOCK,
+    Product,
+    Tile,
+    TiledKernel,
+    launched_in_blocks,
+    table_arg,
+    tile_for,
+)
 from alpha_core.codegen.kernels import emit_apply_element, init_arguments
 from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, i64, load, store
 from alpha_core.ir.graph import Graph, concrete, size
@@ -142,6 +150,7 @@ class GpuKernels:
         if self.device == "ptx":
             fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, I64]), name)
             fn.calling_convention = "ptx_kernel"
+            launched_in_blocks(self.module, fn)
             args, threads = fn.args
             b = ir.IRBuilder(fn.append_basic_block("entry"))
             t = b.add(

@@ -193,6 +193,7 @@ class TiledKernel:
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, I64]), name)
         if self.ptx:
             fn.calling_convention = "ptx_kernel"
+            launched_in_blocks(self.module, fn)
         fn.attributes.add("nounwind")
         args, x = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -336,6 +337,16 @@ class TiledKernel:
     def _at(self, b: ir.IRBuilder, arr: ir.Value, at: ir.Value, ty: ir.Type, n: int) -> ir.Value:
         """Element `at` of a shared (or stack) array of n elements of `ty`."""
         return b.gep(arr, [i64(0), at], source_etype=ir.ArrayType(ty, n))
+
+
+def launched_in_blocks(module: ir.Module, kernel: ir.Function) -> None:
+    """Tell ptxas (and the driver's JIT) that `kernel` runs in blocks of BLOCK threads (PTX
+    `.maxntid 256`): it may then give each thread up to 255 registers knowing the block fits
+    the register file, and a launch can never be refused for too many registers."""
+    module.add_named_metadata(
+        "nvvm.annotations",
+        [kernel, ir.MetaDataString(module, "maxntidx"), ir.Constant(I32, BLOCK)],
+    )
 
 
 def table_arg(b: ir.IRBuilder, args: ir.Value, k: int) -> ir.Value:
