@@ -43,6 +43,7 @@ from alpha_timing import AlphaBuild, has_avx512  # noqa: E402
 from learners_torch import clip_and_step, initial_params, optimizer, round_rows  # noqa: E402
 from machine import machine  # noqa: E402
 from scale_models import fused_source  # noqa: E402
+from torch_models import cnn_loss  # noqa: E402
 
 from alpha_core.data import synthetic  # noqa: E402
 from alpha_core.workspace.analysis import Workspace  # noqa: E402
@@ -109,11 +110,9 @@ class TorchRun:
         self.first_loss = self._losses(1)[0]
 
     def _losses(self, steps: int) -> list[float]:
-        import torch.nn.functional as F
 
         torch = self.torch
         params = initial_params(self.program, self.device)
-        k1, c1, k2, c2, w1, b1, w2, b2 = params
         opt, sched = optimizer(params, self.program.learner)
         losses = []
         for t in range(steps):
@@ -121,11 +120,7 @@ class TorchRun:
             rows = rows.to(self.device)
             x = self.X[rows].reshape(BATCH, 1, 28, 28)
             opt.zero_grad()
-            h = F.relu(F.conv2d(x, k1) + c1)
-            h = F.relu(F.conv2d(h, k2) + c2)
-            h = F.max_pool2d(h, 2, 2)
-            z = F.relu(h.reshape(BATCH, 9216) @ w1 + b1) @ w2 + b2
-            loss = F.cross_entropy(z, self.Y[rows])
+            loss = cnn_loss(params, x, self.Y[rows])
             loss.backward()
             losses.append(loss.detach())
             clip_and_step(params, self.program.learner, opt, sched)

@@ -64,38 +64,33 @@ from alpha_timing import AlphaBuild, has_avx512  # noqa: E402
 from learners_torch import initial_params, round_rows  # noqa: E402
 from machine import machine  # noqa: E402
 from scale_models import fused_source  # noqa: E402
+from torch_models import (  # noqa: E402
+    ANSWER,
+    BATCH,
+    BETA1,
+    BETA2,
+    BLOCK_PARAMS,
+    BLOCKS,
+    DH,
+    EPS,
+    HEADS,
+    HIDDEN,
+    LR,
+    ROWS,
+    SCALE,
+    VOCAB,
+    D,
+    T,
+    load_named,
+    torch_module,
+)
 
 from alpha_core.build.executables import build_program  # noqa: E402
 from alpha_core.data import synthetic  # noqa: E402
 from alpha_core.link.toolchain import LinkError  # noqa: E402
 from alpha_core.workspace.analysis import Workspace  # noqa: E402
 
-D, HEADS, DH, BLOCKS, T, BATCH, VOCAB = 128, 4, 32, 4, 64, 16, 11
-HIDDEN = 4 * D
-ANSWER = T // 2  # the answer positions the loss reads: the last T / 2
-ROWS = BATCH * 64
-LR, BETA1, BETA2, EPS = 0.001, 0.9, 0.999, 1e-8
-SCALE = 1.0 / math.sqrt(DH)
 W_STD, W2_STD, EMBED_STD = 1.0 / math.sqrt(D), 1.0 / math.sqrt(HIDDEN), 0.1
-# each block's parameters in declaration order: (name, shape, init)
-BLOCK_PARAMS = (
-    ("ln1g", (D,), "ones"),
-    ("ln1b", (D,), "zeros"),
-    ("wq", (D, D), "w"),
-    ("bq", (D,), "zeros"),
-    ("wk", (D, D), "w"),
-    ("bk", (D,), "zeros"),
-    ("wv", (D, D), "w"),
-    ("bv", (D,), "zeros"),
-    ("wo", (D, D), "w"),
-    ("bo", (D,), "zeros"),
-    ("ln2g", (D,), "ones"),
-    ("ln2b", (D,), "zeros"),
-    ("w1", (D, HIDDEN), "w"),
-    ("b1", (HIDDEN,), "zeros"),
-    ("w2", (HIDDEN, D), "w2"),
-    ("b2", (D,), "zeros"),
-)
 
 
 def alpha_source(steps: int, blocks: int = BLOCKS) -> str:
@@ -193,86 +188,11 @@ def program_of(steps: int, folder: Path) -> tuple[Any, int]:
     return program, text.count("\n")
 
 
-def torch_module() -> Any:
-    """The transformer as an idiomatic PyTorch eager module (its class defined here so that
-    importing this file does not need torch)."""
-    import torch
-    import torch.nn.functional as F
-    from torch import nn
-
-    class Block(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.ln1 = nn.LayerNorm(D, eps=1e-5)
-            self.q, self.k, self.v = nn.Linear(D, D), nn.Linear(D, D), nn.Linear(D, D)
-            self.o = nn.Linear(D, D)
-            self.ln2 = nn.LayerNorm(D, eps=1e-5)
-            self.fc = nn.Linear(D, HIDDEN)
-            self.gelu = nn.GELU(approximate="tanh")
-            self.proj = nn.Linear(HIDDEN, D)
-
-        def heads(self, p: torch.Tensor) -> torch.Tensor:
-            b, t, _ = p.shape
-            return p.view(b, t, HEADS, DH).transpose(1, 2)
-
-        def forward(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-            b, t, _ = h.shape
-            a = self.ln1(h)
-            q, k, v = self.heads(self.q(a)), self.heads(self.k(a)), self.heads(self.v(a))
-            scores = (q @ k.transpose(-2, -1) * SCALE).masked_fill(mask, float("-inf"))
-            mixed = torch.softmax(scores, dim=-1) @ v
-            h = h + self.o(mixed.transpose(1, 2).reshape(b, t, D))
-            return h + self.proj(self.gelu(self.fc(self.ln2(h))))
-
-    class GPT(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.tok = nn.Embedding(VOCAB, D)
-            self.pos = nn.Parameter(torch.zeros(T, D))
-            self.blocks = nn.ModuleList(Block() for _ in range(BLOCKS))
-            self.ln_f = nn.LayerNorm(D, eps=1e-5)
-            self.head = nn.Linear(D, VOCAB)
-            self.register_buffer("mask", torch.ones(T, T, dtype=torch.bool).triu(1))
-
-        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-            h = self.tok(x) + self.pos
-            for block in self.blocks:
-                h = block(h, self.mask)
-            logits = self.head(self.ln_f(h)[:, T - ANSWER :])
-            total = F.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1), reduction="sum")
-            return total / x.shape[0]
-
-    return GPT()
-
-
 def load_alpha_params(model: Any, program: Any) -> None:
-    """Copies Alpha's initial values into the module (nn.Linear holds W transposed), on the
-    module's device."""
-    import torch
-
-    tensors = initial_params(program, str(next(model.parameters()).device))
+    """Copies Alpha's initial values into the module, on the module's device."""
+    tensors = initial_params(program)
     values = {spec.name: t.detach() for spec, t in zip(program.params, tensors, strict=True)}
-    linears = {"wq": "q", "wk": "k", "wv": "v", "wo": "o", "w1": "fc", "w2": "proj"}
-    biases = {"bq": "q", "bk": "k", "bv": "v", "bo": "o", "b1": "fc", "b2": "proj"}
-    with torch.no_grad():
-        model.tok.weight.copy_(values.pop("tok"))
-        model.pos.copy_(values.pop("pos"))
-        model.ln_f.weight.copy_(values.pop("lnfg"))
-        model.ln_f.bias.copy_(values.pop("lnfb"))
-        model.head.weight.copy_(values.pop("wout").T)
-        model.head.bias.copy_(values.pop("bout"))
-        for i, block in enumerate(model.blocks):
-            for name, _, _ in BLOCK_PARAMS:
-                value = values.pop(f"blocks[{i}].{name}")
-                if name in linears:
-                    getattr(block, linears[name]).weight.copy_(value.T)
-                elif name in biases:
-                    getattr(block, biases[name]).bias.copy_(value)
-                else:
-                    norm = block.ln1 if name.startswith("ln1") else block.ln2
-                    (norm.weight if name.endswith("g") else norm.bias).copy_(value)
-    assert not values, sorted(values)
-    assert sum(p.numel() for p in model.parameters()) == sum(s.count for s in program.params)
+    load_named(model, values)
 
 
 class TorchRun:
