@@ -200,5 +200,7 @@ def gpu_lines(outcomes: Sequence[RoleOutcome]) -> list[str]:
         memory += f" of {human_bytes(free)} free" if free else " (host memory)"
         kernels = o.kernel_ms_per_round
         timing = f", kernels {kernels:.3f} ms/round" if kernels is not None else ""
+        if o.to_device is not None and o.to_host is not None:
+            timing += f", bus {human_bytes(o.to_device)} over, {human_bytes(o.to_host)} back"
         lines.append(f"{o.role:>17} {d.get('target')} on {d.get('name')}: {memory}{timing}")
     return lines

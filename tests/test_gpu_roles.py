@@ -7,6 +7,7 @@ single-process SHA-256; and on this machine, which has no NVIDIA driver, a GPU r
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -211,6 +212,7 @@ def test_the_shadow_names_itself_in_its_device_event(tmp_path: Path) -> None:
     assert "x86_64" in shown.stderr
     line = next(x for x in shown.stdout.splitlines() if "(shadow) on host shadow:" in x)
     assert "worker[0]" in line and "device memory" in line and "ms/round" in line
+    assert re.search(r"bus [\d.]+ KiB over, [\d.]+ KiB back", line), line  # its copies
 
 
 def test_a_refused_pairing_blocks_only_builds_that_use_it(tmp_path: Path) -> None:
