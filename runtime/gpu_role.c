@@ -1,8 +1,9 @@
 /* A GPU role's kernels: the entry points of alpha_program.h, each a fixed sequence of launches
- * on the role's device (gpu.h). Parameters and learner state live on the device, copied over
- * only where the host's differ from what the device holds; a node of the role's leaves is
- * summed on the device by the canonical tree; the runtime's schedule, frames and checkpoints
- * stay the host's, untouched. Linked only into GPU roles (gpu_*.c are not part of every
+ * on the role's device (gpu.h). Parameters and learner state live on the device: the update
+ * leaves the host's copies stale and the schedule fetches what it reads (schedule.h's
+ * alpha_device_fetch_*), and the host's copies go over only where they differ from what the
+ * device holds. A node of the role's leaves is summed on the device by the canonical tree. The
+ * runtime's schedule, frames and checkpoints stay the host's. Linked only into GPU roles (gpu_*.c are not part of every
  * executable), with gpu_cuda.c or gpu_shadow.c. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,8 +12,8 @@ sizes, the block count and the card cannot change a bit: only the number of time
 is read from global memory changes, from 8 bytes per multiply-add to 4 (BM + BN) / (BM BN).
 
 The K tail (K not a multiple of BK) is a last run of K mod BK terms, never padded terms: adding
-a zero product would turn a -0.0 sum into +0.0 and a NaN-free sum into NaN next to an infinity.
-Rows and columns past the edges are computed from zeros and never stored.
+a padded term (0 · 0) would turn a -0.0 sum into +0.0. Rows and columns past the edges are
+computed from zeros and never stored.
 
 One generator emits both devices' code. For the GPU the phases are one thread's code between
 `bar.sync` barriers and the tile lives in `.shared` memory. For the host shadow (gpu_shadow.c)
@@ -58,13 +58,8 @@ class Tile:
         """Global-memory bytes a full tile loads per multiply-add: 4 (BM + BN) BK / (BM BN BK)."""
         return 4 * (self.bm + self.bn) / (self.bm * self.bn)
 
-    @property
-    def shared_bytes_per_muladd(self) -> float:
-        """Shared-memory bytes a thread reads per multiply-add: 4 (TM + TN) / (TM TN)."""
-        return 4 * (self.tm + self.tn) / (self.tm * self.tn)
 
-
-# largest first; a product takes the first that gives the card enough blocks (tile_for)
+# largest first (tile_for picks one per product and card)
 TILES: tuple[Tile, ...] = (
     Tile("t128", 128, 128, 8, 8, 8),
     Tile("t64", 64, 64, 16, 4, 4),
