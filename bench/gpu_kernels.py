@@ -16,21 +16,31 @@ ptxas is the nvidia-cuda-nvcc wheel's (a test tool, never a run-time dependency)
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import llvmlite.binding as llvm
+import numpy as np
 import nvidia
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from alpha_core.codegen.gpu_products import matmul_product  # noqa: E402
-from alpha_core.codegen.gpu_tiles import TILES, Product, Tile, blocks_of, product_module  # noqa: E402
+from alpha_core.codegen.gpu_tiles import (  # noqa: E402
+    TILES,
+    Product,
+    Tile,
+    blocks_of,
+    product_module,
+)
 from alpha_core.codegen.ptx import emit_ptx, lint_ptx  # noqa: E402
 
 PTXAS = Path(next(iter(nvidia.__path__))) / "cu13" / "bin" / "ptxas"
@@ -79,6 +89,36 @@ def ptxas_resources(ptx: str, arch: str) -> dict[str, Resources]:
             found[name] = Resources(int(m.group(1)), *frame, int(m.group(2) or 0))
             name = ""
     return found
+
+
+Run = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+_ENGINES: list[object] = []  # kept alive with their functions
+
+
+def shadow_kernel(product: Product, tile: Tile, fused: bool) -> Run:
+    """The product's kernel as the host shadow runs it: once per block, in order."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    module = product_module(product, tile, False, fused, llvm.get_process_triple())
+    parsed = llvm.parse_assembly(str(module))
+    parsed.verify()
+    tm = llvm.Target.from_default_triple().create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=2
+    )
+    engine = llvm.create_mcjit_compiler(parsed, tm)
+    engine.finalize_object()
+    _ENGINES.append(engine)
+    call = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64)(
+        engine.get_function_address("alpha_product")
+    )
+    blocks = blocks_of(tile, product.batch, product.m, product.n)
+
+    def run(out: np.ndarray, in0: np.ndarray, in1: np.ndarray) -> None:
+        table = np.array([a.ctypes.data for a in (out, in0, in1)], dtype=np.uint64)
+        for block in range(blocks):
+            call(table.ctypes.data, block)
+
+    return run
 
 
 def global_bytes_per_muladd(product: Product, tile: Tile) -> float:

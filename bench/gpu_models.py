@@ -87,10 +87,6 @@ def _build(path: Path, out: Path, *extra: str) -> Path:
     return Path(exe["path"]).resolve()
 
 
-def _relative_to(path: Path, folder: Path) -> str:
-    return str(path.resolve().relative_to(folder.resolve()))
-
-
 def _peer_inputs(model: str, program: Any, steps: int, path: Path) -> None:
     """What the PyTorch twin needs, as arrays: the initial parameters by name, the rows, and
     the rows of each step (the runtime's batch selection), for the warm-up and timed steps."""
@@ -127,7 +123,9 @@ def build(folder: Path, profile: str, steps: int, shadow: bool) -> None:
             host_dir = Path(tempfile.mkdtemp(prefix=f"{label}-host-", dir=folder))
             host = run_role(_build(path, host_dir / "out"))
             shutil.rmtree(host_dir)
-            gpu = _relative_to(_build(path, folder / f"{label}-gpu", *gpu_flags), folder)
+            gpu = str(
+                _build(path, folder / f"{label}-gpu", *gpu_flags).relative_to(folder.resolve())
+            )
             program, _ = Workspace().analyze_file(str(path)).program()
             assert program is not None
             if not fused:  # the twin's inputs: one file per model (the arithmetic is Alpha's)

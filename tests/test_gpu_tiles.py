@@ -13,55 +13,24 @@
 
 from __future__ import annotations
 
-import ctypes
 import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
-import llvmlite.binding as llvm
 import numpy as np
 import pytest
 from conftest import EXAMPLES, program_of
 
 from alpha_core.autodiff.reverse import training_step
 from alpha_core.codegen.gpu_products import PRODUCT_OPS, matmul_product, product_of
-from alpha_core.codegen.gpu_tiles import BLOCK, TILES, Product, Tile, blocks_of, product_module
+from alpha_core.codegen.gpu_tiles import BLOCK, TILES, Product, Tile, product_module
 from alpha_core.ir.graph import concrete
 from alpha_core.semantics.numpy_fma import fma32
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-import gpu_kernels  # noqa: E402  (bench/gpu_kernels.py: ptxas -v and the static counts)
-
-Run = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
-_ENGINES: list[object] = []  # kept alive with their functions
-
-
-def shadow_kernel(product: Product, tile: Tile, fused: bool) -> Run:
-    """The product's kernel as the host shadow runs it: once per block, in order."""
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    module = product_module(product, tile, False, fused, llvm.get_process_triple())
-    parsed = llvm.parse_assembly(str(module))
-    parsed.verify()
-    tm = llvm.Target.from_default_triple().create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=2
-    )
-    engine = llvm.create_mcjit_compiler(parsed, tm)
-    engine.finalize_object()
-    _ENGINES.append(engine)
-    call = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64)(
-        engine.get_function_address("alpha_product")
-    )
-    blocks = blocks_of(tile, product.batch, product.m, product.n)
-
-    def run(out: np.ndarray, in0: np.ndarray, in1: np.ndarray) -> None:
-        table = np.array([a.ctypes.data for a in (out, in0, in1)], dtype=np.uint64)
-        for block in range(blocks):
-            call(table.ctypes.data, block)
-
-    return run
+import gpu_kernels  # noqa: E402  (bench/gpu_kernels.py: ptxas -v, static counts, the JIT)
+from gpu_kernels import shadow_kernel  # noqa: E402
 
 
 def _data(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:

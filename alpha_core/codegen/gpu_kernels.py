@@ -28,6 +28,7 @@ from alpha_core.codegen.gpu_tiles import (
     Tile,
     TiledKernel,
     launched_in_blocks,
+    sreg,
     table_arg,
     tile_for,
 )
@@ -154,8 +155,8 @@ class GpuKernels:
             args, threads = fn.args
             b = ir.IRBuilder(fn.append_basic_block("entry"))
             t = b.add(
-                b.mul(b.zext(self._sreg(b, "ctaid.x"), I64), b.zext(self._sreg(b, "ntid.x"), I64)),
-                b.zext(self._sreg(b, "tid.x"), I64),
+                b.mul(b.zext(sreg(b, "ctaid.x"), I64), b.zext(sreg(b, "ntid.x"), I64)),
+                b.zext(sreg(b, "tid.x"), I64),
             )
             run = b.append_basic_block("run")
             done = b.append_basic_block("done")
@@ -194,14 +195,6 @@ class GpuKernels:
         self.layout.blockwise.append(1)
         self.layout.products.append((name, product, tile))
         return len(self.layout.kernels) - 1, kernel.blocks * BLOCK
-
-    def _sreg(self, b: ir.IRBuilder, reg: str) -> ir.Value:
-        name = f"llvm.nvvm.read.ptx.sreg.{reg}"
-        fn = self.module.globals.get(name)
-        if fn is None:
-            fn = ir.Function(self.module, ir.FunctionType(I32, []), name)
-        assert isinstance(fn, ir.Function)
-        return b.call(fn, [])
 
     def _body(self, name: str) -> tuple[ir.Function, ir.IRBuilder, ir.Value, ir.Value]:
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, I64]), name)

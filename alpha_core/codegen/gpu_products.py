@@ -21,27 +21,23 @@ from llvmlite import ir
 from alpha_core.codegen.conv_ops import _at, _source, _target
 from alpha_core.codegen.gpu_ir import unravel
 from alpha_core.codegen.gpu_tiles import Product, Sources
-from alpha_core.codegen.loops import F32, i64
+from alpha_core.codegen.loops import i64, load
 from alpha_core.ir.conv import window_of
 from alpha_core.ir.graph import Node, size
 
 PRODUCT_OPS = ("matmul", "bmatmul", "conv2d", "conv2d_dx", "conv2d_dw")
 
 
-def _load(b: ir.IRBuilder, base: ir.Value, at: ir.Value) -> ir.Value:
-    return b.load(b.gep(base, [at], source_etype=F32), typ=F32)
-
-
 def matmul_product(m: int, n: int, k: int) -> Product:
     """out[r, c] = Σ_k a[r, k] · w[k, c]: `@` of an m x k and a k x n tensor."""
 
     def a_mm(b: ir.IRBuilder, src: Sources, g: ir.Value, r: ir.Value, kk: ir.Value) -> ir.Value:
-        return _load(b, src[0], b.add(b.mul(r, i64(k)), kk))
+        return load(b, src[0], b.add(b.mul(r, i64(k)), kk))
 
     def b_mm(
         b: ir.IRBuilder, src: Sources, g: ir.Value, kk: ir.Value, c: ir.Value
     ) -> tuple[ir.Value, None]:
-        return _load(b, src[1], b.add(b.mul(kk, i64(n)), c)), None
+        return load(b, src[1], b.add(b.mul(kk, i64(n)), c)), None
 
     def o_mm(b: ir.IRBuilder, src: Sources, g: ir.Value, r: ir.Value, c: ir.Value) -> ir.Value:
         return b.add(b.mul(r, i64(n)), c)
@@ -66,12 +62,12 @@ def product_of(
         batch = size(sa[:-2])
 
         def a_bm(b: ir.IRBuilder, src: Sources, g: ir.Value, r: ir.Value, kk: ir.Value) -> ir.Value:
-            return _load(b, src[0], b.add(b.mul(g, i64(m * k)), b.add(b.mul(r, i64(k)), kk)))
+            return load(b, src[0], b.add(b.mul(g, i64(m * k)), b.add(b.mul(r, i64(k)), kk)))
 
         def b_bm(
             b: ir.IRBuilder, src: Sources, g: ir.Value, kk: ir.Value, c: ir.Value
         ) -> tuple[ir.Value, None]:
-            return _load(b, src[1], b.add(b.mul(g, i64(k * n)), b.add(b.mul(kk, i64(n)), c))), None
+            return load(b, src[1], b.add(b.mul(g, i64(k * n)), b.add(b.mul(kk, i64(n)), c))), None
 
         def o_bm(b: ir.IRBuilder, src: Sources, g: ir.Value, r: ir.Value, c: ir.Value) -> ir.Value:
             return b.add(b.mul(g, i64(m * n)), b.add(b.mul(r, i64(n)), c))
@@ -87,7 +83,7 @@ def product_of(
         kk_n = size(kdims)
 
         def a_cv(b: ir.IRBuilder, src: Sources, g: ir.Value, o: ir.Value, kk: ir.Value) -> ir.Value:
-            return _load(b, src[1], b.add(b.mul(o, i64(kk_n)), kk))
+            return load(b, src[1], b.add(b.mul(o, i64(kk_n)), kk))
 
         def b_cv(
             b: ir.IRBuilder, src: Sources, g: ir.Value, kk: ir.Value, n: ir.Value
@@ -96,7 +92,7 @@ def product_of(
             bi, oh, ow = unravel(b, n, (bs, oh_n, ow_n))
             ih, okh = _source(b, win, oh, kh, xs[2])
             iw, okw = _source(b, win, ow, kw, xs[3])
-            return _load(b, src[0], _at(b, [bi, c, ih, iw], xs)), b.and_(okh, okw)
+            return load(b, src[0], _at(b, [bi, c, ih, iw], xs)), b.and_(okh, okw)
 
         def o_cv(b: ir.IRBuilder, src: Sources, g: ir.Value, o: ir.Value, n: ir.Value) -> ir.Value:
             bi, oh, ow = unravel(b, n, (bs, oh_n, ow_n))
@@ -110,7 +106,7 @@ def product_of(
 
         def a_dx(b: ir.IRBuilder, src: Sources, g: ir.Value, c: ir.Value, kk: ir.Value) -> ir.Value:
             o, kh, kw = unravel(b, kk, kdims)
-            return _load(b, src[1], _at(b, [o, c, kh, kw], ws))
+            return load(b, src[1], _at(b, [o, c, kh, kw], ws))
 
         def b_dx(
             b: ir.IRBuilder, src: Sources, g: ir.Value, kk: ir.Value, n: ir.Value
@@ -119,7 +115,7 @@ def product_of(
             bi, ih, iw = unravel(b, n, (bs, h, w))
             oh, okh = _target(b, win, ih, kh, ds[2])
             ow, okw = _target(b, win, iw, kw, ds[3])
-            return _load(b, src[0], _at(b, [bi, o, oh, ow], ds)), b.and_(okh, okw)
+            return load(b, src[0], _at(b, [bi, o, oh, ow], ds)), b.and_(okh, okw)
 
         def o_dx(b: ir.IRBuilder, src: Sources, g: ir.Value, c: ir.Value, n: ir.Value) -> ir.Value:
             bi, ih, iw = unravel(b, n, (bs, h, w))
@@ -134,7 +130,7 @@ def product_of(
 
     def a_dw(b: ir.IRBuilder, src: Sources, g: ir.Value, o: ir.Value, kk: ir.Value) -> ir.Value:
         bi, oh, ow = unravel(b, kk, kdims)
-        return _load(b, src[1], _at(b, [bi, o, oh, ow], ds))
+        return load(b, src[1], _at(b, [bi, o, oh, ow], ds))
 
     def b_dw(
         b: ir.IRBuilder, src: Sources, g: ir.Value, kk: ir.Value, n: ir.Value
@@ -143,7 +139,7 @@ def product_of(
         c, kh, kw = unravel(b, n, ndims)
         ih, okh = _source(b, win, oh, kh, xs[2])
         iw, okw = _source(b, win, ow, kw, xs[3])
-        return _load(b, src[0], _at(b, [bi, c, ih, iw], xs)), b.and_(okh, okw)
+        return load(b, src[0], _at(b, [bi, c, ih, iw], xs)), b.and_(okh, okw)
 
     def o_dw(b: ir.IRBuilder, src: Sources, g: ir.Value, o: ir.Value, n: ir.Value) -> ir.Value:
         return b.add(b.mul(o, i64(size(ndims))), n)

@@ -84,6 +84,20 @@ def tile_for(batch: int, m: int, n: int, multiprocessors: int) -> Tile:
     return max(TILES, key=score)
 
 
+def declared(module: ir.Module, name: str, ret: ir.Type) -> ir.Function:
+    """The module's function `name() -> ret` (an intrinsic), declared on first use."""
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(ret, []), name)
+    assert isinstance(fn, ir.Function)
+    return fn
+
+
+def sreg(b: ir.IRBuilder, reg: str) -> ir.Value:
+    """A PTX special register of the running thread (`tid.x`, `ctaid.x`, `ntid.x`)."""
+    return b.call(declared(b.module, f"llvm.nvvm.read.ptx.sreg.{reg}", I32), [])
+
+
 def blocks_of(tile: Tile, batch: int, m: int, n: int) -> int:
     return batch * -(-m // tile.bm) * -(-n // tile.bn)
 
@@ -159,13 +173,6 @@ class TiledKernel:
     def blocks(self) -> int:
         return blocks_of(self.tile, self.p.batch, self.p.m, self.p.n)
 
-    def _intrinsic(self, name: str, ret: ir.Type) -> ir.Function:
-        fn = self.module.globals.get(name)
-        if fn is None:
-            fn = ir.Function(self.module, ir.FunctionType(ret, []), name)
-        assert isinstance(fn, ir.Function)
-        return fn
-
     def _array(self, b: ir.IRBuilder, name: str, ty: ir.Type, n: int) -> ir.Value:
         """A block's shared array: .shared memory on the GPU, a stack array in the shadow."""
         if self.ptx:
@@ -196,10 +203,8 @@ class TiledKernel:
         out, src0, src1 = (args_of(b, args, k) for k in range(3))
         src = (src0, src1)
         if self.ptx:
-            block = b.zext(b.call(self._intrinsic("llvm.nvvm.read.ptx.sreg.ctaid.x", I32), []), I64)
-            tid: ir.Value | None = b.zext(
-                b.call(self._intrinsic("llvm.nvvm.read.ptx.sreg.tid.x", I32), []), I64
-            )
+            block = b.zext(sreg(b, "ctaid.x"), I64)
+            tid: ir.Value | None = b.zext(sreg(b, "tid.x"), I64)
         else:
             block, tid = x, None
         tiles_m, tiles_n = -(-p.m // tile.bm), -(-p.n // tile.bn)
@@ -320,14 +325,7 @@ class TiledKernel:
 
     def _barrier(self, b: ir.IRBuilder) -> None:
         if self.ptx:
-            b.call(self._intrinsic_void("llvm.nvvm.barrier0"), [])
-
-    def _intrinsic_void(self, name: str) -> ir.Function:
-        fn = self.module.globals.get(name)
-        if fn is None:
-            fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), []), name)
-        assert isinstance(fn, ir.Function)
-        return fn
+            b.call(declared(self.module, "llvm.nvvm.barrier0", ir.VoidType()), [])
 
     def _at(self, b: ir.IRBuilder, arr: ir.Value, at: ir.Value, ty: ir.Type, n: int) -> ir.Value:
         """Element `at` of a shared (or stack) array of n elements of `ty`."""
