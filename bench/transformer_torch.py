@@ -302,14 +302,15 @@ def category(symbol: str, shapes: str) -> str:
     return "layer norm, residual and bias adds, other element-wise"
 
 
-def perf_profile(steps: int, threads: int) -> int:
-    """Where the step goes: a default build linked without `-s`, perf record of one run."""
+def perf_profile(steps: int, threads: int, fused: bool = False) -> int:
+    """Where the step goes: a default build linked without `-s`, perf record of one run
+    (of the system in `arithmetic fused` with `fused`)."""
     import alpha_core.link.link as link
 
     link.LINK_FLAGS = tuple(f for f in link.LINK_FLAGS if f != "-s")  # type: ignore[assignment]
     with tempfile.TemporaryDirectory(prefix="transformer_perf.") as tmp:
         work = Path(tmp)
-        program, _ = program_of(steps, work)
+        program = fused_program(steps, work) if fused else program_of(steps, work)[0]
         exe = build_program(program, work / "build").executables[0].path
         data = work / "perf.data"
         cmd = [exe, "--threads", str(threads), "--quiet", "--params-out", str(work / "p")]
@@ -325,7 +326,8 @@ def perf_profile(steps: int, threads: int) -> int:
     buckets: dict[str, float] = {}
     per_thread: dict[str, list[float]] = {}  # pid: [all samples, GEMM samples] in %
     print(
-        f"perf record, {steps} steps, default build unstripped, --threads {threads} "
+        f"perf record, {steps} steps, default build unstripped{' (fused)' if fused else ''}, "
+        f"--threads {threads} "
         "(symbols >= 0.3% of all samples):"
     )
     for line in report.splitlines():
@@ -405,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.steps, args.rounds = 4, 2
     if args.perf:
-        return perf_profile(args.steps, args.threads)
+        return perf_profile(args.steps, args.threads, args.fused)
     if args.deep:
         return deep_build(args.deep)
     info = machine()

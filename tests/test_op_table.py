@@ -83,6 +83,7 @@ def graphs(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, Graph]]:
 def test_every_op_has_every_phase(name: str) -> None:
     from alpha_core.codegen.gpu_nodes import NodeBodies
     from alpha_core.codegen.graph_emit import GraphEmitter
+    from alpha_core.codegen.outer_split import RULES as RULES_OUTER
 
     e = OPS[name]
     assert e.name == name
@@ -95,6 +96,8 @@ def test_every_op_has_every_phase(name: str) -> None:
         assert OPS[e.grad].adjoint == IS_ADJOINT, f"{name}: its adjoint op {e.grad} is not one"
     assert e.grad_reads in ("x", "y")
     assert e.host in GraphEmitter.FAMILIES, f"{name}: no host emitter family {e.host!r}"
+    assert e.outer in RULES_OUTER, f"{name}: no rule {e.outer!r} of codegen/outer_split.py"
+    assert not (e.elementwise and e.outer), f"{name}: element-wise ops split by element"
     assert e.gpu in NodeBodies.FAMILIES or e.gpu == GPU_REFUSAL, (
         f"{name}: no GPU body family {e.gpu!r} and not refused `{GPU_REFUSAL}`"
     )

@@ -18,9 +18,12 @@ from alpha_core.codegen.gemm import GemmEmitter
 from alpha_core.codegen.line_blocks import Block, LineBlocks
 from alpha_core.codegen.loops import (
     F32,
+    I32,
+    I64,
     PTR,
     broadcast_strides,
     for_range,
+    gep,
     i64,
     linear,
     load,
@@ -29,6 +32,7 @@ from alpha_core.codegen.loops import (
     store,
 )
 from alpha_core.codegen.loss_ops import emit_loss_op, emit_mse, emit_xent
+from alpha_core.codegen.outer_split import cut_inputs, task_rows
 from alpha_core.codegen.parts import CallRun
 from alpha_core.codegen.small_product import emit_small_product
 from alpha_core.codegen.tensor_ops import emit_layer_op
@@ -117,9 +121,13 @@ class GraphEmitter:
         self.chains: dict[int, Chain] = {}
         self.chained: set[int] = set()
         self._run: CallRun | None = None
+        # shapes in force while a node's block function is emitted (outer_split.py)
+        self._blocks: dict[int, tuple[int, ...]] = {}
         self.parts = 0  # part functions the outlined calls were cut into (codegen/parts.py)
 
     def shape(self, i: int) -> tuple[int, ...]:
+        if i in self._blocks:
+            return self._blocks[i]
         return concrete(self.graph[i].shape, self.batch)
 
     def buffer(self, i: int) -> ir.Value:
@@ -209,34 +217,106 @@ class GraphEmitter:
         args = [self.buffer(i), *(self.ptrs[j] for j in sources)]
         fn = self.shared.get(key)
         if fn is None:
-            fn = ir.Function(
-                self.module,
-                ir.FunctionType(ir.VoidType(), [PTR] * len(args)),
-                f"alpha.node.{len(self.shared)}.{node.op}",
-            )
-            fn.linkage = "internal"
-            fn.attributes.add("nounwind")
-            fn.attributes.add("noinline")  # inlined back, the kernel would be one huge function
-            fn.args[0].add_attribute("noalias")  # the output is no input's memory
-            saved = self.ptrs
-            self.ptrs = dict(saved)
-            self.ptrs[i] = fn.args[0]
-            first: dict[int, ir.Value] = {}
-            for j, arg in zip(sources, fn.args[1:], strict=True):
-                first.setdefault(j, arg)  # an input given twice is read through its first
-            self.ptrs.update(first)
-            for j in every:
-                if self.graph[j].op == "const":
-                    self.ptrs[j] = self.buffer(j)
-            inner = ir.IRBuilder(fn.append_basic_block("entry"))
-            self._emit(inner, LlvmArith(inner, self.gemm.fused), i, node)
-            inner.ret_void()
-            self.ptrs = saved
+            name = f"alpha.node.{len(self.shared)}.{node.op}"
+            cut = None
+            if not any(j in self.folded for j in node.inputs):
+                cut = cut_inputs(node, self.shape(i), [self.shape(j) for j in sources])
+            work = [self.shape(j) for j in sources]
+            rows = task_rows(self.shape(i), work) if cut is not None else 0
+            if cut is None or rows == self.shape(i)[0]:
+                fn = self._node_function(name, i, node, sources, every, {})
+            else:
+                blocks = {i: (rows, *self.shape(i)[1:])}
+                for j, c in zip(sources, cut, strict=True):
+                    if c:
+                        blocks[j] = (rows, *self.shape(j)[1:])
+                block = self._node_function(f"{name}.rows", i, node, sources, every, blocks)
+                fn = self._node_tasks(name, block, i, sources, cut, rows)
             self.shared[key] = fn
         if self._run is not None:
             self._run.call(fn, args)
         else:
             b.call(fn, args)
+
+    def _node_function(
+        self,
+        name: str,
+        i: int,
+        node: Node,
+        sources: list[int],
+        every: list[int],
+        blocks: dict[int, tuple[int, ...]],
+    ) -> ir.Function:
+        """f(out, source...) computing node i, at the shapes in `blocks` where given."""
+        fn = ir.Function(
+            self.module, ir.FunctionType(ir.VoidType(), [PTR] * (1 + len(sources))), name
+        )
+        fn.linkage = "internal"
+        fn.attributes.add("nounwind")
+        fn.attributes.add("noinline")  # inlined back, the kernel would be one huge function
+        fn.args[0].add_attribute("noalias")  # the output is no input's memory
+        saved = self.ptrs
+        self.ptrs = dict(saved)
+        self.ptrs[i] = fn.args[0]
+        first: dict[int, ir.Value] = {}
+        for j, arg in zip(sources, fn.args[1:], strict=True):
+            first.setdefault(j, arg)  # an input given twice is read through its first
+        self.ptrs.update(first)
+        for j in every:
+            if self.graph[j].op == "const":
+                self.ptrs[j] = self.buffer(j)
+        self._blocks = blocks
+        try:
+            inner = ir.IRBuilder(fn.append_basic_block("entry"))
+            self._emit(inner, LlvmArith(inner, self.gemm.fused), i, node)
+            inner.ret_void()
+        finally:
+            self._blocks = {}
+            self.ptrs = saved
+        return fn
+
+    def _node_tasks(
+        self,
+        name: str,
+        block: ir.Function,
+        i: int,
+        sources: list[int],
+        cut: tuple[bool, ...],
+        rows: int,
+    ) -> ir.Function:
+        """f(out, source...) running `block` as tasks (pool.h): task t on rows [t * rows,
+        (t + 1) * rows) of the first axis of the output and of each cut input."""
+        count = self.shape(i)[0] // rows
+        strides = [rows * size(self.shape(i)[1:])]
+        for j, c in zip(sources, cut, strict=True):
+            strides.append(rows * size(self.shape(j)[1:]) if c else 0)
+        ptrs = ir.ArrayType(PTR, len(strides))
+        task = ir.Function(
+            self.module, ir.FunctionType(ir.VoidType(), [PTR, I32, PTR]), f"{name}.task"
+        )
+        task.linkage = "internal"
+        task.attributes.add("nounwind")
+        ctx, index, _ = task.args
+        tb = ir.IRBuilder(task.append_basic_block("entry"))
+        t = tb.zext(index, I64)
+        args = []
+        for k, stride in enumerate(strides):
+            p = tb.load(gep(tb, ctx, i64(k), PTR), typ=PTR)
+            args.append(gep(tb, p, tb.mul(t, i64(stride))) if stride else p)
+        tb.call(block, args)
+        tb.ret_void()
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR] * len(strides)), name)
+        fn.linkage = "internal"
+        fn.attributes.add("nounwind")
+        fn.attributes.add("noinline")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        frame = b.alloca(ptrs)
+        frame.type = PTR
+        for k, arg in enumerate(fn.args):
+            b.store(arg, gep(b, frame, i64(k), PTR))
+        b.call(self.gemm.parallel(), [task, frame, ir.Constant(I32, count)])
+        b.ret_void()
+        return fn
 
     def large(self, node: Node) -> bool:
         """A product the GEMM computes (codegen/gemm.py), not inline loops."""

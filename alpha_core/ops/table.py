@@ -54,6 +54,11 @@ class Op:
     grad: str | None = None  # the op that carries its adjoint (the `unary` rule makes it)
     grad_reads: str = "x"  # what `grad` reads with the adjoint: the input (x) or output (y)
     operator: str | None = None  # the source operator that writes it (`a + b`)
+    # how a large node's outputs split into tasks over blocks of its first axis
+    # (codegen/outer_split.py): "axis" (work along its attribute axis, when not the first),
+    # "matrices" (the last two axes), "swap" (two axes, neither the first), "kept" (a sum to a
+    # shape that keeps the first axis); element-wise ops split by element; "" never splits
+    outer: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,27 +121,27 @@ OPS: dict[str, Op] = _ops(
     Op("pick_grad", 3, "broadcast", IS_ADJOINT, "layer", "layer", _L, True),
     # products and moves
     Op("matmul", 2, "matmul", "matmul", "matmul", "matmul", _E, row_wise=True, operator="@"),
-    Op("bmatmul", 2, "bmatmul", "bmatmul", "layer", "layer", _L, operator="@"),
-    Op("transpose", 1, "transpose", "transpose", "transpose", "transpose", _E),
-    Op("swap_axes", 1, "swap_axes", "swap_axes", "layer", "layer", _L),
+    Op("bmatmul", 2, "bmatmul", "bmatmul", "layer", "layer", _L, operator="@", outer="matrices"),
+    Op("transpose", 1, "transpose", "transpose", "transpose", "transpose", _E, outer="matrices"),
+    Op("swap_axes", 1, "swap_axes", "swap_axes", "layer", "layer", _L, outer="swap"),
     Op("reshape", 1, "given", "reshape", "layer", "layer", _L, row_wise=True),
     Op("slice", 1, "given", "slice", "layer", "layer", _L),
     Op("slice_grad", 1, "given", IS_ADJOINT, "layer", "layer", _L),
     Op("embed", 2, "embed", "embed", "layer", "layer", _L),
     Op("embed_grad", 2, "given", IS_ADJOINT, "layer", "layer", _L),
     # sums from +0.0 in row-major order, and their adjoint's spread
-    Op("sum", 1, "reduce_axis", "reduce", "reduce", "reduce", _E),
-    Op("mean", 1, "reduce_axis", "reduce", "reduce", "reduce", _E),
-    Op("reduce_to", 1, "given", IS_ADJOINT, "reduce", "reduce", _E),
-    Op("broadcast", 1, "given", IS_ADJOINT, "broadcast", "broadcast", _E),
+    Op("sum", 1, "reduce_axis", "reduce", "reduce", "reduce", _E, outer="axis"),
+    Op("mean", 1, "reduce_axis", "reduce", "reduce", "reduce", _E, outer="axis"),
+    Op("reduce_to", 1, "given", IS_ADJOINT, "reduce", "reduce", _E, outer="kept"),
+    Op("broadcast", 1, "given", IS_ADJOINT, "broadcast", "broadcast", _E, outer="axis"),
     Op("max", 1, "reduce_axis", "extreme", "layer", "extreme", _L, grad="max_grad"),
     Op("min", 1, "reduce_axis", "extreme", "layer", "extreme", _L, grad="min_grad"),
     Op("max_grad", 2, "same", IS_ADJOINT, "layer", "extreme", _L),
     Op("min_grad", 2, "same", IS_ADJOINT, "layer", "extreme", _L),
     # along an axis
-    Op("softmax", 1, "same", "softmax", "layer", "layer", _L),
-    Op("log_softmax", 1, "same", "log_softmax", "layer", "layer", _L),
-    Op("causal_mask", 1, "same", "causal_mask", "layer", "layer", _L),
+    Op("softmax", 1, "same", "softmax", "layer", "layer", _L, outer="axis"),
+    Op("log_softmax", 1, "same", "log_softmax", "layer", "layer", _L, outer="axis"),
+    Op("causal_mask", 1, "same", "causal_mask", "layer", "layer", _L, outer="matrices"),
     Op("dropout", 1, "same", "dropout", "layer", "layer", _L),
     # losses, per example (training_step seeds the adjoint with `grad`)
     Op("xent", 2, "rows", NOT_DIFFERENTIABLE, "xent", "xent", _E, row_wise=True, grad="xent_grad"),

@@ -1,0 +1,90 @@
+"""Large nodes run as tasks over blocks of their first axis (the pool's threads, pool.h).
+
+A node splits when the outputs in a block of its first axis are computed from the same block
+of each input (or from all of an input that is broadcast along that axis) and nothing else:
+element-wise work, and work along other axes (softmax along the last, the matrices of a
+batched product, a mean over the last axis). Each block is then that node with a shorter first
+axis, computed by the same emitter at offset pointers; every output is computed by the same
+operations in the same order as unsplit (no sum crosses a block: a sum along the first axis
+never splits), so the bits do not depend on the blocks nor on which thread computes them.
+
+The op table (alpha_core/ops) names each op's rule (`Op.outer`); element-wise ops follow
+"elementwise". This module says, for one node with concrete shapes, which inputs are cut with
+the output, and how many rows of the first axis a task takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from alpha_core.ir.graph import Node, size
+from alpha_core.ops import OPS
+
+# A node splits from this much work (floats written or read); smaller ones are not worth a
+# task's overhead and stay one call, so small programs (the examples) start no threads for them.
+SPLIT_FROM = 32768
+# The least work (floats) of one task, and the most tasks of one node.
+TASK_FLOATS = 16384
+MAX_TASKS = 64
+# the rules an op may name in the table (Op.outer); "" never splits
+RULES = ("", "axis", "matrices", "swap", "kept")
+
+
+def _same_first(out: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """An input indexed along the output's first axis: same rank, same first extent."""
+    return len(shape) == len(out) and shape[0] == out[0]
+
+
+def _axis(node: Node) -> int | None:
+    value = dict(node.attrs).get("axis")
+    return value if isinstance(value, int) else None
+
+
+def cut_inputs(
+    node: Node, out: tuple[int, ...], inputs: Sequence[tuple[int, ...]]
+) -> tuple[bool, ...] | None:
+    """For each input, whether its first axis is cut with the output's (False: read whole,
+    broadcast along it); None where the node does not split along its first axis."""
+    entry = OPS.get(node.op)
+    if entry is None or len(out) < 2 or out[0] < 2:
+        return None
+    rule = "elementwise" if entry.elementwise else entry.outer
+    if rule == "elementwise":
+        cut = tuple(_same_first(out, s) for s in inputs)
+        # any other input must be broadcast along the first axis (a lower rank or extent 1)
+        if all(c or len(s) < len(out) or s[0] == 1 for c, s in zip(cut, inputs, strict=True)):
+            return cut
+        return None
+    if not all(len(s) >= 1 and s[0] == out[0] for s in inputs):
+        return None  # (a batched product broadcast along its batch, a sum over the first axis)
+    every = tuple(True for _ in inputs)
+    if rule == "axis":  # along one attribute axis, never the first (a mean's input has one more)
+        axis = _axis(node)
+        return every if axis is not None and axis > 0 else None
+    if not all(len(s) == len(out) for s in inputs):
+        return None
+    if rule == "matrices":  # the last two axes move or are read; the others index matrices
+        return every if len(out) >= 3 else None
+    if rule == "swap":
+        a, b = dict(node.attrs).get("a"), dict(node.attrs).get("b")
+        return every if a != 0 and b != 0 else None
+    if rule == "kept":  # a sum to a shape that keeps the first axis (reduce_to [B, T, 1])
+        return every
+    return None
+
+
+def task_rows(out: tuple[int, ...], inputs: Sequence[tuple[int, ...]] = ()) -> int:
+    """Rows of the first axis one task computes: a divisor of it, so that every task is the
+    same function; the whole axis (one call, no tasks) for a node whose work, the floats of
+    its output or of its largest input (a mean reads more than it writes), is below
+    SPLIT_FROM."""
+    first = out[0]
+    work = max([size(out), *(size(s) for s in inputs)])
+    if work < SPLIT_FROM:
+        return first
+    per_row = max(1, work // first)
+    least = max(-(-TASK_FLOATS // per_row), -(-first // MAX_TASKS))
+    for rows in range(least, first + 1):
+        if first % rows == 0:
+            return rows
+    return first
