@@ -1,7 +1,8 @@
 """Large nodes run as tasks over blocks of their first axis (codegen/outer_split.py): a
 transformer whose attention, layer norms, gelu and residual adds are large enough to split gives
-the NumPy float32 reference's SHA-256 at 1, 2 and 3 threads and at each CPU level; the rules
-cut only inputs indexed along the first axis and never split a sum over it."""
+the NumPy float32 reference's SHA-256 at 1, 2 and 3 threads and at each CPU level, and so does a
+small convolutional network (one function, not outlined) whose pools and activations split; the
+rules cut only inputs indexed along the first axis and never split a sum over it."""
 
 from __future__ import annotations
 
@@ -85,6 +86,46 @@ def test_the_large_nodes_split_and_give_the_reference_bits(tmp_path: Path) -> No
         assert f'"params_sha256":"{expected}"' in proc.stdout.replace(" ", ""), (env, threads)
 
 
+CNN = """system images {
+  data train: synthetic(rows: 64, features: 784, classes: 10, seed: 5, noise: 0.5, holdout: 0)
+  batch 16 leaves 2 shuffle(seed: 7)
+  param k1: f32[8, 1, 3, 3] = normal(0.0, 0.3, seed: 1)
+  param c1: f32[8, 1, 1] = zeros
+  param k2: f32[8, 8, 3, 3] = normal(0.0, 0.1, seed: 2)
+  param c2: f32[8, 1, 1] = uniform(-0.1, 0.1, seed: 5)
+  param w1: f32[1152, 10] = normal(0.0, 0.02, seed: 3)
+  fn model(x: f32[B, 1, 28, 28]) -> f32[B, 10] {
+    let h1 = relu(conv2d(x, k1, stride: 1, padding: 0) + c1)
+    let h2 = relu(conv2d(h1, k2, stride: 1, padding: 0) + c2)
+    let p = max_pool(h2, size: 2, stride: 2)
+    return reshape(p, B, 1152) @ w1 + reshape(avg_pool(h2, size: 2, stride: 2), B, 1152) @ w1
+  }
+  loss softmax_cross_entropy(model(x), y)
+  learner adam(lr: 0.01)
+  steps 3
+}
+"""
+
+
+def test_a_small_kernel_splits_its_large_nodes_pools_included(tmp_path: Path) -> None:
+    program = program_of(CNN, tmp_path / "images.alpha")
+    module = str(build_kernels(program, training_step(program), TARGETS["x86_64"].triple))
+    split = set(re.findall(r'define internal void @"alpha\.node\.\d+\.(\w+)\.task"', module))
+    for op in ("max_pool", "max_pool_grad", "avg_pool", "avg_pool_grad", "relu", "add"):
+        assert op in split, (op, sorted(split))
+    exe = build(program, tmp_path / "build").executables[0].path
+    expected = train(program).sha256
+    for threads in (1, 3):
+        proc = subprocess.run(
+            [exe, "--quiet", "--threads", str(threads), "--params-out", str(tmp_path / "p")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert f'"params_sha256":"{expected}"' in proc.stdout.replace(" ", ""), threads
+
+
 def node(op: str, **attrs: object) -> Node:
     return Node(op, (), (), tuple(attrs.items()))
 
@@ -102,6 +143,12 @@ def node(op: str, **attrs: object) -> Node:
         (node("bmatmul"), (16, 4, 64, 32), [(16, 4, 64, 64), (16, 4, 64, 32)], (True, True)),
         (node("swap_axes", a=1, b=2), (16, 4, 64, 32), [(16, 64, 4, 32)], (True,)),
         (node("reduce_to"), (16, 64, 1), [(16, 64, 128)], (True,)),
+        (
+            node("max_pool_grad"),
+            (64, 32, 24, 24),
+            [(64, 32, 24, 24), (64, 32, 12, 12)],
+            (True, True),
+        ),
         # never: work along the first axis, a sum over it, a random mask, a batch broadcast
         (node("softmax", axis=0), (16, 64), [(16, 64)], None),
         (node("sum", axis=0), (64, 128), [(16, 64, 128)], None),

@@ -185,8 +185,8 @@ class GraphEmitter:
                     self._run.flush()  # the calls before it, before it
                 self._product(b, node, self.buffer(i), self.chains[i])
                 self.chained.add(i)
-            elif outline:
-                self._call_node(b, i, node)
+            elif outline or self._split(i, node, self._sources(node)) is not None:
+                self._call_node(b, i, node)  # (a large node of a small kernel: its tasks)
             else:
                 self._emit(b, A, i, node)
         if self._run is not None:
@@ -198,8 +198,7 @@ class GraphEmitter:
         """Node i computed by a call of the function for its kind, made on first use:
         f(out, input...) with every shape fixed, the pointers its only variables."""
         every = [self.folded.get(j, j) for j in node.inputs]
-        # constants stay in the function (x / 16.0 becomes x * 0.0625): part of its kind
-        sources = [j for j in every if self.graph[j].op != "const"]
+        sources = self._sources(node)
         constants = tuple(
             self.graph[j].value() if self.graph[j].op == "const" else None for j in every
         )
@@ -218,14 +217,11 @@ class GraphEmitter:
         fn = self.shared.get(key)
         if fn is None:
             name = f"alpha.node.{len(self.shared)}.{node.op}"
-            cut = None
-            if not any(j in self.folded for j in node.inputs):
-                cut = cut_inputs(node, self.shape(i), [self.shape(j) for j in sources])
-            work = [self.shape(j) for j in sources]
-            rows = task_rows(self.shape(i), work) if cut is not None else 0
-            if cut is None or rows == self.shape(i)[0]:
+            split = self._split(i, node, sources)
+            if split is None:
                 fn = self._node_function(name, i, node, sources, every, {})
             else:
+                cut, rows = split
                 blocks = {i: (rows, *self.shape(i)[1:])}
                 for j, c in zip(sources, cut, strict=True):
                     if c:
@@ -237,6 +233,24 @@ class GraphEmitter:
             self._run.call(fn, args)
         else:
             b.call(fn, args)
+
+    def _sources(self, node: Node) -> list[int]:
+        """The inputs a node function takes as pointers: all but constants, which stay in the
+        function (x / 16.0 becomes x * 0.0625) as part of its kind."""
+        every = [self.folded.get(j, j) for j in node.inputs]
+        return [j for j in every if self.graph[j].op != "const"]
+
+    def _split(self, i: int, node: Node, sources: list[int]) -> tuple[tuple[bool, ...], int] | None:
+        """Which sources a task cuts and the rows of the first axis it takes, for a node run
+        as tasks (outer_split.py); None for one call."""
+        if any(j in self.folded for j in node.inputs):
+            return None
+        shapes = [self.shape(j) for j in sources]
+        cut = cut_inputs(node, self.shape(i), shapes)
+        if cut is None:
+            return None
+        rows = task_rows(self.shape(i), shapes)
+        return None if rows == self.shape(i)[0] else (cut, rows)
 
     def _node_function(
         self,

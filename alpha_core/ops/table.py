@@ -156,10 +156,10 @@ OPS: dict[str, Op] = _ops(
     Op("conv2d", 2, "conv2d", "conv2d", "conv", "conv", _L),
     Op("conv2d_dx", 2, "given", IS_ADJOINT, "conv", "conv", _L),
     Op("conv2d_dw", 2, "given", IS_ADJOINT, "conv", "conv", _L),
-    Op("max_pool", 1, "pool", "max_pool", "conv", "conv", _L),
-    Op("max_pool_grad", 2, "same", IS_ADJOINT, "conv", "conv", _L),
-    Op("avg_pool", 1, "pool", "avg_pool", "conv", "conv", _L),
-    Op("avg_pool_grad", 1, "given", IS_ADJOINT, "conv", "conv", _L),
+    Op("max_pool", 1, "pool", "max_pool", "conv", "conv", _L, outer="matrices"),
+    Op("max_pool_grad", 2, "same", IS_ADJOINT, "conv", "conv", _L, outer="matrices"),
+    Op("avg_pool", 1, "pool", "avg_pool", "conv", "conv", _L, outer="matrices"),
+    Op("avg_pool_grad", 1, "given", IS_ADJOINT, "conv", "conv", _L, outer="matrices"),
 )
 
 
