@@ -335,6 +335,8 @@ def perf_profile(steps: int, threads: int, fused: bool = False) -> int:
         if line.startswith("#") or len(parts) < 4 or not parts[0].endswith("%"):
             continue
         share, pid, symbol = float(parts[0][:-1]), parts[1], parts[3]
+        # a node run as tasks (codegen/outer_split.py): its block function, `….rows`
+        symbol = symbol.removesuffix(".rows")
         shapes = nodes.get(symbol, "")
         bucket = category(symbol, shapes)
         buckets[bucket] = buckets.get(bucket, 0.0) + share

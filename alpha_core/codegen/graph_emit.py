@@ -13,6 +13,7 @@ from typing import ClassVar
 
 from llvmlite import ir
 
+from alpha_core.codegen.buffer_plan import plan_buffers
 from alpha_core.codegen.conv_ops import emit_conv_op
 from alpha_core.codegen.gemm import GemmEmitter
 from alpha_core.codegen.line_blocks import Block, LineBlocks
@@ -121,6 +122,10 @@ class GraphEmitter:
         self.chains: dict[int, Chain] = {}
         self.chained: set[int] = set()
         self._run: CallRun | None = None
+        # the buffers tensors share (buffer_plan.py): tensor -> buffer, buffer -> floats, global
+        self._planned: dict[int, int] = {}
+        self._buffer_floats: list[int] = []
+        self._shared_buffers: dict[int, ir.Value] = {}
         # shapes in force while a node's block function is emitted (outer_split.py)
         self._blocks: dict[int, tuple[int, ...]] = {}
         self.parts = 0  # part functions the outlined calls were cut into (codegen/parts.py)
@@ -131,6 +136,18 @@ class GraphEmitter:
         return concrete(self.graph[i].shape, self.batch)
 
     def buffer(self, i: int) -> ir.Value:
+        if i not in self.ptrs and i in self._planned:  # a buffer tensors share (buffer_plan.py)
+            slot = self._planned[i]
+            if slot not in self._shared_buffers:
+                n = self._buffer_floats[slot]
+                name = self.module.get_unique_name(f"{self.prefix}.b{slot}")
+                g = ir.GlobalVariable(self.module, ir.ArrayType(F32, n), name)
+                g.linkage = "internal"
+                g.initializer = ir.Constant(ir.ArrayType(F32, n), None)
+                g.align = 64
+                g.type = PTR
+                self._shared_buffers[slot] = g
+            self.ptrs[i] = self._shared_buffers[slot]
         if i not in self.ptrs:
             n = max(1, size(self.shape(i)))
             g = ir.GlobalVariable(self.module, ir.ArrayType(F32, n), f"{self.prefix}.t{i}")
@@ -158,6 +175,7 @@ class GraphEmitter:
         self.ptrs.update(placed or {})
         live = live_nodes(self.graph, roots)
         self._fold_transposes(live, roots)
+        self._plan(live, roots)
         # A small kernel stays one function, where LLVM shares work between nodes (the loss and
         # its gradient compute the same exponentials); a large one calls a function per kind
         # of node, so that LLVM's time grows with the distinct code.
@@ -193,6 +211,30 @@ class GraphEmitter:
             self._run.flush()
             self.parts += self._run.parts
             self._run = None
+
+    def _plan(self, live: list[int], roots: Sequence[int]) -> None:
+        """Which buffer each tensor this kernel computes is written to (buffer_plan.py), in the
+        order `emit` computes them: the tensors given memory (bound, placed, or made by a
+        larger variant of the kernel) keep it, reshapes and folded transposes are read where
+        their input is."""
+        holder: dict[int, int] = {}  # a tensor read in place -> the tensor holding its floats
+        order: list[int] = []
+        reads: dict[int, list[int]] = {}
+        sizes: dict[int, int] = {}
+        for i in live:
+            node = self.graph[i]
+            if node.op in BOUND or node.op == "const":
+                continue
+            src = self.folded.get(node.inputs[0], node.inputs[0]) if node.inputs else i
+            if i in self.folded or (node.op == "reshape" and i not in self.ptrs):
+                holder[i] = holder.get(src, src)
+                continue
+            order.append(i)
+            reads[i] = [holder.get(j, j) for j in node.inputs]
+            if i not in self.ptrs:
+                sizes[i] = max(1, size(self.shape(i)))
+        kept = [holder.get(j, j) for j in roots]
+        self._planned, self._buffer_floats = plan_buffers(order, reads, sizes, kept)
 
     def _call_node(self, b: ir.IRBuilder, i: int, node: Node) -> None:
         """Node i computed by a call of the function for its kind, made on first use:
