@@ -101,8 +101,15 @@ def _machine(target: HostTarget) -> llvm.TargetMachine:
     # .lbss, addressed with 64 bits, so the buffers of a model may pass 2 GiB while the code and
     # the runtime's own data keep the small model's 32-bit addresses
     model = "medium" if target.triple.startswith("x86_64") else "default"
+    features = target.features
+    if target.cpu == "x86-64-v4":
+        # LLVM's x86-64-v4 tuning vectorises loops 8 lanes wide (256-bit), for CPUs that slowed
+        # their clock for 512-bit work; the micro-kernel runs 512-bit vectors anyway (it names
+        # them), so the loops (gelu's tanh, softmax's exp, Adam) take the 16 lanes too. Lanes
+        # hold independent outputs: the width never changes a bit
+        features = ",".join(f for f in (features, "-prefer-256-bit") if f)
     return t.create_target_machine(
-        cpu=target.cpu, features=target.features, opt=3, reloc="pic", codemodel=model
+        cpu=target.cpu, features=features, opt=3, reloc="pic", codemodel=model
     )
 
 
