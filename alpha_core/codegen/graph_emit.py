@@ -1,8 +1,10 @@
 """Emit the tensor graph as loops over static buffers, in the order docs/semantics.md fixes.
 
-Every intermediate tensor gets its own internal global buffer (sizes are static), so LLVM sees
-that no two alias and vectorises the innermost loops, which always run over independent
-outputs. Sums are never reassociated: each accumulates from +0.0 in index order.
+Every intermediate tensor is held in an internal global buffer (sizes are static), which
+tensors whose lives do not overlap share (buffer_plan.py); within a node LLVM sees that its
+output is no input and vectorises the innermost loops, which always run over independent
+outputs. Large nodes run as tasks over blocks of their first axis (outer_split.py). Sums are
+never reassociated: each accumulates from +0.0 in index order.
 """
 
 from __future__ import annotations
