@@ -544,7 +544,8 @@ class GraphEmitter:
     def _small_matmul(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value) -> None:
         """out[m, n] = Σ_k a[m, k] * c[k, n], k ascending from +0.0 (small_product.py)."""
         (m, k), (_, n) = self.shape(node.inputs[0]), self.shape(node.inputs[1])
-        emit_small_product(b, A, out, self._in(node, 0), self._in(node, 1), m, n, k)
+        a, c = self._in(node, 0), self._in(node, 1)
+        emit_small_product(b, A, out, a, c, m, n, k, lanes=self.gemm.k.width)
 
     def _reduce(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
         """Add the input into the output in row-major input order, from +0.0."""

@@ -186,7 +186,7 @@ def _bmatmul(
 
     def group(g: ir.Value) -> None:
         offsets = (b.mul(g, i64(m * k)), b.mul(g, i64(k * n)), b.mul(g, i64(m * n)))
-        emit_small_product(b, A, out, a, c, m, n, k, offsets)
+        emit_small_product(b, A, out, a, c, m, n, k, offsets, em.gemm.k.width)
 
     for_range(b, lead, group, "g")
 
