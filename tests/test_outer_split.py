@@ -16,6 +16,7 @@ from conftest import build, program_of
 from reference import train
 
 from alpha_core.autodiff.reverse import training_step
+from alpha_core.check.program import Program
 from alpha_core.codegen.kernels import build_kernels
 from alpha_core.codegen.outer_split import SPLIT_FROM, cut_inputs, task_rows
 from alpha_core.codegen.target import TARGETS
@@ -61,29 +62,40 @@ SOURCE = f"""system wide {{
 """
 
 
-def test_the_large_nodes_split_and_give_the_reference_bits(tmp_path: Path) -> None:
-    program = program_of(SOURCE, tmp_path / "wide.alpha")
+def split_ops(source: str, path: Path) -> tuple[Program, set[str]]:
+    """The program of `source` and the ops whose nodes its kernels run as tasks."""
+    program = program_of(source, path)
     module = str(build_kernels(program, training_step(program), TARGETS["x86_64"].triple))
-    split = set(re.findall(r'define internal void @"alpha\.node\.\d+\.(\w+)\.task"', module))
-    # attention, layer norm, the MLP's activation and the residual adds: every kind splits
-    for op in ("softmax", "causal_mask", "bmatmul", "swap_axes", "gelu", "gelu_grad", "add"):
-        assert op in split, (op, sorted(split))
-    assert "mean" in split and "reduce_to" in split, sorted(split)
-    exe = build(program, tmp_path / "build").executables[0].path
+    return program, set(
+        re.findall(r'define internal void @"alpha\.node\.\d+\.(\w+)\.task"', module)
+    )
+
+
+def assert_reference_bits(program: Program, folder: Path, runs: list[tuple[str, int]]) -> None:
+    """Built and run at each (ALPHA_CPU_LEVEL or "", threads): the reference's SHA-256."""
+    exe = build(program, folder / "build").executables[0].path
     expected = train(program).sha256
-    runs = [({}, t) for t in (1, 2, 3)]
-    runs += [({"ALPHA_CPU_LEVEL": level}, 2) for level in ("x86-64-v2", "x86-64-v3")]
-    for env, threads in runs:
-        out = tmp_path / f"p{threads}{env.get('ALPHA_CPU_LEVEL', '')}"
+    for level, threads in runs:
+        out = folder / f"p{threads}{level}"
         proc = subprocess.run(
             [exe, "--quiet", "--threads", str(threads), "--params-out", str(out)],
             capture_output=True,
             text=True,
             timeout=300,
-            env={**os.environ, **env},
+            env={**os.environ, **({"ALPHA_CPU_LEVEL": level} if level else {})},
         )
         assert proc.returncode == 0, proc.stderr
-        assert f'"params_sha256":"{expected}"' in proc.stdout.replace(" ", ""), (env, threads)
+        assert f'"params_sha256":"{expected}"' in proc.stdout.replace(" ", ""), (level, threads)
+
+
+def test_the_large_nodes_split_and_give_the_reference_bits(tmp_path: Path) -> None:
+    program, split = split_ops(SOURCE, tmp_path / "wide.alpha")
+    # attention, layer norm, the MLP's activation and the residual adds: every kind splits
+    for op in ("softmax", "causal_mask", "bmatmul", "swap_axes", "gelu", "gelu_grad", "add"):
+        assert op in split, (op, sorted(split))
+    assert "mean" in split and "reduce_to" in split, sorted(split)
+    runs = [("", 1), ("", 2), ("", 3), ("x86-64-v2", 2), ("x86-64-v3", 2)]
+    assert_reference_bits(program, tmp_path, runs)
 
 
 CNN = """system images {
@@ -108,22 +120,10 @@ CNN = """system images {
 
 
 def test_a_small_kernel_splits_its_large_nodes_pools_included(tmp_path: Path) -> None:
-    program = program_of(CNN, tmp_path / "images.alpha")
-    module = str(build_kernels(program, training_step(program), TARGETS["x86_64"].triple))
-    split = set(re.findall(r'define internal void @"alpha\.node\.\d+\.(\w+)\.task"', module))
+    program, split = split_ops(CNN, tmp_path / "images.alpha")
     for op in ("max_pool", "max_pool_grad", "avg_pool", "avg_pool_grad", "relu", "add"):
         assert op in split, (op, sorted(split))
-    exe = build(program, tmp_path / "build").executables[0].path
-    expected = train(program).sha256
-    for threads in (1, 3):
-        proc = subprocess.run(
-            [exe, "--quiet", "--threads", str(threads), "--params-out", str(tmp_path / "p")],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode == 0, proc.stderr
-        assert f'"params_sha256":"{expected}"' in proc.stdout.replace(" ", ""), threads
+    assert_reference_bits(program, tmp_path, [("", 1), ("", 3)])
 
 
 def node(op: str, **attrs: object) -> Node:
