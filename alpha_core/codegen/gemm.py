@@ -62,6 +62,7 @@ class GemmEmitter:
         self._ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8 + [PTR, I64])
         self._tree_ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8 + [PTR, I64, I64, I64])
         self._gemm: ir.Function | None = None  # emitted with the first large product
+        self._narrow: ir.Function | None = None  # MC-row tasks, where task_rows is more
         self._trees: dict[tuple[int, int], ir.Function] = {}  # call_tree's, by leaves (and k)
         self.tree_buffers = 0  # block buffers a tree task needs beside the panels
         # floats a convolution's task gathers its operands into beside the panels
@@ -124,7 +125,9 @@ class GemmEmitter:
             self._block = self._emit_block(self.k.mr)
             if self.k.small_mr:
                 self._small_block = self._emit_block(self.k.small_mr)
-            self._task = self._emit_task()
+            self._task = self._emit_task("alpha.gemm.task", self.task_rows)
+            if self.task_rows != self.k.mc:  # a product as narrow as one NC: MC-row tasks
+                self._narrow = self._emit_task("alpha.gemm.task.mc", self.k.mc)
             self._gemm = self._emit_gemm(mc=self.task_rows)
         return self._gemm
 
@@ -455,8 +458,8 @@ class GemmEmitter:
             with many:
                 b.call(self._block, args)
 
-    def _emit_task(self) -> ir.Function:
-        fn, b, f, scratch, blk = self.task_frame("alpha.gemm.task", 13, self.task_rows)
+    def _emit_task(self, name: str, rows: int) -> ir.Function:
+        fn, b, f, scratch, blk = self.task_frame(name, 13, rows)
         c, a, bm, _, n, k, a0, a1, b0, b1, _, chain, links = f
         i0, j0 = blk["i0"], blk["j0"]
         origin = b.add(b.mul(i0, n), j0)
@@ -510,10 +513,20 @@ class GemmEmitter:
             put(11, fn.args[10])  # the chain, after the task's columns (10)
             put(12, fn.args[11])
         m, n = fn.args[3], fn.args[4]
+        run = task or self._task
+        if not tree and self._narrow is not None:
+            # A product no wider than one NC (attention's projections, 1024 x 128 by 128 x
+            # 128) takes tasks of MC rows: tasks of four MC blocks (fused kernels) made one
+            # row of tasks of it, split by columns, and each task packed all of A again.
+            narrow = b.icmp_unsigned("<=", n, i64(K.nc))
+            run = b.select(narrow, self._narrow, self._task)
+            rows = b.select(narrow, i64(K.mc), i64(mc or K.mc))
+        else:
+            rows = i64(mc or K.mc)
         # Columns per task: at most NC, and few enough panels that every worker gets about as
         # many as the others (a whole number of rounds of tasks), since small m gives one
         # row of tasks. Only when an output is computed depends on this, never its bits.
-        tiles_m = ceil_div(b, m, mc or K.mc)
+        tiles_m = b.udiv(b.add(m, b.sub(rows, i64(1))), rows)
         panels = ceil_div(b, n, K.nr)
         workers = b.zext(b.call(self._workers, []), I64)
         most = i64(K.nc // K.nr)
@@ -525,6 +538,6 @@ class GemmEmitter:
         task_nc = b.mul(per_task, i64(K.nr))
         put(10, task_nc)
         tasks = b.mul(tiles_m, b.udiv(b.add(n, b.sub(task_nc, i64(1))), task_nc))
-        b.call(self.parallel(), [task or self._task, ctx, b.trunc(tasks, I32)])
+        b.call(self.parallel(), [run, ctx, b.trunc(tasks, I32)])
         b.ret_void()
         return fn
