@@ -21,12 +21,9 @@ from alpha_core.codegen.gemm import GemmEmitter
 from alpha_core.codegen.line_blocks import Block, LineBlocks
 from alpha_core.codegen.loops import (
     F32,
-    I32,
-    I64,
     PTR,
     broadcast_strides,
     for_range,
-    gep,
     i64,
     linear,
     load,
@@ -35,7 +32,7 @@ from alpha_core.codegen.loops import (
     store,
 )
 from alpha_core.codegen.loss_ops import emit_loss_op, emit_mse, emit_xent
-from alpha_core.codegen.outer_split import cut_inputs, task_rows
+from alpha_core.codegen.outer_split import cut_inputs, emit_tasks, task_rows
 from alpha_core.codegen.parts import CallRun
 from alpha_core.codegen.small_product import emit_small_product
 from alpha_core.codegen.tensor_ops import emit_layer_op
@@ -271,7 +268,11 @@ class GraphEmitter:
                     if c:
                         blocks[j] = (rows, *self.shape(j)[1:])
                 block = self._node_function(f"{name}.rows", i, node, sources, every, blocks)
-                fn = self._node_tasks(name, block, i, sources, cut, rows)
+                strides = [rows * size(self.shape(i)[1:])]  # floats a task moves each pointer
+                for j, c in zip(sources, cut, strict=True):
+                    strides.append(rows * size(self.shape(j)[1:]) if c else 0)
+                count = self.shape(i)[0] // rows
+                fn = emit_tasks(self.module, self.gemm.parallel(), name, block, strides, count)
             self.shared[key] = fn
         if self._run is not None:
             self._run.call(fn, args)
@@ -331,49 +332,6 @@ class GraphEmitter:
         finally:
             self._blocks = {}
             self.ptrs = saved
-        return fn
-
-    def _node_tasks(
-        self,
-        name: str,
-        block: ir.Function,
-        i: int,
-        sources: list[int],
-        cut: tuple[bool, ...],
-        rows: int,
-    ) -> ir.Function:
-        """f(out, source...) running `block` as tasks (pool.h): task t on rows [t * rows,
-        (t + 1) * rows) of the first axis of the output and of each cut input."""
-        count = self.shape(i)[0] // rows
-        strides = [rows * size(self.shape(i)[1:])]
-        for j, c in zip(sources, cut, strict=True):
-            strides.append(rows * size(self.shape(j)[1:]) if c else 0)
-        ptrs = ir.ArrayType(PTR, len(strides))
-        task = ir.Function(
-            self.module, ir.FunctionType(ir.VoidType(), [PTR, I32, PTR]), f"{name}.task"
-        )
-        task.linkage = "internal"
-        task.attributes.add("nounwind")
-        ctx, index, _ = task.args
-        tb = ir.IRBuilder(task.append_basic_block("entry"))
-        t = tb.zext(index, I64)
-        args = []
-        for k, stride in enumerate(strides):
-            p = tb.load(gep(tb, ctx, i64(k), PTR), typ=PTR)
-            args.append(gep(tb, p, tb.mul(t, i64(stride))) if stride else p)
-        tb.call(block, args)
-        tb.ret_void()
-        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR] * len(strides)), name)
-        fn.linkage = "internal"
-        fn.attributes.add("nounwind")
-        fn.attributes.add("noinline")
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
-        frame = b.alloca(ptrs)
-        frame.type = PTR
-        for k, arg in enumerate(fn.args):
-            b.store(arg, gep(b, frame, i64(k), PTR))
-        b.call(self.gemm.parallel(), [task, frame, ir.Constant(I32, count)])
-        b.ret_void()
         return fn
 
     def large(self, node: Node) -> bool:

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from llvmlite import ir
+
+from alpha_core.codegen.loops import I32, I64, PTR, gep, i64
 from alpha_core.ir.graph import Node, size
 from alpha_core.ops import OPS
 
@@ -88,3 +91,40 @@ def task_rows(out: tuple[int, ...], inputs: Sequence[tuple[int, ...]] = ()) -> i
         if first % rows == 0:
             return rows
     return first
+
+
+def emit_tasks(
+    module: ir.Module,
+    parallel: ir.Function,
+    name: str,
+    block: ir.Function,
+    strides: Sequence[int],
+    count: int,
+) -> ir.Function:
+    """f(out, source...) that runs `block(out, source...)` as `count` tasks of `parallel`
+    (alpha_parallel, pool.h): task t with each pointer moved t * its stride floats (0: an
+    input read whole)."""
+    task = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, I32, PTR]), f"{name}.task")
+    task.linkage = "internal"
+    task.attributes.add("nounwind")
+    ctx, index, _ = task.args
+    tb = ir.IRBuilder(task.append_basic_block("entry"))
+    t = tb.zext(index, I64)
+    args = []
+    for k, stride in enumerate(strides):
+        p = tb.load(gep(tb, ctx, i64(k), PTR), typ=PTR)
+        args.append(gep(tb, p, tb.mul(t, i64(stride))) if stride else p)
+    tb.call(block, args)
+    tb.ret_void()
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * len(strides)), name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    fn.attributes.add("noinline")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    frame = b.alloca(ir.ArrayType(PTR, len(strides)))
+    frame.type = PTR  # the task's context: the pointers, read back by each task
+    for k, arg in enumerate(fn.args):
+        b.store(arg, gep(b, frame, i64(k), PTR))
+    b.call(parallel, [task, frame, ir.Constant(I32, count)])
+    b.ret_void()
+    return fn
