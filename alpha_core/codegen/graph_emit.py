@@ -138,28 +138,27 @@ class GraphEmitter:
         if i not in self.ptrs and i in self._planned:  # a buffer tensors share (buffer_plan.py)
             slot = self._planned[i]
             if slot not in self._shared_buffers:
-                n = self._buffer_floats[slot]
                 name = self.module.get_unique_name(f"{self.prefix}.b{slot}")
-                g = ir.GlobalVariable(self.module, ir.ArrayType(F32, n), name)
-                g.linkage = "internal"
-                g.initializer = ir.Constant(ir.ArrayType(F32, n), None)
-                g.align = 64
-                g.type = PTR
-                self._shared_buffers[slot] = g
+                self._shared_buffers[slot] = self._array(name, self._buffer_floats[slot])
             self.ptrs[i] = self._shared_buffers[slot]
         if i not in self.ptrs:
-            n = max(1, size(self.shape(i)))
-            g = ir.GlobalVariable(self.module, ir.ArrayType(F32, n), f"{self.prefix}.t{i}")
-            g.linkage = "internal"
-            g.initializer = ir.Constant(ir.ArrayType(F32, n), None)
-            g.align = 64
             node = self.graph[i]
             if node.op == "const":  # a constant global: every load of it folds away
-                g.initializer = ir.Constant(ir.ArrayType(F32, 1), [node.value()])
-                g.global_constant = True
-            g.type = PTR  # opaque: loads and stores name their own element type
-            self.ptrs[i] = g
+                self.ptrs[i] = self._array(f"{self.prefix}.t{i}", 1, node.value())
+            else:
+                self.ptrs[i] = self._array(f"{self.prefix}.t{i}", max(1, size(self.shape(i))))
         return self.ptrs[i]
+
+    def _array(self, name: str, n: int, value: float | None = None) -> ir.GlobalVariable:
+        """An internal global of n floats, 64-byte aligned: zeros, or the constant `value`."""
+        ty = ir.ArrayType(F32, n)
+        g = ir.GlobalVariable(self.module, ty, name)
+        g.linkage = "internal"
+        g.initializer = ir.Constant(ty, None if value is None else [value])
+        g.global_constant = value is not None
+        g.align = 64
+        g.type = PTR  # opaque: loads and stores name their own element type
+        return g
 
     def emit(
         self,

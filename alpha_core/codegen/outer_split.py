@@ -38,11 +38,6 @@ def _same_first(out: tuple[int, ...], shape: tuple[int, ...]) -> bool:
     return len(shape) == len(out) and shape[0] == out[0]
 
 
-def _axis(node: Node) -> int | None:
-    value = dict(node.attrs).get("axis")
-    return value if isinstance(value, int) else None
-
-
 def cut_inputs(
     node: Node, out: tuple[int, ...], inputs: Sequence[tuple[int, ...]]
 ) -> tuple[bool, ...] | None:
@@ -62,15 +57,14 @@ def cut_inputs(
         return None  # (a batched product broadcast along its batch, a sum over the first axis)
     every = tuple(True for _ in inputs)
     if rule == "axis":  # along one attribute axis, never the first (a mean's input has one more)
-        axis = _axis(node)
+        axis = node.axis()
         return every if axis is not None and axis > 0 else None
     if not all(len(s) == len(out) for s in inputs):
         return None
     if rule == "matrices":  # the last two axes move or are read; the others index matrices
         return every if len(out) >= 3 else None
     if rule == "swap":
-        a, b = dict(node.attrs).get("a"), dict(node.attrs).get("b")
-        return every if a != 0 and b != 0 else None
+        return every if node.attr("a") != 0 and node.attr("b") != 0 else None
     if rule == "kept":  # a sum to a shape that keeps the first axis (reduce_to [B, T, 1])
         return every
     return None
