@@ -33,7 +33,7 @@ from alpha_core.codegen.tree_tiles import (
 )
 from alpha_core.lower.blocking import TREE_MC, Blocking
 from alpha_core.lower.tree import tree_walk
-from alpha_core.semantics.llvm_arith import emit_muladd
+from alpha_core.semantics.llvm_arith import emit_muladd, intrinsic
 
 TASK_BLOCKS_FUSED = 4  # blocks of MC rows a fused product's task computes on one packing of B
 DIRECT_ROWS = 96  # B is read in place by one row of tasks of at most this many rows
@@ -43,6 +43,8 @@ DIRECT_ROWS_SYMBOL = "alpha_direct_rows"
 # core the leaf products of the 784-1024-1024-10 model (32 x 1024 x 784, B read in place) went
 # from 115-140 to 146-165 GFLOP/s fused at 8 (4: 129-139, 12 and 16: 147-163, 32: 135-145).
 PREFETCH_ROWS = 8
+LINE_FLOATS = 16  # floats in a 64-byte cache line: one prefetch each
+VOID = ir.VoidType()
 CHAIN_MAX = 8  # the longest chain added as a product is stored (runtime/schedule.c, CHAIN)
 SCRATCH_SYMBOL = "alpha_scratch_floats"  # floats of scratch each worker needs (runtime/pool.c)
 PARALLEL_SYMBOL = "alpha_parallel"  # runs tasks 0..n-1, each once, on the role's threads
@@ -250,12 +252,16 @@ class GemmEmitter:
         in_place = b.icmp_unsigned("!=", ldb, i64(K.nr))
         with b.if_else(in_place) as (far, near):
             with far:
+                # llvm.prefetch(address, read, keep in every level, data): a hint that never
+                # faults, so the rows past the panel's last cost nothing but the hint
+                prefetch = intrinsic(self.module, "llvm.prefetch.p0", VOID, [PTR, I32, I32, I32])
+                hint = [ir.Constant(I32, v) for v in (0, 3, 1)]
 
                 def step_ahead(p: ir.Value) -> None:
                     row = b.mul(b.add(p, i64(PREFETCH_ROWS)), ldb)
-                    for line in range(0, K.nr, 16):
+                    for line in range(0, K.nr, LINE_FLOATS):
                         where = b.gep(bp, [b.add(row, i64(line))], source_etype=F32)
-                        b.call(self._prefetch(), [where, *(ir.Constant(I32, v) for v in (0, 3, 1))])
+                        b.call(prefetch, [where, *hint])
                     step(p)
 
                 for_count(b, kc, step_ahead, "pd")
@@ -277,15 +283,6 @@ class GemmEmitter:
                 b.store(b.load(slots[r][v], typ=self.vec), gep(b, c, at, self.vec), align=4)
         b.ret_void()
         return fn
-
-    def _prefetch(self) -> ir.Function:
-        """llvm.prefetch(address, write, locality, data): a hint that never faults, so its
-        address may lie past the end of an array."""
-        found = self.module.globals.get("llvm.prefetch.p0")
-        if isinstance(found, ir.Function):
-            return found
-        fnty = ir.FunctionType(ir.VoidType(), [PTR, I32, I32, I32])
-        return ir.Function(self.module, fnty, "llvm.prefetch.p0")
 
     # -- one block of C: the loops over k, then the panels of B and of A -----------------------
     def _emit_block(self, mr: int) -> ir.Function:

@@ -21,7 +21,7 @@ from llvmlite import ir
 from alpha_core.check.program import Program
 from alpha_core.codegen.loops import F32, I32, I64, PTR, i64, load, store
 from alpha_core.semantics import learners, schedules
-from alpha_core.semantics.llvm_arith import LlvmArith
+from alpha_core.semantics.llvm_arith import LlvmArith, intrinsic
 
 SQSUM = "alpha_grad_sqsum"
 SQSUM_TOTAL = "alpha_clip_sqsum"
@@ -121,9 +121,7 @@ def emit_clipping(module: ir.Module, program: Program) -> None:
 
     b.position_at_end(recurse)
     # the largest power of two strictly below n (n >= 2): 2 ** floor(log2(n - 1))
-    ctlz = module.globals.get("llvm.ctlz.i64")
-    if ctlz is None:
-        ctlz = ir.Function(module, ir.FunctionType(I64, [I64, ir.IntType(1)]), "llvm.ctlz.i64")
+    ctlz = intrinsic(module, "llvm.ctlz.i64", I64, [I64, ir.IntType(1)])
     lead = b.call(ctlz, [b.sub(n, i64(1)), ir.Constant(ir.IntType(1), 0)])
     mid = b.add(lo, b.shl(i64(1), b.sub(i64(63), lead)))
     left = b.call(node, [g, lo, mid])

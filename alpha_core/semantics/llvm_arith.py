@@ -31,7 +31,7 @@ I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 
 
-def _intrinsic(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+def intrinsic(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
     """Declare (once) and return an LLVM intrinsic function in ``module``."""
     existing = module.globals.get(name)
     if isinstance(existing, ir.Function):
@@ -44,7 +44,7 @@ def fma_function(module: ir.Module, ty: ir.Type) -> ir.Function:
     multiply-add (``llvm.fmuladd`` would leave the choice to LLVM, and so would a ``contract``
     flag: neither is ever emitted)."""
     name = f"llvm.fma.v{ty.count}f32" if isinstance(ty, ir.VectorType) else "llvm.fma.f32"
-    return _intrinsic(module, name, ty, [ty, ty, ty])
+    return intrinsic(module, name, ty, [ty, ty, ty])
 
 
 def emit_fma(b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value) -> ir.Value:
@@ -103,7 +103,7 @@ class LlvmArith:
         return self.b.fneg(a)
 
     def sqrt(self, a: ir.Value) -> ir.Value:
-        fn = _intrinsic(self.module, "llvm.sqrt.f32", F32, [F32])
+        fn = intrinsic(self.module, "llvm.sqrt.f32", F32, [F32])
         return self.b.call(fn, [a])
 
     # -- comparisons and selection ---------------------------------------------------------
@@ -139,7 +139,7 @@ class LlvmArith:
         return self.b.sitofp(i, F32)
 
     def ftoi(self, f: ir.Value) -> ir.Value:
-        fn = _intrinsic(self.module, "llvm.fptosi.sat.i32.f32", I32, [F32])
+        fn = intrinsic(self.module, "llvm.fptosi.sat.i32.f32", I32, [F32])
         return self.b.call(fn, [f])
 
     # -- int32 ----------------------------------------------------------------------------
