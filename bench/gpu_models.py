@@ -90,14 +90,14 @@ def _build(path: Path, out: Path, *extra: str) -> Path:
 def _peer_inputs(model: str, program: Any, steps: int, path: Path) -> None:
     """What the PyTorch twin needs, as arrays: the initial parameters by name, the rows, and
     the rows of each step (the runtime's batch selection), for the warm-up and timed steps."""
-    from learners_torch import initial_params, round_rows
+    from learners_torch import initial_values, round_rows
 
     from alpha_core.data import synthetic
 
     x, y = synthetic.generate(program.data)
     arrays = {
-        f"param:{s.name}": t.detach().numpy()
-        for s, t in zip(program.params, initial_params(program), strict=True)
+        f"param:{s.name}": np.asarray(v, dtype=np.float32)
+        for s, v in zip(program.params, initial_values(program), strict=True)
     }
     arrays["x"] = np.ascontiguousarray(x, dtype=np.float32 if model == "cnn" else np.int64)
     y = np.asarray(y).astype(np.int64)

@@ -90,16 +90,23 @@ def factor(spec: ScheduleSpec | None, t: int) -> float:
     return (spec.final + (spec.peak - spec.final) * left) / spec.peak
 
 
+def initial_values(program: Any) -> list[np.ndarray]:
+    """Alpha's initial values of every parameter, as float32 arrays (no torch needed)."""
+    values = []
+    for spec in program.params:
+        kind, args, seed = init_arguments(spec.init)
+        values.append(numpy_init(kind, args, seed, spec.count).reshape(spec.shape))
+    return values
+
+
 def initial_params(program: Any, device: str = "cpu") -> list[Any]:
     """Alpha's initial values of every parameter, as leaf tensors on `device`."""
     import torch
 
-    params = []
-    for spec in program.params:
-        kind, args, seed = init_arguments(spec.init)
-        values = numpy_init(kind, args, seed, spec.count).reshape(spec.shape)
-        params.append(torch.tensor(values, dtype=torch.float32, requires_grad=True, device=device))
-    return params
+    return [
+        torch.tensor(v, dtype=torch.float32, requires_grad=True, device=device)
+        for v in initial_values(program)
+    ]
 
 
 def optimizer(params: list[Any], learner: Any) -> tuple[Any, Any]:
