@@ -7,7 +7,8 @@ For the MNIST-shaped CNN (bench/cnn_torch.py) and the d-128 transformer
   pairing `one_gpu` on the given profile), both run for N steps: the GPU role's final SHA-256
   must be the host's; its ms per round (from its first step event to its last, so start-up,
   data and the device's set-up are not counted), its kernels' ms per round and the bytes it
-  copies each way in its last round (its step events);
+  copies each way in its last round (its step events), and where its kernel time went (its
+  `kernels` event, each kernel named by what it computes: `top_kernels`);
 - PyTorch eager on the device (float32, TF32 off), the same model from the same initial values
   on the same batches (bench/torch_models.py): ms per step, best of 3 samples of N steps after
   2 warm-up steps.
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -106,6 +108,28 @@ def _peer_inputs(model: str, program: Any, steps: int, path: Path) -> None:
     np.savez(path, **arrays)
 
 
+def kernel_descriptions(program: Any, profile: str) -> dict[str, str]:
+    """What each kernel of the program's GPU role computes, by kernel name: a product's op,
+    shape (batch x m x n x k) and tile; any other kernel, the op of the node it writes (or
+    the buffer: "gradient sum", "parameters")."""
+    from alpha_core.autodiff.reverse import training_step
+    from alpha_core.codegen.gpu_kernels import build_gpu_kernels
+    from alpha_core.plan.profiles import DEVICE_PROFILES
+
+    processors = DEVICE_PROFILES[profile].multiprocessors
+    _, layout = build_gpu_kernels(program, training_step(program), "ptx", "", processors)
+    what: dict[str, str] = {}
+    for name, product, tile in layout.products:
+        shape = f"{product.m}x{product.n}x{product.k}"
+        what[name] = f"{product.op} {product.batch}x{shape} {tile.name}".replace(" 1x", " ")
+    for launches in (layout.init, layout.leaf, layout.adds, layout.apply, layout.forward):
+        for launch in launches:
+            name = layout.kernels[launch.kernel]
+            written = layout.buffers[launch.args[0][0]].what  # e.g. "step %38 max_pool_grad"
+            what.setdefault(name, re.sub(r" %\d+", "", written))
+    return what
+
+
 def build(folder: Path, profile: str, steps: int, shadow: bool) -> None:
     from alpha_core.workspace.analysis import Workspace
 
@@ -138,6 +162,7 @@ def build(folder: Path, profile: str, steps: int, shadow: bool) -> None:
                     "host_sha256": host["sha256"],
                     "host_ms_per_round": host["ms_per_round"],
                     "shadow": shadow,
+                    "kernels": kernel_descriptions(program, profile),
                 }
             )
     manifest = {"profile": profile, "steps": steps, "runs": entries}
@@ -153,6 +178,7 @@ def run_role(exe: Path) -> dict[str, Any]:
     steps: list[float] = []
     last: dict[str, Any] = {}
     done: dict[str, Any] = {}
+    kernels: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="alpha-gpu-models-") as tmp:
         proc = subprocess.Popen(  # the parameters written outside the folder, which travels
             [str(exe), "--params-out", str(Path(tmp) / "params")],
@@ -166,6 +192,8 @@ def run_role(exe: Path) -> dict[str, Any]:
             if event.get("event") == "step":
                 steps.append(time.monotonic())
                 last = event
+            elif event.get("event") == "kernels":
+                kernels = event["kernels"]
             elif event.get("event") in ("done", "refused"):
                 done = event
         stderr = proc.stderr.read() if proc.stderr else ""
@@ -178,6 +206,7 @@ def run_role(exe: Path) -> dict[str, Any]:
         "kernel_ms": last.get("kernel_us", 0) / 1000 if "kernel_us" in last else None,
         "to_device": last.get("to_device"),
         "to_host": last.get("to_host"),
+        "kernels": kernels,
     }
 
 
@@ -231,6 +260,22 @@ def peer_ms(model: str, inputs: Path, device: str, steps: int) -> float | str:
     return best
 
 
+def top_kernels(kernels: list[dict[str, Any]], what: dict[str, str], n: int = 8) -> list[str]:
+    """Where the run's kernel time went (its `kernels` event), the kernels that compute the
+    same thing taken together, the most time first: "what xK kernels: share of all kernel
+    time, microseconds per launch"."""
+    total = sum(k["us"] for k in kernels) or 1
+    groups: dict[str, list[int]] = {}  # what: [kernels, launches, microseconds]
+    for k in kernels:
+        g = groups.setdefault(what.get(k["name"], k["name"]), [0, 0, 0])
+        g[0], g[1], g[2] = g[0] + 1, g[1] + k["launches"], g[2] + k["us"]
+    ranked = sorted(groups.items(), key=lambda item: -item[1][2])
+    return [
+        f"{name} x{g[0]}: {100 * g[2] / total:.1f}%, {g[2] / max(1, g[1]):.1f} us a launch"
+        for name, g in ranked[:n]
+    ]
+
+
 def run(folder: Path, peer_device: str) -> int:
     manifest = json.loads((folder / "models.json").read_text())
     failures = 0
@@ -255,6 +300,7 @@ def run(folder: Path, peer_device: str) -> int:
             "peer_device": peer_device,
             "alpha_over_torch": round(ms / peer, 3) if ms and isinstance(peer, float) else None,
             "shadow": entry["shadow"],
+            "top_kernels": top_kernels(gpu["kernels"], entry.get("kernels", {})),
         }
         print(json.dumps(row), flush=True)
     return 1 if failures else 0

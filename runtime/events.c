@@ -35,6 +35,7 @@ void events_init(void)
 /* Defined only by a GPU role's bridge (gpu_role.c). */
 extern uint64_t alpha_device_kernel_us(void) __attribute__((weak));
 extern void alpha_device_copies(uint64_t *to_device, uint64_t *to_host) __attribute__((weak));
+extern void alpha_device_kernels_event(void) __attribute__((weak));
 
 /* Flushes the event just printed; remembers the first failure. */
 static void event_end(void)
@@ -176,6 +177,8 @@ void event_done(const struct alpha_program *p, const struct run_report *r)
 {
     if (ferror(stdout))
         return;
+    if (alpha_device_kernels_event) /* a GPU role: where its kernels' time went */
+        alpha_device_kernels_event();
     fputs("{\"event\":\"done\",\"system\":", stdout);
     json_string(stdout, p->system);
     fputs(",\"role\":", stdout);

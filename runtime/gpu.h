@@ -59,4 +59,9 @@ void alpha_gpu_launch(uint32_t k, uint64_t args, uint64_t threads);
  * call (the shadow: the host time of its loops). */
 uint64_t alpha_gpu_sync(void);
 
+/* Each kernel's time and launches since the role loaded them, counted at each wait: `us[k]`
+ * and `launches[k]` for the kernels `names[0..n)` given to alpha_gpu_load (NULL before it). */
+const uint64_t *alpha_gpu_kernel_us(void);
+const uint64_t *alpha_gpu_kernel_launches(void);
+
 #endif

@@ -85,6 +85,9 @@ struct timed_launch {
 };
 static struct timed_launch *launches;
 static uint32_t n_launches, cap_launches;
+/* Each kernel's time (microseconds, summed as float milliseconds first) and launches. */
+static double *kernel_ms;
+static uint64_t *kernel_us_total, *kernel_launches;
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -314,6 +317,9 @@ void alpha_gpu_load(const char *ptx, uint32_t n, const char *const *names)
                error_name(r), error_log[0] ? error_log : "the JIT wrote no log");
     }
     kernels = checked_calloc(n, sizeof *kernels, "the GPU kernels");
+    kernel_ms = checked_calloc(n, sizeof *kernel_ms, "the GPU kernels' times");
+    kernel_us_total = checked_calloc(n, sizeof *kernel_us_total, "the GPU kernels' times");
+    kernel_launches = checked_calloc(n, sizeof *kernel_launches, "the GPU kernels' launches");
     kernel_names = names;
     n_kernels = n;
     for (uint32_t k = 0; k < n; k++)
@@ -420,7 +426,21 @@ uint64_t alpha_gpu_sync(void)
             refuse(REFUSAL_GPU_LAUNCH_FAILED, "cannot time kernel %s: %s",
                    kernel_names[launches[i].kernel], error_name(r));
         ms += (double)one;
+        uint32_t k = launches[i].kernel;
+        kernel_ms[k] += (double)one;
+        kernel_us_total[k] = (uint64_t)(kernel_ms[k] * 1000.0 + 0.5);
+        kernel_launches[k]++;
     }
     n_launches = 0;
     return (uint64_t)(ms * 1000.0 + 0.5);
+}
+
+const uint64_t *alpha_gpu_kernel_us(void)
+{
+    return kernel_us_total;
+}
+
+const uint64_t *alpha_gpu_kernel_launches(void)
+{
+    return kernel_launches;
 }

@@ -46,6 +46,7 @@ void alpha_device_copies(uint64_t *to_device, uint64_t *to_host);
 void alpha_device_fetch_params(float *params, uint64_t start, uint64_t count);
 void alpha_device_fetch_state(float *state);
 void alpha_device_params_written(uint64_t start, uint64_t count);
+void alpha_device_kernels_event(void);
 
 /* --gpu-uuid UUID | --gpu-index N: which device (a deployment input; the build's otherwise).
  * Returns 1 when the flag is one of these and its value was used. */
@@ -97,6 +98,39 @@ static void device_event(void)
            (unsigned long long)ALPHA_GPU.demand, d->cc_major, d->cc_minor,
            (unsigned)ALPHA_GPU.n_kernels);
     fflush(stdout);
+}
+
+/* Before `done`: every kernel launched in the run, the most time first (ties: the build's
+ * order), with its launches and microseconds, so that a run on a card says where its time went. */
+void alpha_device_kernels_event(void)
+{
+    const struct alpha_gpu_program *g = &ALPHA_GPU;
+    const uint64_t *us = alpha_gpu_kernel_us(), *launched = alpha_gpu_kernel_launches();
+    if (!G.started || !us || !launched)
+        return;
+    uint32_t *order = checked_calloc(g->n_kernels ? g->n_kernels : 1, sizeof *order,
+                                     "the kernels event");
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < g->n_kernels; k++) {
+        if (!launched[k])
+            continue;
+        uint32_t i = n++;
+        for (; i > 0 && us[order[i - 1]] < us[k]; i--)
+            order[i] = order[i - 1];
+        order[i] = k;
+    }
+    printf("{\"event\":\"kernels\",\"role\":");
+    json_string(stdout, alpha_role()->name);
+    printf(",\"kernels\":[");
+    for (uint32_t i = 0; i < n; i++) {
+        printf(i ? ",{\"name\":" : "{\"name\":");
+        json_string(stdout, g->kernel_names[order[i]]);
+        printf(",\"launches\":%llu,\"us\":%llu}", (unsigned long long)launched[order[i]],
+               (unsigned long long)us[order[i]]);
+    }
+    printf("]}\n");
+    fflush(stdout);
+    free(order);
 }
 
 /* Before anything is read or written: the device, its memory, the module, the buffers. */

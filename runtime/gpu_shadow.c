@@ -19,6 +19,7 @@ static uint64_t now_us(void)
 }
 
 static uint64_t spent_us;
+static uint64_t *kernel_us, *kernel_launches; /* each kernel's host time and launches */
 
 void alpha_gpu_open(const char *uuid, uint32_t index, struct alpha_gpu_device *dev)
 {
@@ -37,7 +38,9 @@ void alpha_gpu_admit(const struct alpha_gpu_device *dev, uint64_t demand, const 
 
 void alpha_gpu_load(const char *ptx, uint32_t n, const char *const *names)
 {
-    (void)ptx, (void)n, (void)names;
+    (void)ptx, (void)names;
+    kernel_us = checked_calloc(n, sizeof *kernel_us, "the GPU kernels' times");
+    kernel_launches = checked_calloc(n, sizeof *kernel_launches, "the GPU kernels' launches");
 }
 
 uint64_t alpha_gpu_alloc(uint64_t bytes, const char *what)
@@ -63,6 +66,13 @@ void alpha_gpu_copy(uint64_t dst, uint64_t src, uint64_t bytes)
         memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, (size_t)bytes);
 }
 
+static void counted(uint32_t k, uint64_t us)
+{
+    spent_us += us;
+    kernel_us[k] += us;
+    kernel_launches[k]++;
+}
+
 void alpha_gpu_launch(uint32_t k, uint64_t args, uint64_t threads)
 {
     uint64_t started = now_us();
@@ -72,7 +82,7 @@ void alpha_gpu_launch(uint32_t k, uint64_t args, uint64_t threads)
     if (ALPHA_GPU.blockwise[k]) { /* a tiled product: its threads' phases run in turn */
         for (uint64_t block = 0; block < blocks; block++)
             kernel(table, block);
-        spent_us += now_us() - started;
+        counted(k, now_us() - started);
         return;
     }
     for (uint64_t block = 0; block < blocks; block++)
@@ -81,7 +91,7 @@ void alpha_gpu_launch(uint32_t k, uint64_t args, uint64_t threads)
             if (out < threads)
                 kernel(table, out);
         }
-    spent_us += now_us() - started;
+    counted(k, now_us() - started);
 }
 
 uint64_t alpha_gpu_sync(void)
@@ -89,4 +99,14 @@ uint64_t alpha_gpu_sync(void)
     uint64_t us = spent_us;
     spent_us = 0;
     return us;
+}
+
+const uint64_t *alpha_gpu_kernel_us(void)
+{
+    return kernel_us;
+}
+
+const uint64_t *alpha_gpu_kernel_launches(void)
+{
+    return kernel_launches;
 }

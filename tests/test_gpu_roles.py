@@ -215,6 +215,37 @@ def test_the_shadow_names_itself_in_its_device_event(tmp_path: Path) -> None:
     assert re.search(r"bus [\d.]+ KiB over, [\d.]+ KiB back", line), line  # its copies
 
 
+def test_a_gpu_role_says_where_its_kernel_time_went(tmp_path: Path) -> None:
+    path = tmp_path / "d.alpha"
+    path.write_text(DIGITS + SOLO.format(name="digits"))
+    built = cli(
+        "build", str(path), "--plan", "solo", "--pairing", "one_gpu", "--gpu-shadow",
+        "-o", str(tmp_path / "b"), "--json",
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    (exe,) = json.loads(built.stdout)["executables"]
+    ran = subprocess.run([exe["path"]], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    events = [json.loads(line) for line in ran.stdout.splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds[-2:] == ["kernels", "done"], kinds[-3:]
+    [device] = [e for e in events if e["event"] == "device"]
+    kernels = events[-2]["kernels"]
+    names = [k["name"] for k in kernels]
+    assert len(set(names)) == len(names) <= device["kernels"]
+    assert all(k["launches"] > 0 for k in kernels)
+    assert [k["us"] for k in kernels] == sorted((k["us"] for k in kernels), reverse=True)
+    # every launch of the run is counted once: the steps' leaves launch each step kernel
+    steps = [e for e in events if e["event"] == "step"]
+    program = program_of(path.read_text(), tmp_path / "p")
+    leaves = len(steps) * program.leaves
+    step_kernels = {
+        k["name"]: k["launches"] for k in kernels if k["name"].startswith("alpha_step_")
+    }
+    assert step_kernels and set(step_kernels.values()) == {leaves}, step_kernels
+    assert sum(k["us"] for k in kernels) >= sum(e["kernel_us"] for e in steps)
+
+
 def test_a_refused_pairing_blocks_only_builds_that_use_it(tmp_path: Path) -> None:
     path = tmp_path / "d.alpha"
     path.write_text(DIGITS + "\npairing bad for pair {\n  worker[*]: host x86_64, gpu h900\n}\n")
