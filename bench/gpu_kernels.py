@@ -232,23 +232,28 @@ def _regs(row: KernelRow) -> str:
     return " / ".join(str(row.resources[a].registers) for a in ARCHES)
 
 
+def local_bytes(row: KernelRow) -> str:
+    """Local memory per arch, "sm_80 / sm_90": stack frame plus spill stores and loads."""
+    each = (
+        row.resources[a].stack + row.resources[a].spill_stores + row.resources[a].spill_loads
+        for a in ARCHES
+    )
+    return " / ".join("0" if w == 0 else f"{w} B" for w in each)
+
+
 def markdown(rows: list[KernelRow]) -> str:
     lines = [
         "| kernel | tile (BMxBN, BK, TMxTN) | arithmetic | registers sm_80 / sm_90 | "
-        "stack, spills | shared | global B per multiply-add |",
+        "stack + spills sm_80 / sm_90 | shared | global B per multiply-add |",
         "|---|---|---|---:|---|---:|---:|",
     ]
     for r in rows:
         t = r.tile
         res = r.resources[ARCHES[0]]
-        worst = max(
-            r.resources[a].stack + r.resources[a].spill_stores + r.resources[a].spill_loads
-            for a in ARCHES
-        )
         lines.append(
             f"| {r.what} | {t.name} ({t.bm}x{t.bn}, {t.bk}, {t.tm}x{t.tn}) | "
             f"{'fused' if r.fused else 'unfused'} | {_regs(r)} | "
-            f"{'0' if worst == 0 else str(worst) + ' B'} | {res.shared} B | "
+            f"{local_bytes(r)} | {res.shared} B | "
             f"{r.bytes_per_muladd:.4g} |"
         )
     return "\n".join(lines)

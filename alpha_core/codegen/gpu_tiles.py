@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from llvmlite import ir
 
@@ -168,6 +169,11 @@ class TiledKernel:
         self, module: ir.Module, product: Product, tile: Tile, ptx: bool, fused: bool
     ) -> None:
         self.module, self.p, self.tile, self.ptx, self.fused = module, product, tile, ptx, fused
+        # what emit issued, in order, for the tests: ("fetch", k0), ("put", buffer),
+        # ("compute", buffer), ("barrier", None), and ("loop", count) ... ("end", None) around
+        # the steady loop's body, each operand the IR value emitted (the loop's are
+        # expressions of its counter)
+        self.schedule: list[tuple[str, Any]] = []
 
     @property
     def blocks(self) -> int:
@@ -213,22 +219,47 @@ class TiledKernel:
         m0 = b.mul(b.udiv(rest, i64(tiles_n)), i64(tile.bm))
         n0 = b.mul(b.urem(rest, i64(tiles_n)), i64(tile.bn))
         na, nb = tile.bk * tile.bm, tile.bk * tile.bn
-        sa = self._array(b, f"{name}.a", F32, tile.bk * tile.bm)  # [BK][BM]: A's tile, k-major
-        sb = self._array(b, f"{name}.b", F32, tile.bk * tile.bn)  # [BK][BN]
-        sk = self._array(b, f"{name}.keep", I8, tile.bk * tile.bn) if p.masked else None
+        la, lb = na // BLOCK, nb // BLOCK  # the elements of A's and B's tiles a thread loads
+        # two buffers of each tile: a stage computes from one while the next is stored into the
+        # other (buffer s % 2 holds stage s)
+        sa = self._array(b, f"{name}.a", F32, 2 * na)  # 2 x [BK][BM]: k-major
+        sb = self._array(b, f"{name}.b", F32, 2 * nb)  # 2 x [BK][BN]
+        sk = self._array(b, f"{name}.keep", I8, 2 * nb) if p.masked else None
+
+        def base(buf: ir.Value, n: int) -> ir.Value:
+            return b.mul(buf, i64(n))
+
         per = tile.tm * tile.tn
-        if self.ptx:  # a thread's outputs: registers (SROA keeps these slots out of memory)
+        staged = la + lb + (lb if p.masked else 0)  # what a thread holds between load and store
+        if self.ptx:  # a thread's outputs and staged loads: registers (SROA keeps these slots
+            # out of memory)
             with b.goto_entry_block():
                 slots = [b.alloca(F32, name=f"acc{j}") for j in range(per)]
+                held_in = [
+                    b.alloca(F32 if j < la + lb else I8, name=f"ld{j}") for j in range(staged)
+                ]
 
             def acc_slot(t: ir.Value, j: int) -> ir.Value:
                 return slots[j]
 
-        else:  # every thread's outputs, one row of `per` floats each
+            def load_slot(t: ir.Value, j: int) -> ir.Value:
+                return held_in[j]
+
+        else:  # every thread's outputs, one row of `per` floats each; its staged loads likewise
             accs = self._array(b, f"{name}.accs", F32, BLOCK * per)
+            lds = self._array(b, f"{name}.lds", F32, BLOCK * (la + lb))
+            lks = self._array(b, f"{name}.lks", I8, BLOCK * lb) if p.masked else None
 
             def acc_slot(t: ir.Value, j: int) -> ir.Value:
                 return self._at(b, accs, b.add(b.mul(t, i64(per)), i64(j)), F32, BLOCK * per)
+
+            def load_slot(t: ir.Value, j: int) -> ir.Value:
+                if j < la + lb:
+                    at = b.add(b.mul(t, i64(la + lb)), i64(j))
+                    return self._at(b, lds, at, F32, BLOCK * (la + lb))
+                assert lks is not None
+                at = b.add(b.mul(t, i64(lb)), i64(j - la - lb))
+                return self._at(b, lks, at, I8, BLOCK * lb)
 
         threads = _Threads(b, self.ptx, tid)
 
@@ -238,21 +269,27 @@ class TiledKernel:
 
         threads.each(start, "zero")
 
-        def stage(k0: ir.Value, count: int) -> None:
-            def load(t: ir.Value) -> None:
-                for e0 in range(0, tile.bm * tile.bk, BLOCK):  # A: k fastest (rows' runs)
-                    e = b.add(t, i64(e0))
-                    mm, kk = b.udiv(e, i64(tile.bk)), b.urem(e, i64(tile.bk))
+        def a_at(e: ir.Value) -> tuple[ir.Value, ir.Value]:  # A: k fastest (rows' runs)
+            return b.udiv(e, i64(tile.bk)), b.urem(e, i64(tile.bk))  # (mm, kk)
+
+        def b_at(e: ir.Value) -> tuple[ir.Value, ir.Value]:  # B: n fastest (coalesced)
+            return b.udiv(e, i64(tile.bn)), b.urem(e, i64(tile.bn))  # (kk, nn)
+
+        def fetch(k0: ir.Value, count: int) -> None:
+            """Every thread reads its elements of the stage at k0 from global memory into its
+            staged slots (in flight while the previous stage is computed)."""
+
+            def phase(t: ir.Value) -> None:
+                for u in range(la):
+                    mm, kk = a_at(b.add(t, i64(u * BLOCK)))
                     row, k = b.add(m0, mm), b.add(k0, kk)
                     ok = b.and_(
                         b.icmp_unsigned("<", row, i64(p.m)), b.icmp_unsigned("<", kk, i64(count))
                     )
                     v = p.read_a(b, src, g, b.select(ok, row, i64(0)), b.select(ok, k, i64(0)))
-                    v = b.select(ok, v, A.const(0.0))
-                    b.store(v, self._at(b, sa, b.add(b.mul(kk, i64(tile.bm)), mm), F32, na))
-                for e0 in range(0, tile.bk * tile.bn, BLOCK):  # B: n fastest (coalesced)
-                    e = b.add(t, i64(e0))
-                    kk, nn = b.udiv(e, i64(tile.bn)), b.urem(e, i64(tile.bn))
+                    b.store(b.select(ok, v, A.const(0.0)), load_slot(t, u))
+                for u in range(lb):
+                    kk, nn = b_at(b.add(t, i64(u * BLOCK)))
                     col, k = b.add(n0, nn), b.add(k0, kk)
                     ok = b.and_(
                         b.icmp_unsigned("<", col, i64(p.n)), b.icmp_unsigned("<", kk, i64(count))
@@ -260,29 +297,57 @@ class TiledKernel:
                     v, keep = p.read_b(
                         b, src, g, b.select(ok, k, i64(0)), b.select(ok, col, i64(0))
                     )
-                    at = b.add(b.mul(kk, i64(tile.bn)), nn)
-                    b.store(b.select(ok, v, A.const(0.0)), self._at(b, sb, at, F32, nb))
-                    if sk is not None:
+                    b.store(b.select(ok, v, A.const(0.0)), load_slot(t, la + u))
+                    if p.masked:
                         kept = b.and_(ok, keep) if keep is not None else ok
-                        b.store(b.zext(kept, I8), self._at(b, sk, at, I8, nb))
+                        b.store(b.zext(kept, I8), load_slot(t, la + lb + u))
 
-            def compute(t: ir.Value) -> None:
+            threads.each(phase, "fetch")
+            self.schedule.append(("fetch", k0))
+
+        def put(buf: ir.Value) -> None:
+            """Every thread stores its staged elements into the shared tiles `buf`."""
+
+            def phase(t: ir.Value) -> None:
+                for u in range(la):
+                    mm, kk = a_at(b.add(t, i64(u * BLOCK)))
+                    v = b.load(load_slot(t, u), typ=F32)
+                    at = b.add(base(buf, na), b.add(b.mul(kk, i64(tile.bm)), mm))
+                    b.store(v, self._at(b, sa, at, F32, 2 * na))
+                for u in range(lb):
+                    kk, nn = b_at(b.add(t, i64(u * BLOCK)))
+                    at = b.add(base(buf, nb), b.add(b.mul(kk, i64(tile.bn)), nn))
+                    b.store(b.load(load_slot(t, la + u), typ=F32), self._at(b, sb, at, F32, 2 * nb))
+                    if sk is not None:
+                        kept = b.load(load_slot(t, la + lb + u), typ=I8)
+                        b.store(kept, self._at(b, sk, at, I8, 2 * nb))
+
+            threads.each(phase, "put")
+            self.schedule.append(("put", buf))
+
+        def compute(buf: ir.Value, count: int) -> None:
+            """Every thread adds the stage's `count` terms in `buf` to its outputs."""
+
+            def phase(t: ir.Value) -> None:
                 ty, tx = b.udiv(t, i64(tile.bn // tile.tn)), b.urem(t, i64(tile.bn // tile.tn))
-                ra, rb = b.mul(ty, i64(tile.tm)), b.mul(tx, i64(tile.tn))
+                ra = b.add(b.mul(ty, i64(tile.tm)), base(buf, na))
+                rb = b.add(b.mul(tx, i64(tile.tn)), base(buf, nb))
                 held = [b.load(acc_slot(t, j), typ=F32) for j in range(per)]
                 for kk in range(count):  # unrolled: the stage's terms, k ascending
                     a = [
                         b.load(
-                            self._at(b, sa, b.add(i64(kk * tile.bm), b.add(ra, i64(i))), F32, na),
+                            self._at(
+                                b, sa, b.add(i64(kk * tile.bm), b.add(ra, i64(i))), F32, 2 * na
+                            ),
                             typ=F32,
                         )
                         for i in range(tile.tm)
                     ]
                     cols = [b.add(i64(kk * tile.bn), b.add(rb, i64(j))) for j in range(tile.tn)]
-                    bv = [b.load(self._at(b, sb, c, F32, nb), typ=F32) for c in cols]
+                    bv = [b.load(self._at(b, sb, c, F32, 2 * nb), typ=F32) for c in cols]
                     keep = [
                         b.icmp_unsigned(
-                            "!=", b.load(self._at(b, sk, c, I8, nb), typ=I8), ir.Constant(I8, 0)
+                            "!=", b.load(self._at(b, sk, c, I8, 2 * nb), typ=I8), ir.Constant(I8, 0)
                         )
                         if sk is not None
                         else None
@@ -295,16 +360,37 @@ class TiledKernel:
                 for j in range(per):
                     b.store(held[j], acc_slot(t, j))
 
-            threads.each(load, "load")
-            self._barrier(b)
-            threads.each(compute, "compute")
+            threads.each(phase, "compute")
+            self.schedule.append(("compute", buf))
+
+        # Stage s covers k in [s BK, s BK + count): BK terms, the K tail's K mod BK last (never
+        # padded terms: adding 0 · 0 would turn a -0.0 sum into +0.0). Stage s + 1 is read from
+        # global memory before stage s is computed and stored after it, into the other buffer;
+        # one barrier after the store then fences both (every thread has finished reading the
+        # buffer that the next store overwrites, and has written the one the next stage reads).
+        full, tail = divmod(p.k, tile.bk)
+        stages = full + (1 if tail else 0)
+        fetch(i64(0), tile.bk if full else tail)
+        put(i64(0))
+        self._barrier(b)
+
+        def steady(s: ir.Value) -> None:  # stage s, full, and the next one full too
+            fetch(b.mul(b.add(s, i64(1)), i64(tile.bk)), tile.bk)
+            buf = b.and_(s, i64(1))
+            compute(buf, tile.bk)
+            put(b.xor(buf, i64(1)))
             self._barrier(b)
 
-        full, tail = divmod(p.k, tile.bk)
-        if full:
-            loop(b, full, lambda kt: stage(b.mul(kt, i64(tile.bk)), tile.bk), "kt")
-        if tail:
-            stage(i64(full * tile.bk), tail)
+        self.schedule.append(("loop", max(0, full - 1)))
+        loop(b, full - 1, steady, "kt")  # none when full <= 1
+        self.schedule.append(("end", None))
+        last = stages - 1
+        if full and tail:  # the last full stage, then the tail
+            fetch(i64(full * tile.bk), tail)
+            compute(i64((full - 1) % 2), tile.bk)
+            put(i64(full % 2))
+            self._barrier(b)
+        compute(i64(last % 2), tile.bk if last < full else tail)
 
         def finish(t: ir.Value) -> None:
             ty, tx = b.udiv(t, i64(tile.bn // tile.tn)), b.urem(t, i64(tile.bn // tile.tn))
@@ -324,6 +410,7 @@ class TiledKernel:
         return fn
 
     def _barrier(self, b: ir.IRBuilder) -> None:
+        self.schedule.append(("barrier", None))
         if self.ptx:
             b.call(declared(self.module, "llvm.nvvm.barrier0", ir.VoidType()), [])
 
