@@ -3,10 +3,12 @@
 Every product-like node (`@`, batched `@`, conv2d and both its adjoints as implicit products)
 is one sum per output over a fixed sequence of terms: out[g, m, n] = Σ_k term(A[g, m, k],
 B[g, k, n]), k ascending from +0.0 (docs/semantics.md). A block of 256 threads computes a
-BM x BN tile of outputs: for each run of BK values of k it stages A's BM x BK tile and B's
-BK x BN tile in shared memory (each thread loading a few elements), waits at a barrier, and
-then every thread adds those BK terms to each of its TM x TN outputs, which it keeps in
-registers. An output is still added by one thread, over k ascending, with the same term as the
+BM x BN tile of outputs: for each run (stage) of BK values of k it stages A's BM x BK tile and
+B's BK x BN tile in shared memory (each thread loading a few elements), and every thread adds
+those BK terms to each of its TM x TN outputs, which it keeps in registers. Each tile has two
+shared buffers, stage s in buffer s % 2: a thread reads its elements of stage s + 1 from global
+memory into registers before it computes stage s, so the loads' latency passes under the
+arithmetic, stores them into the other buffer after, and one barrier a stage fences both. An output is still added by one thread, over k ascending, with the same term as the
 host's loop (`LlvmArith.muladd`, or conv_ops' masked term for a padded position), so the tile
 sizes, the block count and the card cannot change a bit: only the number of times an operand
 is read from global memory changes, from 8 bytes per multiply-add to 4 (BM + BN) / (BM BN).
