@@ -8,10 +8,11 @@ B's BK x BN tile in shared memory (each thread loading a few elements), and ever
 those BK terms to each of its TM x TN outputs, which it keeps in registers. Each tile has two
 shared buffers, stage s in buffer s % 2: a thread reads its elements of stage s + 1 from global
 memory into registers before it computes stage s, so the loads' latency passes under the
-arithmetic, stores them into the other buffer after, and one barrier a stage fences both. An output is still added by one thread, over k ascending, with the same term as the
-host's loop (`LlvmArith.muladd`, or conv_ops' masked term for a padded position), so the tile
-sizes, the block count and the card cannot change a bit: only the number of times an operand
-is read from global memory changes, from 8 bytes per multiply-add to 4 (BM + BN) / (BM BN).
+arithmetic, stores them into the other buffer after, and one barrier a stage fences both.
+An output is still added by one thread, over k ascending, with the same term as the host's
+loop (`LlvmArith.muladd`, or conv_ops' masked term for a padded position), so the tile sizes,
+the block count and the card cannot change a bit: only the number of times an operand is read
+from global memory changes, from 8 bytes per multiply-add to 4 (BM + BN) / (BM BN).
 
 The K tail (K not a multiple of BK) is a last run of K mod BK terms, never padded terms: adding
 a padded term (0 · 0) would turn a -0.0 sum into +0.0. Rows and columns past the edges are
