@@ -142,6 +142,18 @@ def test_every_product_kernel_has_no_local_memory_and_the_recorded_registers() -
         assert recorded == measured, (row.what, row.tile.name, arith, recorded, measured)
 
 
+def test_long_sums_over_few_outputs_take_the_deep_stages() -> None:
+    from alpha_core.codegen.gpu_tiles import LONG_K, tile_for
+
+    names = {t.name: t for t in TILES}
+    # a convolution's weight gradient: 288 sums of 43,264 terms, two blocks on an H200
+    assert tile_for(1, 32, 9, 132, 43264) == names["t16k"]
+    assert tile_for(1, 32, 9, 132, LONG_K - 1) == names["t16"]  # short sums keep t16
+    assert tile_for(1, 1024, 1024, 132, 4096) == names["t64"]  # a full card keeps its tile
+    assert tile_for(1, 4096, 4096, 132, 4096) == names["t128"]
+    assert tile_for(1, 512, 512, 132, 4096) == names["t32"]
+
+
 def test_a_tiled_kernel_loads_a_fraction_of_the_naive_kernels_bytes() -> None:
     big = matmul_product(4096, 4096, 4096)
     t128 = TILES[0]

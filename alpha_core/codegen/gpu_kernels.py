@@ -188,7 +188,7 @@ class GpuKernels:
         product = product_of(node, concrete(node.shape, leaf), shapes)
         if product is None:
             return None
-        tile = tile_for(product.batch, product.m, product.n, self.multiprocessors)
+        tile = tile_for(product.batch, product.m, product.n, self.multiprocessors, product.k)
         kernel = TiledKernel(self.module, product, tile, self.device == "ptx", self.program.fused)
         kernel.emit(name, table_arg)
         self.layout.kernels.append(name)

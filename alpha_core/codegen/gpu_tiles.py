@@ -63,21 +63,28 @@ class Tile:
         return 4 * (self.bm + self.bn) / (self.bm * self.bn)
 
 
-# largest first (tile_for picks one per product and card)
+# largest first (tile_for picks one per product and card); t16k is t16 with stages four times
+# as deep, for long sums over few outputs (see tile_for)
 TILES: tuple[Tile, ...] = (
     Tile("t128", 128, 128, 8, 8, 8),
     Tile("t64", 64, 64, 16, 4, 4),
     Tile("t32", 32, 32, 16, 2, 2),
     Tile("t16", 16, 16, 16, 1, 1),
+    Tile("t16k", 16, 16, 64, 1, 1),
 )
+LONG_K = 1024  # a sum at least this long over too few blocks to fill the card takes t16k
 
 
-def tile_for(batch: int, m: int, n: int, multiprocessors: int) -> Tile:
+def tile_for(batch: int, m: int, n: int, multiprocessors: int, k: int = 0) -> Tile:
     """The tile a product takes on a card of `multiprocessors`: the best by a small model,
     (the share of multiprocessors its blocks occupy, at most 1) x (its outputs per shared
     load: TM TN / (TM + TN)) x (the share of its tiles' outputs that exist, not padding),
-    the tile with less padding on a tie. Any tile gives the same bits; this only guesses
-    which is fastest, from the structure (scripts/qualify-gpu measures on a card)."""
+    the tile with less padding on a tie. When that is t16 and its blocks do not fill the card
+    while each sums `k` >= LONG_K terms (a convolution's weight gradient, an MLP's narrow
+    products), the block's time is the global loads' latency once a stage: t16k's stages
+    are four times as deep, so a thread has four times the loads in flight each time. Any
+    tile gives the same bits; this only guesses which is fastest, from the structure
+    (scripts/qualify-gpu measures on a card)."""
 
     def score(tile: Tile) -> tuple[float, float]:
         blocks = blocks_of(tile, batch, m, n)
@@ -85,7 +92,10 @@ def tile_for(batch: int, m: int, n: int, multiprocessors: int) -> Tile:
         busy = min(1.0, blocks / multiprocessors)
         return busy * tile.tm * tile.tn / (tile.tm + tile.tn) * useful, useful
 
-    return max(TILES, key=score)
+    best = max(TILES[:4], key=score)
+    if best.name == "t16" and k >= LONG_K and blocks_of(best, batch, m, n) < multiprocessors:
+        return TILES[4]
+    return best
 
 
 def declared(module: ir.Module, name: str, ret: ir.Type) -> ir.Function:
