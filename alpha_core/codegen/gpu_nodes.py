@@ -30,6 +30,7 @@ from alpha_core.codegen.gpu_ir import (
     unravel,
 )
 from alpha_core.codegen.gpu_layers import LayerBodies
+from alpha_core.codegen.gpu_warp_sum import WARP, WARP_SUM_MIN, warp_sum
 from alpha_core.codegen.loops import (
     F32,
     I32,
@@ -287,8 +288,7 @@ class NodeBodies(LayerBodies):
         ptrs: dict[int, ir.Value],
         t: ir.Value,
     ) -> int | None:
-        self._reduce(b, A, node, shape, out, ptrs, t)
-        return None
+        return self._reduce(b, A, node, shape, out, ptrs, t)
 
     def _broadcast(
         self,
@@ -440,11 +440,19 @@ class NodeBodies(LayerBodies):
         out: ir.Value,
         ptrs: dict[int, ir.Value],
         t: ir.Value,
-    ) -> None:
+    ) -> int | None:
         """Output t: the sum, from +0.0, of the inputs that reduce into it, in ascending
-        row-major order of the input (the order the host's loop adds them in)."""
+        row-major order of the input (the order the host's loop adds them in). On the GPU a
+        sum of at least WARP_SUM_MIN terms takes a warp (gpu_warp_sum: the same order): then
+        thread t is lane t % 32 of output t / 32, and the kernel runs 32 threads an output."""
         src = node.inputs[0]
         src_shape = self.shape(src)
+        n_out = max(1, size(out_shape))
+        terms = size(src_shape) // n_out if src_shape else 1
+        warp = self.ptx and terms >= WARP_SUM_MIN
+        lane = None
+        if warp:
+            t, lane = b.udiv(t, i64(WARP)), b.urem(t, i64(WARP))
         if node.op == "reduce_to":
             to_out = broadcast_strides(out_shape, src_shape)
         else:
@@ -472,22 +480,38 @@ class NodeBodies(LayerBodies):
                 assert isinstance(axis, int)
                 coord = out_coords[d if d < axis else d - 1]
             base = b.add(base, b.mul(coord, i64(st_src[d])))
-        acc = entry_alloca(b)
-        b.store(ir.Constant(F32, 0.0), acc)
 
-        def add(idx: list[ir.Value]) -> None:
+        def term_at(idx: list[ir.Value]) -> ir.Value:
             at = base
             for d, j in zip(varying, idx, strict=True):
                 at = b.add(at, b.mul(j, i64(st_src[d])))
-            b.store(A.add(b.load(acc, typ=F32), self._read(b, ptrs, src, at)), acc)
+            return at
 
-        nest(b, [src_shape[d] for d in varying], add, "r")
-        total = b.load(acc, typ=F32)
+        dims = [src_shape[d] for d in varying]
+        if lane is not None:
+            total = warp_sum(
+                b, A, terms, lane, lambda k: self._read(b, ptrs, src, term_at(unravel(b, k, dims)))
+            )
+        else:
+            acc = entry_alloca(b)
+            b.store(ir.Constant(F32, 0.0), acc)
+
+            def add(idx: list[ir.Value]) -> None:
+                term = self._read(b, ptrs, src, term_at(idx))
+                b.store(A.add(b.load(acc, typ=F32), term), acc)
+
+            nest(b, dims, add, "r")
+            total = b.load(acc, typ=F32)
         if node.op == "mean":
             axis = node.axis()
             count = size(src_shape) if axis is None else src_shape[axis]
             total = A.div(total, A.const(float(count)))
-        store(b, total, out, t)
+        if lane is None:
+            store(b, total, out, t)
+            return None
+        with b.if_then(b.icmp_unsigned("==", lane, i64(0))):
+            store(b, total, out, t)
+        return n_out * WARP
 
     def _xent(
         self,
