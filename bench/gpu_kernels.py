@@ -179,12 +179,9 @@ def example_rows(
                 ptx = emit_ptx(module)
                 per_arch = {arch: ptxas_resources(ptx, arch) for arch in ARCHES}
                 for kernel, product, tile in layout.products:
-                    shape = f"{product.m}x{product.n}x{product.k}"
-                    if product.batch > 1:
-                        shape = f"{product.batch}x{shape}"
                     rows.append(
                         KernelRow(
-                            f"{name} {kernel} {product.op} {shape}",
+                            f"{name} {kernel} {product.op} {product.shape}",
                             tile,
                             fused,
                             global_bytes_per_muladd(product, tile),

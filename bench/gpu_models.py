@@ -120,8 +120,7 @@ def kernel_descriptions(program: Any, profile: str) -> dict[str, str]:
     _, layout = build_gpu_kernels(program, training_step(program), "ptx", "", processors)
     what: dict[str, str] = {}
     for name, product, tile in layout.products:
-        shape = f"{product.m}x{product.n}x{product.k}"
-        what[name] = f"{product.op} {product.batch}x{shape} {tile.name}".replace(" 1x", " ")
+        what[name] = f"{product.op} {product.shape} {tile.name}"
     for launches in (layout.init, layout.leaf, layout.adds, layout.apply, layout.forward):
         for launch in launches:
             name = layout.kernels[launch.kernel]

@@ -85,9 +85,10 @@ struct timed_launch {
 };
 static struct timed_launch *launches;
 static uint32_t n_launches, cap_launches;
-/* Each kernel's time (microseconds, summed as float milliseconds first) and launches. */
+/* Each kernel's time (the event pairs' milliseconds, summed) and launches; kernel_us is
+ * filled from kernel_ms when asked for (alpha_gpu_kernel_us). */
 static double *kernel_ms;
-static uint64_t *kernel_us_total, *kernel_launches;
+static uint64_t *kernel_us, *kernel_launches;
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -318,7 +319,7 @@ void alpha_gpu_load(const char *ptx, uint32_t n, const char *const *names)
     }
     kernels = checked_calloc(n, sizeof *kernels, "the GPU kernels");
     kernel_ms = checked_calloc(n, sizeof *kernel_ms, "the GPU kernels' times");
-    kernel_us_total = checked_calloc(n, sizeof *kernel_us_total, "the GPU kernels' times");
+    kernel_us = checked_calloc(n, sizeof *kernel_us, "the GPU kernels' times");
     kernel_launches = checked_calloc(n, sizeof *kernel_launches, "the GPU kernels' launches");
     kernel_names = names;
     n_kernels = n;
@@ -428,7 +429,6 @@ uint64_t alpha_gpu_sync(void)
         ms += (double)one;
         uint32_t k = launches[i].kernel;
         kernel_ms[k] += (double)one;
-        kernel_us_total[k] = (uint64_t)(kernel_ms[k] * 1000.0 + 0.5);
         kernel_launches[k]++;
     }
     n_launches = 0;
@@ -437,7 +437,9 @@ uint64_t alpha_gpu_sync(void)
 
 const uint64_t *alpha_gpu_kernel_us(void)
 {
-    return kernel_us_total;
+    for (uint32_t k = 0; kernel_us && k < n_kernels; k++)
+        kernel_us[k] = (uint64_t)(kernel_ms[k] * 1000.0 + 0.5);
+    return kernel_us;
 }
 
 const uint64_t *alpha_gpu_kernel_launches(void)

@@ -147,6 +147,12 @@ class Product:
     def muladds(self) -> int:
         return self.batch * self.m * self.n * self.k
 
+    @property
+    def shape(self) -> str:
+        """ "m x n x k", "batch x m x n x k" for a batched product (as reports name it)."""
+        mnk = f"{self.m}x{self.n}x{self.k}"
+        return f"{self.batch}x{mnk}" if self.batch > 1 else mnk
+
 
 def term(A: LlvmArith, acc: ir.Value, x: ir.Value, y: ir.Value, keep: ir.Value | None) -> ir.Value:
     """acc plus the term x · y, as conv_ops.add_product adds it (a value, not a slot): unfused,

@@ -21,7 +21,7 @@ from llvmlite import ir
 
 from alpha_core.codegen.gpu_ir import loop
 from alpha_core.codegen.loops import F32, I32, entry_alloca, i64
-from alpha_core.semantics.llvm_arith import LlvmArith
+from alpha_core.semantics.llvm_arith import LlvmArith, intrinsic
 
 WARP = 32
 WARP_SUM_MIN = 128  # a reduction of at least this many terms per output takes a warp
@@ -30,10 +30,7 @@ GROUP = 8  # chunks of 32 terms whose loads a lane issues together
 
 def _shuffle(b: ir.IRBuilder, value: ir.Value, lane: int) -> ir.Value:
     """Lane `lane`'s `value`, in every lane of the (full, converged) warp."""
-    name = "llvm.nvvm.shfl.sync.idx.f32"
-    fn = b.module.globals.get(name)
-    if fn is None:
-        fn = ir.Function(b.module, ir.FunctionType(F32, [I32, F32, I32, I32]), name)
+    fn = intrinsic(b.module, "llvm.nvvm.shfl.sync.idx.f32", F32, [I32, F32, I32, I32])
     full = ir.Constant(I32, 0xFFFFFFFF)
     return b.call(fn, [full, value, ir.Constant(I32, lane), ir.Constant(I32, 0x1F)])
 
