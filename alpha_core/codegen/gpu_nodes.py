@@ -449,9 +449,8 @@ class NodeBodies(LayerBodies):
         src_shape = self.shape(src)
         n_out = max(1, size(out_shape))
         terms = size(src_shape) // n_out if src_shape else 1
-        warp = self.ptx and terms >= WARP_SUM_MIN
-        lane = None
-        if warp:
+        lane = None  # the thread's lane when a warp takes the sum
+        if self.ptx and terms >= WARP_SUM_MIN:
             t, lane = b.udiv(t, i64(WARP)), b.urem(t, i64(WARP))
         if node.op == "reduce_to":
             to_out = broadcast_strides(out_shape, src_shape)
