@@ -22,6 +22,7 @@ from alpha_core.codegen.line_blocks import Block, LineBlocks
 from alpha_core.codegen.loops import (
     F32,
     PTR,
+    RECIPE_VECTORS,
     broadcast_strides,
     for_range,
     i64,
@@ -405,7 +406,14 @@ class GraphEmitter:
                 return recipes.relu(A, v)
             return b.call(self.math[op], [v])
 
-        for_range(b, size(self.shape(i)), lambda j: store(b, unary(load(b, a, j)), out, j))
+        long = op not in ("neg", "relu")  # a recipe's chain, not one operation
+        for_range(
+            b,
+            size(self.shape(i)),
+            lambda j: store(b, unary(load(b, a, j)), out, j),
+            "m",
+            RECIPE_VECTORS if long else 1,
+        )
 
     def _math_grad(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
         x, d = self._in(node, 0), self._in(node, 1)

@@ -73,6 +73,18 @@ class LineBlocks:
 MAX, SUM = 0, 1  # the running values of softmax_sums
 
 
+def line_max(blk: Block, A: LlvmArith, src: ir.Value, n: int, at: Element) -> None:
+    """MAX of each line of the block: its first element, then v > m ? v : m ascending."""
+    b = blk.b
+    blk.lanes(lambda j: blk.set(MAX, j, load(b, src, at(j, i64(0)))))
+
+    def top(j: ir.Value, k: ir.Value) -> None:
+        v, m = load(b, src, at(j, k)), blk.get(MAX, j)
+        blk.set(MAX, j, A.select(A.gt(v, m), v, m))
+
+    blk.over(n, top)
+
+
 def softmax_sums(
     blk: Block,
     A: LlvmArith,
@@ -86,13 +98,7 @@ def softmax_sums(
     Σ exp(v - MAX) ascending from +0.0 (softmax and the softmax cross-entropy). `keep(j, k, e)`
     is given each exp(v - MAX) as it is added."""
     b = blk.b
-    blk.lanes(lambda j: blk.set(MAX, j, load(b, src, at(j, i64(0)))))
-
-    def top(j: ir.Value, k: ir.Value) -> None:
-        v, m = load(b, src, at(j, k)), blk.get(MAX, j)
-        blk.set(MAX, j, A.select(A.gt(v, m), v, m))
-
-    blk.over(n, top)
+    line_max(blk, A, src, n, at)
     blk.lanes(lambda j: blk.set(SUM, j, A.const(0.0)))
 
     def add(j: ir.Value, k: ir.Value) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 
 from llvmlite import ir
@@ -15,21 +16,61 @@ PTR = ir.PointerType()
 # lanes are independent outputs and each lane's sum keeps its order.
 LANES = 8
 
+# Vectors of elements an iteration of an activation's loop computes side by side. A recipe is a
+# long chain of dependent operations (gelu's tanh: about 60, with a division), and one vector
+# an iteration left the core waiting on each chain: the d-128 transformer's gelu and its
+# adjoint (4 x 524,288 elements each a step) took 9.2% of its step, 5.3% with four (one
+# Sapphire Rapids core, x86-64-v4; the whole step 4% faster). Elements are independent: no
+# bit changes.
+RECIPE_VECTORS = 4
+
 
 def i64(n: int) -> ir.Constant:
     return ir.Constant(I64, n)
 
 
-def for_range(b: ir.IRBuilder, n: int, body: Callable[[ir.Value], None], name: str = "i") -> None:
+def for_range(
+    b: ir.IRBuilder,
+    n: int,
+    body: Callable[[ir.Value], None],
+    name: str = "i",
+    interleave: int = 1,
+) -> None:
     """for (i = 0; i < n; i++) body(i), with i an i64 and n known now."""
     if n > 0:
-        for_count(b, i64(n), body, name)
+        for_count(b, i64(n), body, name, interleave)
+
+
+_LOOP_HINTS: weakref.WeakKeyDictionary[ir.Module, dict[int, ir.MDValue]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def interleaved(module: ir.Module, count: int) -> ir.MDValue:
+    """The loop hint `llvm.loop.interleave.count`: the vectorised loop computes `count`
+    vectors of iterations side by side (independent elements: the bits never change)."""
+    hints = _LOOP_HINTS.setdefault(module, {})
+    if count not in hints:
+        hint = module.add_metadata(
+            [ir.MetaDataString(module, "llvm.loop.interleave.count"), ir.Constant(I32, count)]
+        )
+        # a node of its own (the string keeps llvmlite from handing back a shared one), then
+        # made to name itself first, as a loop's id does (LLVM's LangRef)
+        loop_id = module.add_metadata([ir.MetaDataString(module, f"alpha.loop.{count}"), hint])
+        loop_id.operands = (loop_id, hint)
+        hints[count] = loop_id
+    return hints[count]
 
 
 def for_count(
-    b: ir.IRBuilder, n: ir.Value, body: Callable[[ir.Value], None], name: str = "i"
+    b: ir.IRBuilder,
+    n: ir.Value,
+    body: Callable[[ir.Value], None],
+    name: str = "i",
+    interleave: int = 1,
 ) -> None:
-    """for (i = 0; i < n; i++) body(i), with n an i64 known only at run time."""
+    """for (i = 0; i < n; i++) body(i), with n an i64 known only at run time. `interleave`
+    > 1 asks LLVM's vectoriser for that many vectors of iterations a step (`interleaved`)."""
     fn = b.function
     pre = b.block
     head = fn.append_basic_block(f"{name}.head")
@@ -44,7 +85,9 @@ def for_count(
     body(i)
     nxt = b.add(i, i64(1), flags=["nuw", "nsw"])
     i.add_incoming(nxt, b.block)
-    b.branch(head)
+    latch = b.branch(head)
+    if interleave > 1:
+        latch.set_metadata("llvm.loop", interleaved(b.module, interleave))
     b.position_at_end(done)
 
 

@@ -11,11 +11,12 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
-from alpha_core.codegen.line_blocks import MAX, SUM, Block, LineBlocks, softmax_sums
+from alpha_core.codegen.line_blocks import MAX, SUM, Block, LineBlocks, line_max, softmax_sums
 from alpha_core.codegen.loops import (
     F32,
     I32,
     I64,
+    RECIPE_VECTORS,
     broadcast_strides,
     entry_alloca,
     for_range,
@@ -42,11 +43,18 @@ def emit_layer_op(
     if op in activations.UNARY:
         rec = activations.UNARY[op]
         a = em.ptrs[node.inputs[0]]
-        for_range(b, size(shape), lambda j: store(b, rec(A, load(b, a, j)), out, j))
+        n = size(shape)
+        for_range(b, n, lambda j: store(b, rec(A, load(b, a, j)), out, j), "u", RECIPE_VECTORS)
     elif op in activations.GRADS:
         grad = activations.GRADS[op]
         x, d = em.ptrs[node.inputs[0]], em.ptrs[node.inputs[1]]
-        for_range(b, size(shape), lambda j: store(b, grad(A, load(b, x, j), load(b, d, j)), out, j))
+        for_range(
+            b,
+            size(shape),
+            lambda j: store(b, grad(A, load(b, x, j), load(b, d, j)), out, j),
+            "g",
+            RECIPE_VECTORS,
+        )
     elif op in ("maximum", "minimum"):
         pick = activations.maximum if op == "maximum" else activations.minimum
         _broadcast_map(em, b, node, shape, out, lambda v: pick(A, v[0], v[1]))
@@ -149,6 +157,9 @@ def _softmax(
         def at(j: ir.Value, k: ir.Value) -> ir.Value:
             return b.add(start(j), b.mul(k, i64(inner)))
 
+        if inner == 1:
+            _contiguous(blk, b, A, node.op, x, out, n, at, exp, log)
+            return
         if node.op == "softmax":
             softmax_sums(blk, A, x, n, at, exp, lambda j, k, e: store(b, e, out, at(j, k)))
 
@@ -167,6 +178,50 @@ def _softmax(
         blk.over(n, shift)
 
     LineBlocks(b, lines, SOFTMAX_LINES, 2).run(one_block)
+
+
+def _contiguous(
+    blk: Block,
+    b: ir.IRBuilder,
+    A: LlvmArith,
+    op: str,
+    x: ir.Value,
+    out: ir.Value,
+    n: int,
+    at: Callable[[ir.Value, ir.Value], ir.Value],
+    exp: ir.Function,
+    log: ir.Function,
+) -> None:
+    """A block of lines along the last axis (each line n adjacent floats): the same operations
+    in the same order as `_softmax`'s, in four passes. The maximum and the sum, whose order
+    matters, run over the block's lines side by side (lanes are lines); exp(v - m), the
+    division and log_softmax's shift touch each element once, independently, and run along
+    each line (lanes are adjacent elements: no gathered loads or scattered stores, and
+    RECIPE_VECTORS vectors of exp side by side). exp(v - m) waits in `out` for the sum."""
+
+    def along(body: Callable[[ir.Value, ir.Value], None]) -> None:
+        blk.lanes(lambda j: for_range(b, n, lambda k: body(j, k), "al", RECIPE_VECTORS))
+
+    line_max(blk, A, x, n, at)
+    along(
+        lambda j, k: store(
+            b, b.call(exp, [A.sub(load(b, x, at(j, k)), blk.get(MAX, j))]), out, at(j, k)
+        )
+    )
+    blk.lanes(lambda j: blk.set(SUM, j, A.const(0.0)))
+    blk.over(n, lambda j, k: blk.set(SUM, j, A.add(blk.get(SUM, j), load(b, out, at(j, k)))))
+    if op == "softmax":
+        along(lambda j, k: store(b, A.div(load(b, out, at(j, k)), blk.get(SUM, j)), out, at(j, k)))
+        return
+    blk.lanes(lambda j: blk.set(SUM, j, b.call(log, [blk.get(SUM, j)])))
+    along(
+        lambda j, k: store(
+            b,
+            A.sub(A.sub(load(b, x, at(j, k)), blk.get(MAX, j)), blk.get(SUM, j)),
+            out,
+            at(j, k),
+        )
+    )
 
 
 def _bmatmul(
