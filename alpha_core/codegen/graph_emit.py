@@ -37,6 +37,7 @@ from alpha_core.codegen.outer_split import cut_inputs, emit_tasks, task_rows
 from alpha_core.codegen.parts import CallRun
 from alpha_core.codegen.small_product import emit_small_product
 from alpha_core.codegen.tensor_ops import emit_layer_op
+from alpha_core.codegen.transpose import emit_transpose
 from alpha_core.ir.graph import Graph, Node, concrete, size
 from alpha_core.lower.blocking import packed
 from alpha_core.lower.live import live_nodes
@@ -429,30 +430,10 @@ class GraphEmitter:
         )
 
     def _transpose(self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value) -> None:
-        """The last two axes swapped, for every index before them."""
+        """The last two axes swapped, for every index before them (transpose.py)."""
         src_shape = self.shape(node.inputs[0])
         (m, n) = src_shape[-2:]
-        lead = size(src_shape[:-2])
-        a = self._in(node, 0)
-        if lead == 1:  # a matrix: the loops as they always were
-            nest(
-                b,
-                (m, n),
-                lambda idx: store(
-                    b, load(b, a, linear(b, idx, (n, 1))), out, linear(b, idx, (1, m))
-                ),
-            )
-            return
-        nest(
-            b,
-            (lead, m, n),
-            lambda idx: store(
-                b,
-                load(b, a, linear(b, idx, (m * n, n, 1))),
-                out,
-                linear(b, idx, (m * n, 1, m)),
-            ),
-        )
+        emit_transpose(b, self._in(node, 0), out, size(src_shape[:-2]), m, n)
 
     def _matmul_node(
         self, b: ir.IRBuilder, A: LlvmArith, i: int, node: Node, out: ir.Value
