@@ -19,9 +19,8 @@ LANES = 8
 # Vectors of elements an iteration of an activation's loop computes side by side. A recipe is a
 # long chain of dependent operations (gelu's tanh: about 60, with a division), and one vector
 # an iteration left the core waiting on each chain: the d-128 transformer's gelu and its
-# adjoint (4 x 524,288 elements each a step) took 9.2% of its step, 5.3% with four (one
-# Sapphire Rapids core, x86-64-v4; the whole step 4% faster). Elements are independent: no
-# bit changes.
+# adjoint (4 x 524,288 elements each a step) took 9.2% of its step, 4.9% with four (one
+# Sapphire Rapids core, x86-64-v4). Elements are independent: no bit changes.
 RECIPE_VECTORS = 4
 
 
