@@ -63,6 +63,7 @@ class Tile:
         return 4 * (self.bm + self.bn) / (self.bm * self.bn)
 
 
+T16K = Tile("t16k", 16, 16, 64, 1, 1)
 # largest first (tile_for picks one per product and card); t16k is t16 with stages four times
 # as deep, for long sums over few outputs (see tile_for)
 TILES: tuple[Tile, ...] = (
@@ -70,7 +71,7 @@ TILES: tuple[Tile, ...] = (
     Tile("t64", 64, 64, 16, 4, 4),
     Tile("t32", 32, 32, 16, 2, 2),
     Tile("t16", 16, 16, 16, 1, 1),
-    Tile("t16k", 16, 16, 64, 1, 1),
+    T16K,
 )
 LONG_K = 1024  # a sum at least this long over too few blocks to fill the card takes t16k
 
@@ -92,9 +93,9 @@ def tile_for(batch: int, m: int, n: int, multiprocessors: int, k: int = 0) -> Ti
         busy = min(1.0, blocks / multiprocessors)
         return busy * tile.tm * tile.tn / (tile.tm + tile.tn) * useful, useful
 
-    best = max(TILES[:4], key=score)
+    best = max((tile for tile in TILES if tile is not T16K), key=score)
     if best.name == "t16" and k >= LONG_K and blocks_of(best, batch, m, n) < multiprocessors:
-        return TILES[4]
+        return T16K
     return best
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
-from alpha_core.codegen.loops import F32, PTR, entry_alloca, for_range, i64, load
+from alpha_core.codegen.loops import F32, PTR, RECIPE_VECTORS, entry_alloca, for_range, i64, load
 from alpha_core.semantics.llvm_arith import LlvmArith
 
 # (line of the block, element) -> the element's offset
@@ -39,6 +39,13 @@ class Block:
     def over(self, n: int, body: Callable[[ir.Value, ir.Value], None]) -> None:
         """body(j, k) for k ascending over a line's n elements, every line at each k."""
         for_range(self.b, n, lambda k: self.lanes(lambda j: body(j, k)), "el")
+
+    def along(self, n: int, body: Callable[[ir.Value, ir.Value], None]) -> None:
+        """body(j, k) for every line, k over its n elements inside: the loop whose iterations
+        are vector lanes runs along a line, RECIPE_VECTORS vectors at a time. Only for a body
+        whose elements are independent (no running value)."""
+        b = self.b
+        self.lanes(lambda j: for_range(b, n, lambda k: body(j, k), "al", RECIPE_VECTORS))
 
 
 class LineBlocks:

@@ -157,71 +157,46 @@ def _softmax(
         def at(j: ir.Value, k: ir.Value) -> ir.Value:
             return b.add(start(j), b.mul(k, i64(inner)))
 
+        # Passes whose order matters (the maximum, the sum) run over the block's lines side by
+        # side; along the last axis the passes that touch each element once, independently
+        # (exp(v - m), the division, the shift), run along each line instead: lanes are then
+        # adjacent floats, with no gathered loads or scattered stores. exp(v - m) waits in
+        # `out` for the sum there.
+        each = blk.along if inner == 1 else blk.over
+
+        def keep(j: ir.Value, k: ir.Value, e: ir.Value) -> None:  # exp(v - m), for the division
+            store(b, e, out, at(j, k))
+
         if inner == 1:
-            _contiguous(blk, b, A, node.op, x, out, n, at, exp, log)
-            return
+            line_max(blk, A, x, n, at)
+            each(
+                n,
+                lambda j, k: keep(
+                    j, k, b.call(exp, [A.sub(load(b, x, at(j, k)), blk.get(MAX, j))])
+                ),
+            )
+            blk.lanes(lambda j: blk.set(SUM, j, A.const(0.0)))
+            blk.over(
+                n, lambda j, k: blk.set(SUM, j, A.add(blk.get(SUM, j), load(b, out, at(j, k))))
+            )
+        else:
+            softmax_sums(blk, A, x, n, at, exp, keep if node.op == "softmax" else None)
         if node.op == "softmax":
-            softmax_sums(blk, A, x, n, at, exp, lambda j, k, e: store(b, e, out, at(j, k)))
 
             def scale(j: ir.Value, k: ir.Value) -> None:
                 store(b, A.div(load(b, out, at(j, k)), blk.get(SUM, j)), out, at(j, k))
 
-            blk.over(n, scale)
+            each(n, scale)
             return
-        softmax_sums(blk, A, x, n, at, exp)
         blk.lanes(lambda j: blk.set(SUM, j, b.call(log, [blk.get(SUM, j)])))
 
         def shift(j: ir.Value, k: ir.Value) -> None:
             m, ls = blk.get(MAX, j), blk.get(SUM, j)
             store(b, A.sub(A.sub(load(b, x, at(j, k)), m), ls), out, at(j, k))
 
-        blk.over(n, shift)
+        each(n, shift)
 
     LineBlocks(b, lines, SOFTMAX_LINES, 2).run(one_block)
-
-
-def _contiguous(
-    blk: Block,
-    b: ir.IRBuilder,
-    A: LlvmArith,
-    op: str,
-    x: ir.Value,
-    out: ir.Value,
-    n: int,
-    at: Callable[[ir.Value, ir.Value], ir.Value],
-    exp: ir.Function,
-    log: ir.Function,
-) -> None:
-    """A block of lines along the last axis (each line n adjacent floats): the same operations
-    in the same order as `_softmax`'s, in four passes. The maximum and the sum, whose order
-    matters, run over the block's lines side by side (lanes are lines); exp(v - m), the
-    division and log_softmax's shift touch each element once, independently, and run along
-    each line (lanes are adjacent elements: no gathered loads or scattered stores, and
-    RECIPE_VECTORS vectors of exp side by side). exp(v - m) waits in `out` for the sum."""
-
-    def along(body: Callable[[ir.Value, ir.Value], None]) -> None:
-        blk.lanes(lambda j: for_range(b, n, lambda k: body(j, k), "al", RECIPE_VECTORS))
-
-    line_max(blk, A, x, n, at)
-    along(
-        lambda j, k: store(
-            b, b.call(exp, [A.sub(load(b, x, at(j, k)), blk.get(MAX, j))]), out, at(j, k)
-        )
-    )
-    blk.lanes(lambda j: blk.set(SUM, j, A.const(0.0)))
-    blk.over(n, lambda j, k: blk.set(SUM, j, A.add(blk.get(SUM, j), load(b, out, at(j, k)))))
-    if op == "softmax":
-        along(lambda j, k: store(b, A.div(load(b, out, at(j, k)), blk.get(SUM, j)), out, at(j, k)))
-        return
-    blk.lanes(lambda j: blk.set(SUM, j, b.call(log, [blk.get(SUM, j)])))
-    along(
-        lambda j, k: store(
-            b,
-            A.sub(A.sub(load(b, x, at(j, k)), blk.get(MAX, j)), blk.get(SUM, j)),
-            out,
-            at(j, k),
-        )
-    )
 
 
 def _bmatmul(

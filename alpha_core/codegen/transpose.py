@@ -22,7 +22,7 @@ def _mix(b: ir.IRBuilder, x: ir.Value, y: ir.Value, mask: list[int]) -> ir.Value
     return b.shuffle_vector(x, y, ir.Constant(ir.VectorType(I32, BLOCK), mask))
 
 
-def _block(rows: list[ir.Value], b: ir.IRBuilder) -> list[ir.Value]:
+def _block(b: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:
     """The columns of an 8 x 8 block given as its rows (each shuffle mask picks, per 4-wide
     half, elements of x as 0-7 and of y as 8-15)."""
     low, high = [0, 8, 1, 9, 4, 12, 5, 13], [2, 10, 3, 11, 6, 14, 7, 15]
@@ -40,11 +40,9 @@ def _block(rows: list[ir.Value], b: ir.IRBuilder) -> list[ir.Value]:
             _mix(b, tb, td, pair_hi),  # 3, 7
         ]
     first, second = [0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15]
-    cols: list[ir.Value] = [ir.Constant(_V, None)] * BLOCK
-    for c in range(4):
-        cols[c] = _mix(b, u[c], u[c + 4], first)
-        cols[c + 4] = _mix(b, u[c], u[c + 4], second)
-    return cols
+    return [_mix(b, u[c], u[c + 4], first) for c in range(4)] + [
+        _mix(b, u[c], u[c + 4], second) for c in range(4)
+    ]
 
 
 def emit_transpose(b: ir.IRBuilder, a: ir.Value, out: ir.Value, lead: int, m: int, n: int) -> None:
@@ -68,7 +66,7 @@ def emit_transpose(b: ir.IRBuilder, a: ir.Value, out: ir.Value, lead: int, m: in
             b.load(gep(b, a, b.add(src, i64(r * n)), _V), typ=_V, align=4) for r in range(BLOCK)
         ]
         dst = b.add(base, b.add(b.mul(c0, i64(m)), r0))
-        for c, col in enumerate(_block(rows, b)):
+        for c, col in enumerate(_block(b, rows)):
             b.store(col, gep(b, out, b.add(dst, i64(c * m)), _V), align=4)
 
     for_range(
