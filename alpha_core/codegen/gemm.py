@@ -64,8 +64,8 @@ class GemmEmitter:
         self.fused = fused
         self.vec = ir.VectorType(F32, blocking.width)
         # c, a, b, m, n, k, a's strides, b's strides, the task's columns (a multiple of NR),
-        # then the chain added to each output as it is stored (see `call`)
-        self._ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8 + [PTR, I64])
+        # then the chain and the row added to each output as it is stored (see `call`)
+        self._ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8 + [PTR, I64, PTR])
         self._tree_ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8 + [PTR, I64, I64, I64])
         self._gemm: ir.Function | None = None  # emitted with the first large product
         self._narrow: ir.Function | None = None  # MC-row tasks, where task_rows is more
@@ -187,33 +187,39 @@ class GemmEmitter:
         a_strides: tuple[int, int],
         b_strides: tuple[int, int],
         chain: tuple[ir.Value, ir.Value] | None = None,
+        row: ir.Value | None = None,
     ) -> None:
         """c[m, n] (row-major) = a · b, a[i, p] at a[i * as0 + p * as1], b likewise.
 
         With a chain (an array of `count` pointers to m x n row-major arrays, and count), each
         output is stored as chain[0] + (chain[1] + (... + (chain[count-1] + sum))): the
-        additions a combine tree makes to it, made while the sum is still in a register. The
-        sum itself is as without a chain."""
+        additions a combine tree makes to it, or the residual and other same-shaped addends of
+        `x + a @ w`, made while the sum is still in a register. With a `row` (n floats: a
+        bias), row[j] is added to output (i, j) last, after the chain: `a @ w + b`. Each is one
+        float32 addition of the program's, in its order; the sum itself is as without them."""
         where, count = chain if chain is not None else (ir.Constant(PTR, None), i64(0))
         args = [c, a, bm, i64(m), i64(n), i64(k), *map(i64, a_strides), *map(i64, b_strides)]
-        b.call(self._declare(), [*args, where, count])
+        bias = row if row is not None else ir.Constant(PTR, None)
+        b.call(self._declare(), [*args, where, count, bias])
 
     # -- the micro-kernel ----------------------------------------------------------------------
     def _emit_kernel(self, mr: int) -> ir.Function:
-        """kernel(ap, bp, c, ldc, kc, first, ldb, chain, count, at, ldk): the mr x NR tile at c
-        (row stride ldc) gets Σ over kc steps of the packed A panel and the B panel at bp (row
-        stride ldb: NR when packed), starting from +0.0 when `first`, else from its own value;
-        then the chain's tiles at element `at` of each (row stride ldk) are added to it, the
-        last first, before it is stored (count 0: none)."""
+        """kernel(ap, bp, c, ldc, kc, first, ldb, chain, count, at, ldk, row): the mr x NR tile
+        at c (row stride ldc) gets Σ over kc steps of the packed A panel and the B panel at bp
+        (row stride ldb: NR when packed), starting from +0.0 when `first`, else from its own
+        value; then the chain's tiles at element `at` of each (row stride ldk) are added to it,
+        the last first (count 0: none), then the NR floats at `row` to each of its rows (null:
+        none), before it is stored."""
         K = self.k
         nv = K.nr // K.width
         fnty = ir.FunctionType(
-            ir.VoidType(), [PTR, PTR, PTR, I64, I64, ir.IntType(1), I64, PTR, I64, I64, I64]
+            ir.VoidType(),
+            [PTR, PTR, PTR, I64, I64, ir.IntType(1), I64, PTR, I64, I64, I64, PTR],
         )
         fn = ir.Function(self.module, fnty, f"alpha.gemm.kernel{mr}")
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
-        ap, bp, c, ldc, kc, first, ldb, chain, count, at0, ldk = fn.args
+        ap, bp, c, ldc, kc, first, ldb, chain, count, at0, ldk, bias = fn.args
         for arg in (ap, bp, c):
             arg.add_attribute("noalias")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -300,6 +306,11 @@ class GemmEmitter:
                     b.store(b.fadd(b.load(slots[r][v], typ=self.vec), add), slots[r][v])
 
         for_count(b, count, link, "link")
+        with b.if_then(b.icmp_unsigned("!=", bias, ir.Constant(PTR, None))):  # `+ b`, last
+            for v in range(nv):
+                add = b.load(gep(b, bias, i64(v * K.width), self.vec), typ=self.vec, align=4)
+                for r in range(mr):
+                    b.store(b.fadd(b.load(slots[r][v], typ=self.vec), add), slots[r][v])
         for r in range(mr):
             for v in range(nv):
                 at = b.add(b.mul(i64(r), ldc), i64(v * K.width))
@@ -310,25 +321,25 @@ class GemmEmitter:
     # -- one block of C: the loops over k, then the panels of B and of A -----------------------
     def _emit_block(self, mr: int) -> ir.Function:
         """block(dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, count, ldk, scratch,
-        resume), on panels of mr rows of A:
+        resume, row), on panels of mr rows of A:
         dst[i, j] (row stride ld) = Σ_p a[i, p] · bm[p, j] for i < mc, j < nc, a and bm at the
         block's origin (strides a0, a1 and b0, b1), then plus the chain: `count` pointers at
-        the block's origin, row stride ldk. `direct`: B is read in place where it can be.
+        the block's origin, row stride ldk, then row[j] (nc floats from the block's first
+        column; null: none). `direct`: B is read in place where it can be.
         `resume`: each sum continues from dst's value (the partial sum an earlier call stored
         over earlier p, as a later block of p does here) instead of from +0.0."""
         K = self.k
         fnty = ir.FunctionType(
             ir.VoidType(),
             [PTR, I64, PTR, PTR, I64, I64, I64, I64, I64, I64, I64, ir.IntType(1)]
-            + [PTR, I64, I64, PTR, ir.IntType(1)],
+            + [PTR, I64, I64, PTR, ir.IntType(1), PTR],
         )
         fn = ir.Function(self.module, fnty, f"alpha.gemm.block{mr}")
         kernel = self._emit_kernel(mr)
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
-        dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, links, ldk, scratch, resume = (
-            fn.args
-        )
+        dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, links, ldk, scratch = fn.args[:16]
+        resume, row = fn.args[16:]
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         # scratch is 64-byte aligned by the runtime
         bp = scratch
@@ -349,6 +360,7 @@ class GemmEmitter:
             # the chain is added once, to the finished sums: in the last block of p
             last = b.icmp_unsigned("==", q, b.sub(blocks, i64(1)))
             count = b.select(last, links, i64(0))
+            adds_row = b.and_(last, b.icmp_unsigned("!=", row, ir.Constant(PTR, None)))
 
             # Rows in sub-blocks of MC, each with its own panels of A, all on this block's
             # panels of B: a task of many rows packs B once for them all, not once per MC.
@@ -374,6 +386,7 @@ class GemmEmitter:
                                 b.store(bp, panel_at)
                     b_panel = b.load(panel_at, typ=PTR)
                     ldb = b.load(panel_ld, typ=I64)
+                    row_here = b.select(adds_row, gep(b, row, jj), ir.Constant(PTR, None))
 
                     def row_panel(ir_: ir.Value) -> None:
                         ii = b.mul(ir_, i64(mr))
@@ -391,7 +404,7 @@ class GemmEmitter:
                                 b.call(
                                     kernel,
                                     [a_panel, b_panel, c_tile, ld, kc, first, ldb]
-                                    + [chain, count, at, ldk],
+                                    + [chain, count, at, ldk, row_here],
                                 )
                             with other:
                                 with b.if_then(b.not_(first)):  # the earlier blocks' sums
@@ -400,7 +413,7 @@ class GemmEmitter:
                                 b.call(
                                     kernel,
                                     [a_panel, b_panel, tile, i64(K.nr), kc, first, ldb]
-                                    + [none, i64(0), i64(0), i64(0)],
+                                    + [none, i64(0), i64(0), i64(0), none],
                                 )
                                 copy_tile(
                                     b,
@@ -411,6 +424,7 @@ class GemmEmitter:
                                     rows,
                                     cols,
                                     (chain, count, at, ldk),
+                                    row_here,
                                 )
 
                     for_count(b, ceil_div(b, rows_here, mr), row_panel, "ir")
@@ -435,8 +449,8 @@ class GemmEmitter:
         fn.attributes.add("nounwind")
         ctx, index, scratch = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        ctx_ty = self._tree_ctx if fields > 13 else self._ctx
-        tys = [PTR, PTR, PTR] + [I64] * 8 + [PTR, I64] + [I64] * (fields - 13)
+        ctx_ty = self._tree_ctx if fields > 14 else self._ctx
+        tys = list(ctx_ty.elements)
         values = [
             b.load(
                 b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, i)], source_etype=ctx_ty), typ=t
@@ -481,15 +495,22 @@ class GemmEmitter:
         return rows
 
     def call_block(
-        self, b: ir.IRBuilder, mc: ir.Value, args: list[ir.Value], resume: ir.Value | None = None
+        self,
+        b: ir.IRBuilder,
+        mc: ir.Value,
+        args: list[ir.Value],
+        resume: ir.Value | None = None,
+        row: ir.Value | None = None,
     ) -> None:
         """The block on panels of MR rows, or of the small MR where that pads a twentieth fewer
         rows of A (a block of few rows: a leaf's examples, a small batch, a convolution's 32 or
         64 channels). The taller tile is the faster per product by a few percent, less than
         the padding it computes in vain: the MNIST-shaped CNN's 64-channel products padded to
         72 rows on the 24-row tile, and took 8% longer a step than on the 8-row one. `resume`
-        (an i1; false without it): the sums continue from the values at dst."""
+        (an i1; false without it): the sums continue from the values at dst. `row`: a bias
+        added to each row as the finished sums are stored (null or None: none)."""
         args = [*args, resume if resume is not None else ir.Constant(ir.IntType(1), 0)]
+        args.append(row if row is not None else ir.Constant(PTR, None))
         small = self.k.small_mr
         if not small:
             b.call(self._block, args)
@@ -508,8 +529,8 @@ class GemmEmitter:
                 b.call(self._block, args)
 
     def _emit_task(self, name: str, rows: int) -> ir.Function:
-        fn, b, f, scratch, blk = self.task_frame(name, 13, rows)
-        c, a, bm, _, n, k, a0, a1, b0, b1, _, chain, links = f
+        fn, b, f, scratch, blk = self.task_frame(name, 14, rows)
+        c, a, bm, _, n, k, a0, a1, b0, b1, _, chain, links, row = f
         i0, j0 = blk["i0"], blk["j0"]
         origin = b.add(b.mul(i0, n), j0)
         shifted = entry_alloca(b, ir.ArrayType(PTR, CHAIN_MAX))
@@ -525,6 +546,7 @@ class GemmEmitter:
             blk["mc"],
             [gep(b, c, origin), n, gep(b, a, b.mul(i0, a0)), gep(b, bm, b.mul(j0, b1))]
             + [blk["mc"], blk["nc"], k, a0, a1, b0, b1, blk["direct"], shifted, links, n, scratch],
+            row=b.select(b.icmp_unsigned("==", row, ir.Constant(PTR, None)), row, gep(b, row, j0)),
         )
         b.ret_void()
         return fn
@@ -533,11 +555,11 @@ class GemmEmitter:
     def _emit_gemm(
         self, name: str = "alpha.gemm", task: ir.Function | None = None, mc: int = 0
     ) -> ir.Function:
-        """alpha.gemm(c, a, b, m, n, k, strides..., chain, count), or with a tree task
+        """alpha.gemm(c, a, b, m, n, k, strides..., chain, count, row), or with a tree task
         alpha.gemm.treeN(c, a, b, m, n, k, strides..., a_step, b_step)."""
         K = self.k
         tree = task is not None
-        extra = [I64, I64] if tree else [PTR, I64]
+        extra = [I64, I64] if tree else [PTR, I64, PTR]
         fnty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR] + [I64] * 7 + extra)
         fn = ir.Function(self.module, fnty, name)
         fn.linkage = "internal"
@@ -561,6 +583,7 @@ class GemmEmitter:
         else:
             put(11, fn.args[10])  # the chain, after the task's columns (10)
             put(12, fn.args[11])
+            put(13, fn.args[12])  # the row added last
         m, n = fn.args[3], fn.args[4]
         run = task or self._task
         if not tree and self._narrow is not None:

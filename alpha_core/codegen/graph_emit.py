@@ -24,7 +24,9 @@ from alpha_core.codegen.loops import (
     PTR,
     RECIPE_VECTORS,
     broadcast_strides,
+    entry_alloca,
     for_range,
+    gep,
     i64,
     linear,
     load,
@@ -36,6 +38,7 @@ from alpha_core.codegen.loss_ops import emit_loss_op, emit_mse, emit_xent
 from alpha_core.codegen.outer_split import cut_inputs, emit_tasks, task_rows
 from alpha_core.codegen.parts import CallRun
 from alpha_core.codegen.small_product import emit_small_product
+from alpha_core.codegen.sum_folds import SumFold, fold_sums
 from alpha_core.codegen.tensor_ops import emit_layer_op
 from alpha_core.codegen.transpose import emit_transpose
 from alpha_core.ir.graph import Graph, Node, concrete, size
@@ -122,6 +125,9 @@ class GraphEmitter:
         # large product computes them; `chained` says which did
         self.chains: dict[int, Chain] = {}
         self.chained: set[int] = set()
+        # adds computed as a large product's sums are stored (sum_folds.py): end add -> fold
+        self.sums: dict[int, SumFold] = {}
+        self._skipped: set[int] = set()
         self._run: CallRun | None = None
         # the buffers tensors share (buffer_plan.py): tensor -> buffer, buffer -> floats, global
         self._planned: dict[int, int] = {}
@@ -175,6 +181,10 @@ class GraphEmitter:
         self.ptrs.update(placed or {})
         live = live_nodes(self.graph, roots)
         self._fold_transposes(live, roots)
+        self.sums = fold_sums(
+            self.graph, live, roots, self.shape, self.large, set(self.ptrs) | set(self.chains)
+        )
+        self._skipped = {j for fold in self.sums.values() for j in fold.skipped}
         self._plan(live, roots)
         # A small kernel stays one function, where LLVM shares work between nodes (the loss and
         # its gradient compute the same exponentials); a large one calls a function per kind
@@ -185,7 +195,12 @@ class GraphEmitter:
         A = LlvmArith(b, self.gemm.fused)
         for i in live:
             node = self.graph[i]
-            if i in self.folded:
+            if i in self.folded or i in self._skipped:
+                continue
+            if i in self.sums:
+                if self._run is not None:
+                    self._run.flush()  # the calls before it, before it
+                self._folded_sum(b, i, self.sums[i])
                 continue
             if i in bound or node.op in BOUND:
                 if i not in self.ptrs:
@@ -226,11 +241,18 @@ class GraphEmitter:
             if node.op in BOUND or node.op == "const":
                 continue
             src = self.folded.get(node.inputs[0], node.inputs[0]) if node.inputs else i
+            if i in self._skipped:
+                continue
             if i in self.folded or (node.op == "reshape" and i not in self.ptrs):
                 holder[i] = holder.get(src, src)
                 continue
             order.append(i)
             reads[i] = [holder.get(j, j) for j in node.inputs]
+            if i in self.sums:  # the product's operands and the addends, read as it is stored
+                fold = self.sums[i]
+                addends = [*fold.inner, *([] if fold.row is None else [fold.row])]
+                operands = [*self.graph[fold.product].inputs, *addends]
+                reads[i] = [holder.get(j, j) for j in operands]
             if i not in self.ptrs:
                 sizes[i] = max(1, size(self.shape(i)))
         kept = [holder.get(j, j) for j in roots]
@@ -481,11 +503,32 @@ class GraphEmitter:
         else:
             self._small_matmul(b, A, node, out)
 
-    def _product(self, b: ir.IRBuilder, node: Node, out: ir.Value, chain: Chain = None) -> None:
+    def _product(
+        self,
+        b: ir.IRBuilder,
+        node: Node,
+        out: ir.Value,
+        chain: Chain = None,
+        row: ir.Value | None = None,
+    ) -> None:
         """A large product by the packed GEMM, its operands read through their strides."""
         (m, k), (_, n) = self.shape(node.inputs[0]), self.shape(node.inputs[1])
         (a, sa), (c, sc) = self._operand(node.inputs[0]), self._operand(node.inputs[1])
-        self.gemm.call(b, out, a, c, m, n, k, sa, sc, chain)
+        self.gemm.call(b, out, a, c, m, n, k, sa, sc, chain, row)
+
+    def _folded_sum(self, b: ir.IRBuilder, i: int, fold: SumFold) -> None:
+        """The add i and the adds and product before it (sum_folds.py), by one product whose
+        sums take the addends (the innermost first) and then the row as they are stored."""
+        chain: Chain = None
+        if fold.inner:
+            count = len(fold.inner)
+            links = entry_alloca(b, ir.ArrayType(PTR, count))
+            links.type = PTR
+            for t, y in enumerate(fold.inner):  # the GEMM adds the last pointer first
+                b.store(self.ptrs[y], gep(b, links, i64(count - 1 - t), PTR))
+            chain = (links, i64(count))
+        row = None if fold.row is None else self.ptrs[fold.row]
+        self._product(b, self.graph[fold.product], self.buffer(i), chain, row)
 
     def _small_matmul(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value) -> None:
         """out[m, n] = Σ_k a[m, k] * c[k, n], k ascending from +0.0 (small_product.py)."""

@@ -168,11 +168,14 @@ def copy_tile(
     rows: ir.Value,
     cols: ir.Value,
     chain: tuple[ir.Value, ir.Value, ir.Value, ir.Value] | None = None,
+    bias: ir.Value | None = None,
 ) -> None:
     """rows x cols floats from src to dst (row strides src_ld, dst_ld): a partial tile's
     valid part, between C and the stack tile the micro-kernel works on. With a chain
     (pointers, count, the tile's element in them, their row stride) each value is stored
-    plus the chain's elements at the same place, the last first, as the kernel adds."""
+    plus the chain's elements at the same place, the last first, as the kernel adds, then
+    plus bias[j] where `bias` (cols floats, null: none) is given."""
+    has_bias = None if bias is None else b.icmp_unsigned("!=", bias, ir.Constant(PTR, None))
 
     def row(r: ir.Value) -> None:
         def col(j: ir.Value) -> None:
@@ -189,6 +192,10 @@ def copy_tile(
                     b.store(b.fadd(b.load(slot, typ=F32), add), slot)
 
                 for_count(b, count, link, "tl")
+                if bias is not None and has_bias is not None:
+                    with b.if_then(has_bias):
+                        add = b.load(gep(b, bias, j), typ=F32, align=4)
+                        b.store(b.fadd(b.load(slot, typ=F32), add), slot)
                 v = b.load(slot, typ=F32)
             b.store(v, gep(b, dst, b.add(b.mul(r, dst_ld), j)), align=4)
 
