@@ -254,28 +254,26 @@ def node_functions(program: Any) -> dict[str, str]:
     """What each of the kernels' node functions (`alpha.node.K.op`) computes: its op and
     output and input shapes, for the first graph node it was made for (nodes of the same
     kind, shape and constants share one, e.g. the 4 blocks'). The kernels are emitted once
-    more in this process with GraphEmitter._call_node wrapped (no compiler change)."""
+    more in this process with GraphEmitter._node_function wrapped (no compiler change)."""
     from alpha_core.autodiff.reverse import training_step
     from alpha_core.codegen import graph_emit
     from alpha_core.codegen.kernels import build_kernels
     from alpha_core.codegen.target import TARGETS
 
     seen: dict[str, str] = {}
-    original = graph_emit.GraphEmitter._call_node
+    original = graph_emit.GraphEmitter._node_function
 
-    def recording(self: Any, b: Any, i: int, node: Any) -> None:
-        before = len(self.shared)
-        original(self, b, i, node)
-        if len(self.shared) > before:
-            ins = " ".join(str(list(self.shape(j))) for j in node.inputs)
-            seen[f"alpha.node.{before}.{node.op}"] = f"{list(self.shape(i))} <- {ins}"
+    def recording(self: Any, name: str, i: int, node: Any, *rest: Any) -> Any:
+        ins = " ".join(str(list(self.shape(j))) for j in node.inputs)
+        seen.setdefault(name.removesuffix(".rows"), f"{list(self.shape(i))} <- {ins}")
+        return original(self, name, i, node, *rest)
 
     host = TARGETS["x86_64"]
-    graph_emit.GraphEmitter._call_node = recording  # type: ignore[method-assign]
+    graph_emit.GraphEmitter._node_function = recording  # type: ignore[method-assign]
     try:
         build_kernels(program, training_step(program), host.triple, host.cpu, host.features)
     finally:
-        graph_emit.GraphEmitter._call_node = original  # type: ignore[method-assign]
+        graph_emit.GraphEmitter._node_function = original  # type: ignore[method-assign]
     return seen
 
 

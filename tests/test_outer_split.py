@@ -63,11 +63,12 @@ SOURCE = f"""system wide {{
 
 
 def split_ops(source: str, path: Path) -> tuple[Program, set[str]]:
-    """The program of `source` and the ops whose nodes its kernels run as tasks."""
+    """The program of `source` and the ops whose nodes its kernels run as tasks over blocks
+    of rows: each alone, or in a row group (codegen/row_groups.py) with its neighbours."""
     program = program_of(source, path)
     module = str(build_kernels(program, training_step(program), TARGETS["x86_64"].triple))
     return program, set(
-        re.findall(r'define internal void @"alpha\.node\.\d+\.(\w+)\.task"', module)
+        re.findall(r'define internal void @"alpha\.node\.\d+\.(\w+)\.rows"', module)
     )
 
 

@@ -35,8 +35,9 @@ from alpha_core.codegen.loops import (
     store,
 )
 from alpha_core.codegen.loss_ops import emit_loss_op, emit_mse, emit_xent
-from alpha_core.codegen.outer_split import cut_inputs, emit_tasks, task_rows
+from alpha_core.codegen.outer_split import cut_inputs, emit_task_calls, emit_tasks, task_rows
 from alpha_core.codegen.parts import CallRun
+from alpha_core.codegen.row_groups import Member, RowGroup, row_groups
 from alpha_core.codegen.small_product import emit_small_product
 from alpha_core.codegen.sum_folds import SumFold, fold_sums
 from alpha_core.codegen.tensor_ops import emit_layer_op
@@ -128,6 +129,9 @@ class GraphEmitter:
         # adds computed as a large product's sums are stored (sum_folds.py): end add -> fold
         self.sums: dict[int, SumFold] = {}
         self._skipped: set[int] = set()
+        # nodes computed a block of rows at a time together (row_groups.py): member -> group
+        self._groups: dict[int, RowGroup] = {}
+        self._bound_ids: set[int] = set()
         self._run: CallRun | None = None
         # the buffers tensors share (buffer_plan.py): tensor -> buffer, buffer -> floats, global
         self._planned: dict[int, int] = {}
@@ -179,12 +183,16 @@ class GraphEmitter:
         a node in `placed` is computed into the memory given there instead of a buffer."""
         self.ptrs.update(bound)
         self.ptrs.update(placed or {})
+        self._bound_ids = set(bound)
         live = live_nodes(self.graph, roots)
         self._fold_transposes(live, roots)
         self.sums = fold_sums(
             self.graph, live, roots, self.shape, self.large, set(self.ptrs) | set(self.chains)
         )
         self._skipped = {j for fold in self.sums.values() for j in fold.skipped}
+        in_place = {i for i in live if self.graph[i].op == "reshape" and i not in self.ptrs}
+        groups = row_groups(self.graph, live, self._member, self._transparent, in_place)
+        self._groups = {i: group for group in groups for i in group.members}
         self._plan(live, roots)
         # A small kernel stays one function, where LLVM shares work between nodes (the loss and
         # its gradient compute the same exponentials); a large one calls a function per kind
@@ -212,6 +220,12 @@ class GraphEmitter:
             if node.op == "reshape" and i not in self.ptrs:
                 # the same floats in the same order: read where they are
                 self.ptrs[i] = self.ptrs[self.folded.get(node.inputs[0], node.inputs[0])]
+                continue
+            group = self._groups.get(i)
+            if group is not None:
+                self.buffer(i)  # its memory now, for the reshapes that read it in place
+                if i == group.members[-1]:
+                    self._call_group(b, group)
                 continue
             if i in self.chains and node.op == "matmul" and self.large(node):
                 if self._run is not None:
@@ -255,6 +269,17 @@ class GraphEmitter:
                 reads[i] = [holder.get(j, j) for j in operands]
             if i not in self.ptrs:
                 sizes[i] = max(1, size(self.shape(i)))
+        # A row group computes block t of a later node before block t + 1 of an earlier one.
+        # Tensors it cuts into blocks of rows of one size share a buffer safely (block t of
+        # each is the same floats of it); one a node reads whole is read until the group ends.
+        for group in {id(g): g for g in self._groups.values()}.values():
+            last = reads.setdefault(group.members[-1], [])
+            for i in group.members:
+                node = self.graph[i]
+                sources = self._sources(node)
+                cut = cut_inputs(node, self.shape(i), [self.shape(j) for j in sources])
+                whole = [j for j, c in zip(sources, cut or (), strict=True) if not c]
+                last.extend(holder.get(j, j) for j in whole)
         kept = [holder.get(j, j) for j in roots]
         self._planned, self._buffer_floats = plan_buffers(order, reads, sizes, kept)
 
@@ -263,10 +288,34 @@ class GraphEmitter:
         f(out, input...) with every shape fixed, the pointers its only variables."""
         every = [self.folded.get(j, j) for j in node.inputs]
         sources = self._sources(node)
+        key = self._node_key(i, node)
+        args = [self.buffer(i), *(self.ptrs[j] for j in sources)]
+        fn = self.shared.get(key)
+        if fn is None:
+            name = f"alpha.node.{len(self.shared)}.{node.op}"
+            split = self._split(i, node, sources)
+            if split is None:
+                fn = self._node_function(name, i, node, sources, every, {})
+            else:
+                cut, rows = split
+                block = self._rows_function(name, i, node, cut, rows)
+                strides = self._row_strides(i, sources, cut, rows)
+                count = self.shape(i)[0] // rows
+                fn = emit_tasks(self.module, self.gemm.parallel(), name, block, strides, count)
+            self.shared[key] = fn
+        if self._run is not None:
+            self._run.call(fn, args)
+        else:
+            b.call(fn, args)
+
+    def _node_key(self, i: int, node: Node) -> tuple[object, ...]:
+        """What makes two nodes' functions the same: op, constants, attributes and shapes."""
+        every = [self.folded.get(j, j) for j in node.inputs]
+        sources = self._sources(node)
         constants = tuple(
             self.graph[j].value() if self.graph[j].op == "const" else None for j in every
         )
-        key = (
+        return (
             constants,
             node.op,
             node.attrs,
@@ -277,26 +326,97 @@ class GraphEmitter:
             tuple(sources.index(j) for j in sources),  # x * x is not a * b
             self.training if node.op == "dropout" else None,  # a mask in training only
         )
-        args = [self.buffer(i), *(self.ptrs[j] for j in sources)]
-        fn = self.shared.get(key)
+
+    def _rows_function(
+        self, name: str, i: int, node: Node, cut: tuple[bool, ...], rows: int
+    ) -> ir.Function:
+        """Node i's function on `rows` rows of its first axis (and of each cut source)."""
+        sources = self._sources(node)
+        every = [self.folded.get(j, j) for j in node.inputs]
+        blocks = {i: (rows, *self.shape(i)[1:])}
+        for j, c in zip(sources, cut, strict=True):
+            if c:
+                blocks[j] = (rows, *self.shape(j)[1:])
+        return self._node_function(f"{name}.rows", i, node, sources, every, blocks)
+
+    def _row_strides(
+        self, i: int, sources: list[int], cut: tuple[bool, ...], rows: int
+    ) -> list[int]:
+        """Floats a task moves the output's pointer and each source's (0: read whole)."""
+        strides = [rows * size(self.shape(i)[1:])]
+        for j, c in zip(sources, cut, strict=True):
+            strides.append(rows * size(self.shape(j)[1:]) if c else 0)
+        return strides
+
+    def _member(self, i: int) -> Member | None:
+        """How node i joins a row group (row_groups.py), or None: a node the GEMM computes or
+        that does not split along its first axis."""
+        node = self.graph[i]
+        if i in self._skipped or i in self.sums or i in self.chains:
+            return None
+        if any(j in self.folded for j in node.inputs):
+            return None
+        sources = self._sources(node)
+        shapes = [self.shape(j) for j in sources]
+        out = self.shape(i)
+        cut = cut_inputs(node, out, shapes)
+        if cut is None:
+            return None
+        return out[0], cut, sources, out, shapes
+
+    def _transparent(self, i: int) -> bool:
+        """A node no code computes here: bound to memory, a constant, a transpose a product
+        reads through, or a product's part a fold computes later."""
+        node = self.graph[i]
+        return (
+            i in self.folded
+            or i in self._skipped
+            or i in self._bound_ids
+            or node.op == "const"
+            or node.op in BOUND
+        )
+
+    def _call_group(self, b: ir.IRBuilder, group: RowGroup) -> None:
+        """A row group's nodes as one set of tasks: each task computes its block of rows of
+        every node in order (row_groups.py)."""
+        args: list[ir.Value] = []
+        strides: list[int] = []
+        placed: dict[tuple[int, int], int] = {}
+
+        def place(value: ir.Value, stride: int) -> int:
+            key = (id(value), stride)
+            if key not in placed:
+                placed[key] = len(args)
+                args.append(value)
+                strides.append(stride)
+            return placed[key]
+
+        rows = group.rows
+        calls: list[tuple[ir.Function, list[int]]] = []
+        kinds: list[tuple[object, ...]] = []
+        for i in group.members:
+            node = self.graph[i]
+            sources = self._sources(node)
+            cut = cut_inputs(node, self.shape(i), [self.shape(j) for j in sources])
+            assert cut is not None
+            moves = self._row_strides(i, sources, cut, rows)
+            values = [self.buffer(i), *(self.ptrs[j] for j in sources)]
+            positions = [place(v, s) for v, s in zip(values, moves, strict=True)]
+            key = ("rows", rows, self._node_key(i, node))
+            block = self.shared.get(key)
+            if block is None:
+                name = f"alpha.node.{len(self.shared)}.{node.op}"
+                block = self._rows_function(name, i, node, cut, rows)
+                self.shared[key] = block
+            calls.append((block, positions))
+            kinds.append((key, tuple(positions)))
+        count = group.first // rows
+        group_key = ("group", count, tuple(kinds), tuple(strides))
+        fn = self.shared.get(group_key)
         if fn is None:
-            name = f"alpha.node.{len(self.shared)}.{node.op}"
-            split = self._split(i, node, sources)
-            if split is None:
-                fn = self._node_function(name, i, node, sources, every, {})
-            else:
-                cut, rows = split
-                blocks = {i: (rows, *self.shape(i)[1:])}
-                for j, c in zip(sources, cut, strict=True):
-                    if c:
-                        blocks[j] = (rows, *self.shape(j)[1:])
-                block = self._node_function(f"{name}.rows", i, node, sources, every, blocks)
-                strides = [rows * size(self.shape(i)[1:])]  # floats a task moves each pointer
-                for j, c in zip(sources, cut, strict=True):
-                    strides.append(rows * size(self.shape(j)[1:]) if c else 0)
-                count = self.shape(i)[0] // rows
-                fn = emit_tasks(self.module, self.gemm.parallel(), name, block, strides, count)
-            self.shared[key] = fn
+            name = f"alpha.group.{len(self.shared)}"
+            fn = emit_task_calls(self.module, self.gemm.parallel(), name, calls, strides, count)
+            self.shared[group_key] = fn
         if self._run is not None:
             self._run.call(fn, args)
         else:

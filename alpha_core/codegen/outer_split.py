@@ -98,17 +98,32 @@ def emit_tasks(
     """f(out, source...) that runs `block(out, source...)` as `count` tasks of `parallel`
     (alpha_parallel, pool.h): task t with each pointer moved t * its stride floats (0: an
     input read whole)."""
+    return emit_task_calls(module, parallel, name, [(block, range(len(strides)))], strides, count)
+
+
+def emit_task_calls(
+    module: ir.Module,
+    parallel: ir.Function,
+    name: str,
+    calls: Sequence[tuple[ir.Function, Sequence[int]]],
+    strides: Sequence[int],
+    count: int,
+) -> ir.Function:
+    """f(pointer...) that runs `count` tasks of `parallel`: task t moves each pointer t times
+    its stride (0: read whole) and calls each block in turn with the pointers at its positions
+    (row_groups.py: the nodes of a group, each on the same block of rows)."""
     task = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, I32, PTR]), f"{name}.task")
     task.linkage = "internal"
     task.attributes.add("nounwind")
     ctx, index, _ = task.args
     tb = ir.IRBuilder(task.append_basic_block("entry"))
     t = tb.zext(index, I64)
-    args = []
+    here = []
     for k, stride in enumerate(strides):
         p = tb.load(gep(tb, ctx, i64(k), PTR), typ=PTR)
-        args.append(gep(tb, p, tb.mul(t, i64(stride))) if stride else p)
-    tb.call(block, args)
+        here.append(gep(tb, p, tb.mul(t, i64(stride))) if stride else p)
+    for block, positions in calls:
+        tb.call(block, [here[k] for k in positions])
     tb.ret_void()
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * len(strides)), name)
     fn.linkage = "internal"
