@@ -25,7 +25,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, for_count, gep, i64, splat
-from alpha_core.codegen.packing import ceil_div, copy_tile, min_i64, pack_panels
+from alpha_core.codegen.packing import ceil_div, copy_tile, min_i64, pack_panels, pack_rows
 from alpha_core.codegen.tree_tiles import (
     TREE_TILE_MAX_K,
     emit_blocked_tree_task,
@@ -129,8 +129,10 @@ class GemmEmitter:
         if self._gemm is None:
             self.parallel()
             self._block = self._emit_block(self.k.mr)
+            self._block_rows = self._emit_block(self.k.mr, by_rows=True)
             if self.k.small_mr:
                 self._small_block = self._emit_block(self.k.small_mr)
+                self._small_block_rows = self._emit_block(self.k.small_mr, by_rows=True)
             self._task = self._emit_task("alpha.gemm.task", self.task_rows)
             if self.task_rows != self.k.mc:  # a product as narrow as one NC: MC-row tasks
                 self._narrow = self._emit_task("alpha.gemm.task.mc", self.k.mc)
@@ -203,20 +205,21 @@ class GemmEmitter:
         b.call(self._declare(), [*args, where, count, bias])
 
     # -- the micro-kernel ----------------------------------------------------------------------
-    def _emit_kernel(self, mr: int) -> ir.Function:
+    def _emit_kernel(self, mr: int, by_rows: bool = False) -> ir.Function:
         """kernel(ap, bp, c, ldc, kc, first, ldb, chain, count, at, ldk, row): the mr x NR tile
         at c (row stride ldc) gets Σ over kc steps of the packed A panel and the B panel at bp
         (row stride ldb: NR when packed), starting from +0.0 when `first`, else from its own
         value; then the chain's tiles at element `at` of each (row stride ldk) are added to it,
         the last first (count 0: none), then the NR floats at `row` to each of its rows (null:
-        none), before it is stored."""
+        none), before it is stored. `by_rows`: the A panel is its mr rows, KC floats apart
+        (packing.pack_rows), not k-major."""
         K = self.k
         nv = K.nr // K.width
         fnty = ir.FunctionType(
             ir.VoidType(),
             [PTR, PTR, PTR, I64, I64, ir.IntType(1), I64, PTR, I64, I64, I64, PTR],
         )
-        fn = ir.Function(self.module, fnty, f"alpha.gemm.kernel{mr}")
+        fn = ir.Function(self.module, fnty, f"alpha.gemm.kernel{mr}{'r' if by_rows else ''}")
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
         ap, bp, c, ldc, kc, first, ldb, chain, count, at0, ldk, bias = fn.args
@@ -246,7 +249,8 @@ class GemmEmitter:
                 for v in range(nv)
             ]
             for r in range(mr):
-                av = b.load(gep(b, ap, b.add(b.mul(p, i64(mr)), i64(r))), typ=F32, align=4)
+                at_a = b.add(p, i64(r * K.kc)) if by_rows else b.add(b.mul(p, i64(mr)), i64(r))
+                av = b.load(gep(b, ap, at_a), typ=F32, align=4)
                 a_all = splat(b, av, K.width)
                 for v in range(nv):
                     acc = b.load(slots[r][v], typ=self.vec)
@@ -319,7 +323,7 @@ class GemmEmitter:
         return fn
 
     # -- one block of C: the loops over k, then the panels of B and of A -----------------------
-    def _emit_block(self, mr: int) -> ir.Function:
+    def _emit_block(self, mr: int, by_rows: bool = False) -> ir.Function:
         """block(dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, count, ldk, scratch,
         resume, row), on panels of mr rows of A:
         dst[i, j] (row stride ld) = Σ_p a[i, p] · bm[p, j] for i < mc, j < nc, a and bm at the
@@ -327,15 +331,17 @@ class GemmEmitter:
         the block's origin, row stride ldk, then row[j] (nc floats from the block's first
         column; null: none). `direct`: B is read in place where it can be.
         `resume`: each sum continues from dst's value (the partial sum an earlier call stored
-        over earlier p, as a later block of p does here) instead of from +0.0."""
+        over earlier p, as a later block of p does here) instead of from +0.0. `by_rows`: A's
+        panels are its rows copied as they are (A read along p: a1 = 1), KC floats apart,
+        where k-major panels took a 4 x 4 transpose for every 16 floats."""
         K = self.k
         fnty = ir.FunctionType(
             ir.VoidType(),
             [PTR, I64, PTR, PTR, I64, I64, I64, I64, I64, I64, I64, ir.IntType(1)]
             + [PTR, I64, I64, PTR, ir.IntType(1), PTR],
         )
-        fn = ir.Function(self.module, fnty, f"alpha.gemm.block{mr}")
-        kernel = self._emit_kernel(mr)
+        fn = ir.Function(self.module, fnty, f"alpha.gemm.block{mr}{'r' if by_rows else ''}")
+        kernel = self._emit_kernel(mr, by_rows)
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
         dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, links, ldk, scratch = fn.args[:16]
@@ -368,7 +374,10 @@ class GemmEmitter:
                 i_at = b.mul(ic, i64(K.mc))
                 rows_here = min_i64(b, i64(K.mc), b.sub(mc, i_at))
                 a_src = gep(b, a, b.add(b.mul(p0, a1), b.mul(i_at, a0)))
-                pack_panels(b, ap, a_src, rows_here, kc, a0, a1, mr)
+                if by_rows:
+                    pack_rows(b, ap, a_src, rows_here, kc, a0, mr, K.kc)
+                else:
+                    pack_panels(b, ap, a_src, rows_here, kc, a0, a1, mr)
 
                 def col_panel(jr: ir.Value) -> None:
                     jj = b.mul(jr, i64(K.nr))
@@ -391,7 +400,7 @@ class GemmEmitter:
                     def row_panel(ir_: ir.Value) -> None:
                         ii = b.mul(ir_, i64(mr))
                         rows = min_i64(b, i64(mr), b.sub(rows_here, ii))
-                        a_panel = gep(b, ap, b.mul(ii, kc))
+                        a_panel = gep(b, ap, b.mul(ii, i64(K.kc) if by_rows else kc))
                         row = b.add(i_at, ii)  # the tile's first row in the block
                         c_tile = gep(b, dst, b.add(b.mul(row, ld), jj))
                         at = b.add(b.mul(row, ldk), jj)  # the tile's place in the chain's arrays
@@ -511,9 +520,19 @@ class GemmEmitter:
         added to each row as the finished sums are stored (null or None: none)."""
         args = [*args, resume if resume is not None else ir.Constant(ir.IntType(1), 0)]
         args.append(row if row is not None else ir.Constant(PTR, None))
+        a0, a1 = args[7], args[8]
+        along = b.and_(b.icmp_signed("==", a1, i64(1)), b.icmp_signed("!=", a0, i64(1)))
+
+        def call(block: ir.Function, by_rows: ir.Function) -> None:
+            with b.if_else(along) as (yes, no):
+                with yes:
+                    b.call(by_rows, args)
+                with no:
+                    b.call(block, args)
+
         small = self.k.small_mr
         if not small:
-            b.call(self._block, args)
+            call(self._block, self._block_rows)
             return
 
         def padded(mr: int) -> ir.Value:
@@ -524,9 +543,9 @@ class GemmEmitter:
         )
         with b.if_else(fewer) as (few, many):
             with few:
-                b.call(self._small_block, args)
+                call(self._small_block, self._small_block_rows)
             with many:
-                b.call(self._block, args)
+                call(self._block, self._block_rows)
 
     def _emit_task(self, name: str, rows: int) -> ir.Function:
         fn, b, f, scratch, blk = self.task_frame(name, 14, rows)
@@ -604,6 +623,9 @@ class GemmEmitter:
         most = i64(K.nc // K.nr)
         tiles_n = ceil_div(b, panels, K.nc // K.nr)
         want = b.udiv(b.add(b.mul(workers, i64(2)), b.sub(tiles_m, i64(1))), tiles_m)
+        # One thread balances nothing: a column of tasks more only packs A again (a weight
+        # gradient's 128 rows by 1,024 of the transformer's dw products: twice, 1 ms a step)
+        want = b.select(b.icmp_unsigned("==", workers, i64(1)), i64(1), want)
         rounds = b.udiv(b.add(tiles_n, b.sub(want, i64(1))), want)
         tiles_n = min_i64(b, b.mul(rounds, want), panels)
         per_task = min_i64(b, most, b.udiv(b.add(panels, b.sub(tiles_n, i64(1))), tiles_n))

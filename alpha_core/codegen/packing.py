@@ -107,6 +107,46 @@ def pack_panels(
     for_count(b, b.sub(panels, whole), lambda t: panel(b.add(whole, t)), "pq")
 
 
+def pack_rows(
+    b: ir.IRBuilder,
+    dst: ir.Value,
+    src: ir.Value,
+    extent: ir.Value,
+    kc: ir.Value,
+    s_lane: ir.Value,
+    lanes: int,
+    stride: int,
+) -> None:
+    """dst ← panels of `lanes` rows (of `extent`) by kc, each row as it is: dst[panel][l][p]
+    = src[(panel * lanes + l) * s_lane + p] at (panel * lanes + l) * stride + p, zero rows
+    beyond `extent`. A row-major operand is copied along its rows, a vector at a time."""
+    vec = ir.VectorType(F32, 16)
+    whole = b.udiv(kc, i64(16))
+    zero = ir.Constant(F32, 0.0)
+
+    def row(r: ir.Value) -> None:
+        out = gep(b, dst, b.mul(r, i64(stride)))
+        with b.if_else(b.icmp_signed("<", r, extent)) as (inside, beyond):
+            with inside:
+                line = gep(b, src, b.mul(r, s_lane))
+
+                def chunk(q: ir.Value) -> None:
+                    at = b.mul(q, i64(16))
+                    v = b.load(gep(b, line, at, vec), typ=vec, align=4)
+                    b.store(v, gep(b, out, at, vec), align=4)
+
+                def rest(t: ir.Value) -> None:
+                    at = b.add(b.mul(whole, i64(16)), t)
+                    b.store(b.load(gep(b, line, at), typ=F32, align=4), gep(b, out, at), align=4)
+
+                for_count(b, whole, chunk, "prv")
+                for_count(b, b.sub(kc, b.mul(whole, i64(16))), rest, "prt")
+            with beyond:
+                for_count(b, kc, lambda p: b.store(zero, gep(b, out, p), align=4), "prz")
+
+    for_count(b, b.mul(ceil_div(b, extent, lanes), i64(lanes)), row, "prr")
+
+
 def pack_across(
     b: ir.IRBuilder,
     out: ir.Value,

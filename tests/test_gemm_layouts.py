@@ -1,0 +1,163 @@
+"""The packed GEMM (alpha_core/codegen/gemm.py) called directly, on every layout of A it packs:
+read along p (A·B and A·Bᵀ: A's panels are its rows copied as they are, `packing.pack_rows`)
+and read across p (Aᵀ·B: k-major panels), in both arithmetics, with a bias row added as the sums
+are stored (`GemmEmitter.call`'s row, sum_folds.py).
+
+Shapes cut tiles at every edge (rows that fill no tile of either height, columns that fill no
+vector, k that fills no block) and pass KC so that partial sums go back to C between blocks of
+p; the inputs carry a sum whose terms are all -0.0 (from +0.0 it is +0.0), a NaN and an
+infinity. Every output's bits must be those of the NumPy float32 reference (each sum from +0.0
+in ascending p, a separate multiply and add or one fma, then + the row), at 1 and 3 threads."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from llvmlite import ir
+
+from alpha_core.codegen.gemm import GemmEmitter
+from alpha_core.codegen.loops import I32, PTR
+from alpha_core.codegen.target import TARGETS, HostTarget, object_code
+from alpha_core.codegen.tiles import blocking_of
+from alpha_core.link.toolchain import link_kernels_driver
+from alpha_core.semantics.numpy_fma import fma32
+
+# (m, n, k, layout): layout nn (A m x k), tn (A stored k x m), nt (B stored n x k)
+SHAPES = (
+    (100, 72, 40, "nn"),
+    (37, 45, 300, "nn"),
+    (300, 40, 70, "nt"),
+    (61, 33, 530, "tn"),
+    (8, 16, 16, "nn"),
+    (270, 17, 9, "nn"),
+)
+
+DRIVER = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "pool.h"
+
+void gemm_run(int32_t shape, float *c, const float *a, const float *b, const float *row);
+
+static float *slurp(const char *path, long *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) exit(2);
+    fseek(f, 0, SEEK_END);
+    *n = ftell(f) / 4;
+    fseek(f, 0, SEEK_SET);
+    float *v = malloc((size_t)*n * 4 + 64);
+    if (fread(v, 4, (size_t)*n, f) != (size_t)*n) exit(3);
+    fclose(f);
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    /* threads shape a.bin b.bin row.bin c_floats out.bin */
+    pool_start((unsigned)atoi(argv[1]));
+    long na, nb, nr, nc = atol(argv[6]);
+    float *a = slurp(argv[3], &na), *b = slurp(argv[4], &nb), *row = slurp(argv[5], &nr);
+    float *c = calloc((size_t)nc + 16, 4);
+    gemm_run(atoi(argv[2]), c, a, b, row);
+    FILE *f = fopen(argv[7], "wb");
+    if (!f || fwrite(c, 4, (size_t)nc, f) != (size_t)nc) return 4;
+    fclose(f);
+    return 0;
+}
+"""
+
+
+def _strides(m: int, n: int, k: int, layout: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    a = (1, m) if layout == "tn" else (k, 1)
+    b = (1, k) if layout == "nt" else (n, 1)
+    return a, b
+
+
+def _module(host: HostTarget, fused: bool) -> ir.Module:
+    mod = ir.Module(name="test.gemm_layouts")
+    mod.triple = host.triple
+    gemm = GemmEmitter(mod, blocking_of(host.triple, host.cpu, host.features, fused), fused)
+    fnty = ir.FunctionType(ir.VoidType(), [I32, PTR, PTR, PTR, PTR])
+    run = ir.Function(mod, fnty, "gemm_run")
+    shape, c, a, bm, row = run.args
+    b = ir.IRBuilder(run.append_basic_block("entry"))
+    done = run.append_basic_block("done")
+    switch = b.switch(shape, done)
+    for i, (m, n, k, layout) in enumerate(SHAPES):
+        block = run.append_basic_block(f"s{i}")
+        switch.add_case(ir.Constant(I32, i), block)
+        b.position_at_end(block)
+        sa, sb = _strides(m, n, k, layout)
+        gemm.call(b, c, a, bm, m, n, k, sa, sb, None, row if i % 2 == 0 else None)
+        b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    gemm.finish()
+    return mod
+
+
+def _inputs(m: int, n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    bm = rng.standard_normal((k, n)).astype(np.float32)
+    a[rng.random(a.shape) < 0.2] = 0.0
+    a[0, :] = -np.abs(a[0, :]) - 1.0  # row 0 of A negative ...
+    bm[:, 0] = 0.0  # ... against a column of +0.0: every term -0.0, the sum +0.0
+    a[m - 1, 0] = np.frombuffer(np.uint32(0x7FC12345).tobytes(), np.float32)[0]
+    bm[k - 1, n - 1] = np.inf
+    row = rng.standard_normal(n).astype(np.float32)
+    row[0] = 0.0
+    return a, bm, row
+
+
+def _reference(a: np.ndarray, bm: np.ndarray, row: np.ndarray | None, fused: bool) -> np.ndarray:
+    m, k = a.shape
+    acc = np.zeros((m, bm.shape[1]), np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for p in range(k):
+            x, y = np.broadcast_arrays(a[:, p : p + 1], bm[p : p + 1, :])
+            acc = fma32(x, y, acc) if fused else (acc + (x * y).astype(np.float32))
+        return acc if row is None else (acc + row).astype(np.float32)
+
+
+def _check(exe: Path, fused: bool, tmp_path: Path) -> None:
+    for i, (m, n, k, layout) in enumerate(SHAPES):
+        a, bm, row = _inputs(m, n, k, seed=i)
+        stored_a = a.T.copy() if layout == "tn" else a
+        stored_b = bm.T.copy() if layout == "nt" else bm
+        (tmp_path / "a.bin").write_bytes(stored_a.tobytes())
+        (tmp_path / "b.bin").write_bytes(stored_b.tobytes())
+        (tmp_path / "r.bin").write_bytes(row.tobytes())
+        want = _reference(a, bm, row if i % 2 == 0 else None, fused)
+        assert want[0, 0].view(np.uint32) == (0 if i % 2 else row[0].view(np.uint32))
+        for threads in (1, 3):
+            out = tmp_path / "c.bin"
+            files = [str(tmp_path / f) for f in ("a.bin", "b.bin", "r.bin")]
+            cmd = [str(exe), str(threads), str(i), *files, str(m * n), str(out)]
+            subprocess.run(cmd, check=True, timeout=300)
+            got = np.frombuffer(out.read_bytes(), np.float32).reshape(m, n)
+            same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+            differ = np.argwhere(~same)
+            assert differ.size == 0, (m, n, k, layout, threads, differ[:5].tolist())
+
+
+@pytest.mark.parametrize(
+    "cpu, fused",
+    [("x86-64-v2", False), ("x86-64-v3", False), ("x86-64-v4", False)]
+    + [("x86-64-v3", True), ("x86-64-v4", True)],
+)
+def test_every_layout_of_a_has_the_reference_bits(cpu: str, fused: bool, tmp_path: Path) -> None:
+    assert cpu != "x86-64-v4" or " avx512f" in Path("/proc/cpuinfo").read_text()
+    host = TARGETS["x86_64"]
+    host = HostTarget(host.name, host.triple, host.zig, cpu, host.features)
+    mod = _module(host, fused)
+    exe = link_kernels_driver(host.zig, object_code(mod, host), DRIVER, tmp_path / "b", "gemm")
+    assert "alpha.gemm.block" in str(mod) and any(
+        f.name.startswith("alpha.gemm.kernel") and f.name.endswith("r") for f in mod.functions
+    )
+    _check(exe, fused, tmp_path)
