@@ -4,7 +4,9 @@ A panel is `lanes` rows (of A) or columns (of B) by kc steps of k, stored so tha
 reads one step's `lanes` values at consecutive addresses, with zeros past the operand's edge.
 Three ways in, the same values out: a vector copy when the lanes are adjacent in memory, 4 x 4
 in-register transposes when each lane is a row along k (a transposed operand), and one value at a
-time otherwise (the partial panels at the edges).
+time otherwise (the partial panels at the edges). A read along k (a row-major A) is instead
+packed as its rows, KC floats apart (`pack_rows`), for the kernels that broadcast a[r * KC + p]:
+a copy where the k-major panel took a transpose.
 """
 
 from __future__ import annotations
