@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,32 @@ def program_of(source: str, path: Path) -> Program:
     program, diags = a.program()
     assert program is not None, [(d.name, d.message) for d in diags]
     return program
+
+
+def recorded(name: str, program: Program) -> list[Any]:
+    """What each call of alpha_core.codegen.graph_emit's `name` (an analysis the emitter calls,
+    such as fold_sums or row_groups) returned while the training step's kernels were built
+    for this host."""
+    from alpha_core.autodiff.reverse import training_step
+    from alpha_core.codegen import graph_emit
+    from alpha_core.codegen.kernels import build_kernels
+    from alpha_core.codegen.target import TARGETS
+
+    seen: list[Any] = []
+    original = getattr(graph_emit, name)
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        found = original(*args, **kwargs)
+        seen.append(found)
+        return found
+
+    setattr(graph_emit, name, recording)
+    try:
+        host = TARGETS["x86_64"]
+        build_kernels(program, training_step(program), host.triple, host.cpu, host.features)
+    finally:
+        setattr(graph_emit, name, original)
+    return seen
 
 
 def build(program: Program, out: Path) -> BuildResult:

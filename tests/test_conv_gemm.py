@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from kernel_drivers import PRELUDE
 from llvmlite import ir
 from reference import Mode
 from reference_conv import conv
@@ -44,42 +45,24 @@ SHAPES = (
 )
 OPS = ("conv2d", "conv2d_dx", "conv2d_dw")
 
-DRIVER = r"""
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include "pool.h"
-
+DRIVER = (
+    PRELUDE
+    + r"""
 void conv_run(int32_t which, float *out, const float *a, const float *b);
-
-static float *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) exit(2);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f) / 4;
-    fseek(f, 0, SEEK_SET);
-    float *v = malloc((size_t)n * 4 + 64);
-    if (fread(v, 4, (size_t)n, f) != (size_t)n) exit(3);
-    fclose(f);
-    return v;
-}
 
 int main(int argc, char **argv)
 {
     /* threads which a.bin b.bin out_floats out.bin */
     pool_start((unsigned)atoi(argv[1]));
-    long n = atol(argv[5]);
-    float *a = slurp(argv[3]), *b = slurp(argv[4]);
+    long n = atol(argv[5]), na, nb;
+    float *a = slurp(argv[3], &na), *b = slurp(argv[4], &nb);
     float *out = malloc((size_t)n * 4 + 64);
     for (long i = 0; i < n; i++) out[i] = 12345.0f; /* every output must be written */
     conv_run(atoi(argv[2]), out, a, b);
-    FILE *f = fopen(argv[6], "wb");
-    if (!f || fwrite(out, 4, (size_t)n, f) != (size_t)n) return 4;
-    fclose(f);
-    return 0;
+    return spill(argv[6], out, n);
 }
 """
+)
 
 
 def _shapes(

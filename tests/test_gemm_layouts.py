@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from kernel_drivers import PRELUDE, shape_switch
 from llvmlite import ir
 
 from alpha_core.codegen.gemm import GemmEmitter
@@ -35,26 +36,10 @@ SHAPES = (
     (270, 17, 9, "nn"),
 )
 
-DRIVER = r"""
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include "pool.h"
-
+DRIVER = (
+    PRELUDE
+    + r"""
 void gemm_run(int32_t shape, float *c, const float *a, const float *b, const float *row);
-
-static float *slurp(const char *path, long *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) exit(2);
-    fseek(f, 0, SEEK_END);
-    *n = ftell(f) / 4;
-    fseek(f, 0, SEEK_SET);
-    float *v = malloc((size_t)*n * 4 + 64);
-    if (fread(v, 4, (size_t)*n, f) != (size_t)*n) exit(3);
-    fclose(f);
-    return v;
-}
 
 int main(int argc, char **argv)
 {
@@ -64,12 +49,10 @@ int main(int argc, char **argv)
     float *a = slurp(argv[3], &na), *b = slurp(argv[4], &nb), *row = slurp(argv[5], &nr);
     float *c = calloc((size_t)nc + 16, 4);
     gemm_run(atoi(argv[2]), c, a, b, row);
-    FILE *f = fopen(argv[7], "wb");
-    if (!f || fwrite(c, 4, (size_t)nc, f) != (size_t)nc) return 4;
-    fclose(f);
-    return 0;
+    return spill(argv[7], c, nc);
 }
 """
+)
 
 
 def _strides(m: int, n: int, k: int, layout: str) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -85,18 +68,13 @@ def _module(host: HostTarget, fused: bool) -> ir.Module:
     fnty = ir.FunctionType(ir.VoidType(), [I32, PTR, PTR, PTR, PTR])
     run = ir.Function(mod, fnty, "gemm_run")
     shape, c, a, bm, row = run.args
-    b = ir.IRBuilder(run.append_basic_block("entry"))
-    done = run.append_basic_block("done")
-    switch = b.switch(shape, done)
-    for i, (m, n, k, layout) in enumerate(SHAPES):
-        block = run.append_basic_block(f"s{i}")
-        switch.add_case(ir.Constant(I32, i), block)
-        b.position_at_end(block)
+
+    def case(b: ir.IRBuilder, i: int) -> None:
+        m, n, k, layout = SHAPES[i]
         sa, sb = _strides(m, n, k, layout)
         gemm.call(b, c, a, bm, m, n, k, sa, sb, None, row if i % 2 == 0 else None)
-        b.branch(done)
-    b.position_at_end(done)
-    b.ret_void()
+
+    shape_switch(run, shape, len(SHAPES), case)
     gemm.finish()
     return mod
 

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import build, program_of, run_exe
+from conftest import build, program_of, recorded, run_exe
 from test_exact import assert_exact
 
-from alpha_core.autodiff.reverse import training_step
 from alpha_core.codegen import graph_emit
-from alpha_core.codegen.kernels import build_kernels
 from alpha_core.codegen.row_groups import RowGroup
-from alpha_core.codegen.target import TARGETS
 
 SOURCE = """system grouped {
   data train: sequences(task: sort, length: 16, rows: 256, seed: 1, holdout: 16)
@@ -57,21 +54,8 @@ SOURCE = """system grouped {
 
 
 def test_the_block_forms_row_groups(tmp_path: Path) -> None:
-    program = program_of(SOURCE, tmp_path / "g.alpha")
-    seen: list[RowGroup] = []
-    original = graph_emit.row_groups
-
-    def recording(*args: object, **kwargs: object) -> list[RowGroup]:
-        found = original(*args, **kwargs)  # type: ignore[arg-type]
-        seen.extend(found)
-        return found
-
-    graph_emit.row_groups = recording  # type: ignore[assignment]
-    try:
-        host = TARGETS["x86_64"]
-        build_kernels(program, training_step(program), host.triple, host.cpu, host.features)
-    finally:
-        graph_emit.row_groups = original
+    found = recorded("row_groups", program_of(SOURCE, tmp_path / "g.alpha"))
+    seen: list[RowGroup] = [group for groups in found for group in groups]
     # the norms, attention's scores and softmax, and their adjoints: runs of several nodes,
     # each run a block of rows that divides the batch
     assert len(seen) >= 6

@@ -9,14 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import build, program_of, run_exe
+from conftest import build, program_of, recorded, run_exe
 from test_exact import assert_exact
 
-from alpha_core.autodiff.reverse import training_step
-from alpha_core.codegen import graph_emit
-from alpha_core.codegen.kernels import build_kernels
 from alpha_core.codegen.sum_folds import SumFold
-from alpha_core.codegen.target import TARGETS
 
 SOURCE = """system folds {
   data train: synthetic(rows: 400, features: 40, classes: 3, seed: 5, noise: 0.3, holdout: 40)
@@ -44,22 +40,8 @@ SOURCE = """system folds {
 
 def folds_of(src: str, tmp: Path) -> list[SumFold]:
     """The folds the training step's kernels make, as the build makes them."""
-    program = program_of(src, tmp / "f.alpha")
-    seen: list[SumFold] = []
-    original = graph_emit.fold_sums
-
-    def recording(*args: object, **kwargs: object) -> dict[int, SumFold]:
-        found = original(*args, **kwargs)  # type: ignore[arg-type]
-        seen.extend(found.values())
-        return found
-
-    graph_emit.fold_sums = recording  # type: ignore[assignment]
-    try:
-        host = TARGETS["x86_64"]
-        build_kernels(program, training_step(program), host.triple, host.cpu, host.features)
-    finally:
-        graph_emit.fold_sums = original
-    return seen
+    found = recorded("fold_sums", program_of(src, tmp / "f.alpha"))
+    return [fold for folds in found for fold in folds.values()]
 
 
 def test_each_pattern_is_folded(tmp_path: Path) -> None:

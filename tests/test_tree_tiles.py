@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from kernel_drivers import PRELUDE, shape_switch
 from llvmlite import ir
 
 from alpha_core.codegen.gemm import GemmEmitter
@@ -42,26 +43,10 @@ SHAPES = (
     (3, 11, 40, 12),  # longer leaves: the blocked tree
 )
 
-DRIVER = r"""
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include "pool.h"
-
+DRIVER = (
+    PRELUDE
+    + r"""
 void tree_run(int32_t shape, float *c, const float *a, const float *b);
-
-static float *slurp(const char *path, long *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) exit(2);
-    fseek(f, 0, SEEK_END);
-    *n = ftell(f) / 4;
-    fseek(f, 0, SEEK_SET);
-    float *v = malloc((size_t)*n * 4 + 64);
-    if (fread(v, 4, (size_t)*n, f) != (size_t)*n) exit(3);
-    fclose(f);
-    return v;
-}
 
 int main(int argc, char **argv)
 {
@@ -71,12 +56,10 @@ int main(int argc, char **argv)
     float *a = slurp(argv[3], &na), *b = slurp(argv[4], &nb);
     float *c = calloc((size_t)nc + 16, 4);
     tree_run(atoi(argv[2]), c, a, b);
-    FILE *f = fopen(argv[6], "wb");
-    if (!f || fwrite(c, 4, (size_t)nc, f) != (size_t)nc) return 4;
-    fclose(f);
-    return 0;
+    return spill(argv[6], c, nc);
 }
 """
+)
 
 
 def _module(host: HostTarget) -> ir.Module:
@@ -85,17 +68,12 @@ def _module(host: HostTarget) -> ir.Module:
     gemm = GemmEmitter(mod, blocking_of(host.triple, host.cpu, host.features))
     run = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I32, PTR, PTR, PTR]), "tree_run")
     shape, c, a, bm = run.args
-    b = ir.IRBuilder(run.append_basic_block("entry"))
-    done = run.append_basic_block("done")
-    switch = b.switch(shape, done)
-    for i, (leaves, m, n, k) in enumerate(SHAPES):
-        block = run.append_basic_block(f"s{i}")
-        switch.add_case(ir.Constant(I32, i), block)
-        b.position_at_end(block)
+
+    def case(b: ir.IRBuilder, i: int) -> None:
+        leaves, m, n, k = SHAPES[i]
         gemm.call_tree(b, c, a, bm, m, n, k, (1, m), (n, 1), leaves, (k * m, k * n))
-        b.branch(done)
-    b.position_at_end(done)
-    b.ret_void()
+
+    shape_switch(run, shape, len(SHAPES), case)
     gemm.finish()
     return mod
 

@@ -303,6 +303,10 @@ class GraphEmitter:
                 count = self.shape(i)[0] // rows
                 fn = emit_tasks(self.module, self.gemm.parallel(), name, block, strides, count)
             self.shared[key] = fn
+        self._invoke(b, fn, args)
+
+    def _invoke(self, b: ir.IRBuilder, fn: ir.Function, args: Sequence[ir.Value]) -> None:
+        """A node's or a group's call: recorded in the kernel's run of calls when outlined."""
         if self._run is not None:
             self._run.call(fn, args)
         else:
@@ -417,10 +421,7 @@ class GraphEmitter:
             name = f"alpha.group.{len(self.shared)}"
             fn = emit_task_calls(self.module, self.gemm.parallel(), name, calls, strides, count)
             self.shared[group_key] = fn
-        if self._run is not None:
-            self._run.call(fn, args)
-        else:
-            b.call(fn, args)
+        self._invoke(b, fn, args)
 
     def _sources(self, node: Node) -> list[int]:
         """The inputs a node function takes as pointers: all but constants, which stay in the
