@@ -7,7 +7,10 @@ run one after another, each node sweeps whole tensors, and a chain of them over 
 than L2 (a transformer's [16, 64, 128] activations are 512 KiB each, a layer norm touches a dozen)
 reads each intermediate back from L3 or memory. A row group runs the same nodes as one set of
 tasks: task t computes rows t of the first node, then rows t of the second, and so on, so that
-what a node wrote is still in cache when the next reads it.
+what a node wrote is still in cache when the next reads it, and the threads fork and join once
+a run instead of once a node. Measured on the d-128 transformer (43 runs a step): two threads
+3% shorter a step, one thread unchanged (those nodes' time is their arithmetic and the writes
+of the tensors the adjoint keeps, not the passes between them).
 
 That is only possible where rows t of each node read rows t (or all, for an input broadcast along
 the first axis) of what earlier nodes of the group wrote: a node joins the group when every input
