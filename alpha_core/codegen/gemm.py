@@ -64,8 +64,9 @@ class GemmEmitter:
         self.fused = fused
         self.vec = ir.VectorType(F32, blocking.width)
         # c, a, b, m, n, k, a's strides, b's strides, the task's columns (a multiple of NR),
-        # then the chain and the row added to each output as it is stored (see `call`)
-        self._ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8 + [PTR, I64, PTR])
+        # then the chain and the row added to each output as it is stored, then the column
+        # sums of B its packing adds up (see `call`)
+        self._ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8 + [PTR, I64, PTR, PTR])
         self._tree_ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8 + [PTR, I64, I64, I64])
         self._gemm: ir.Function | None = None  # emitted with the first large product
         self._narrow: ir.Function | None = None  # MC-row tasks, where task_rows is more
@@ -190,6 +191,7 @@ class GemmEmitter:
         b_strides: tuple[int, int],
         chain: tuple[ir.Value, ir.Value] | None = None,
         row: ir.Value | None = None,
+        sums: ir.Value | None = None,
     ) -> None:
         """c[m, n] (row-major) = a · b, a[i, p] at a[i * as0 + p * as1], b likewise.
 
@@ -198,11 +200,19 @@ class GemmEmitter:
         additions a combine tree makes to it, or the residual and other same-shaped addends of
         `x + a @ w`, made while the sum is still in a register. With a `row` (n floats: a
         bias), row[j] is added to output (i, j) last, after the chain: `a @ w + b`. Each is one
-        float32 addition of the program's, in its order; the sum itself is as without them."""
+        float32 addition of the program's, in its order; the sum itself is as without them.
+
+        With `sums` (n floats, +0.0 on entry; b row-major, n a multiple of NR, and m more
+        than DIRECT_ROWS, so that B is always packed), sums[j] += b[p, j] for p ascending as
+        B's panels are packed: column j's sum over the rows of B, the bias gradient a
+        reduce_to makes of the same tensor (column_sums.py), without a pass of its own."""
         where, count = chain if chain is not None else (ir.Constant(PTR, None), i64(0))
         args = [c, a, bm, i64(m), i64(n), i64(k), *map(i64, a_strides), *map(i64, b_strides)]
         bias = row if row is not None else ir.Constant(PTR, None)
-        b.call(self._declare(), [*args, where, count, bias])
+        if sums is not None:
+            assert b_strides == (n, 1) and n % self.k.nr == 0 and m > DIRECT_ROWS
+        column = sums if sums is not None else ir.Constant(PTR, None)
+        b.call(self._declare(), [*args, where, count, bias, column])
 
     # -- the micro-kernel ----------------------------------------------------------------------
     def _emit_kernel(self, mr: int, by_rows: bool = False) -> ir.Function:
@@ -325,7 +335,7 @@ class GemmEmitter:
     # -- one block of C: the loops over k, then the panels of B and of A -----------------------
     def _emit_block(self, mr: int, by_rows: bool = False) -> ir.Function:
         """block(dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, count, ldk, scratch,
-        resume, row), on panels of mr rows of A:
+        resume, row, sums), on panels of mr rows of A:
         dst[i, j] (row stride ld) = Σ_p a[i, p] · bm[p, j] for i < mc, j < nc, a and bm at the
         block's origin (strides a0, a1 and b0, b1), then plus the chain: `count` pointers at
         the block's origin, row stride ldk, then row[j] (nc floats from the block's first
@@ -338,14 +348,14 @@ class GemmEmitter:
         fnty = ir.FunctionType(
             ir.VoidType(),
             [PTR, I64, PTR, PTR, I64, I64, I64, I64, I64, I64, I64, ir.IntType(1)]
-            + [PTR, I64, I64, PTR, ir.IntType(1), PTR],
+            + [PTR, I64, I64, PTR, ir.IntType(1), PTR, PTR],
         )
         fn = ir.Function(self.module, fnty, f"alpha.gemm.block{mr}{'r' if by_rows else ''}")
         kernel = self._emit_kernel(mr, by_rows)
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
         dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, links, ldk, scratch = fn.args[:16]
-        resume, row = fn.args[16:]
+        resume, row, sums = fn.args[16:]
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         # scratch is 64-byte aligned by the runtime
         bp = scratch
@@ -361,7 +371,7 @@ class GemmEmitter:
             kc = min_i64(b, i64(K.kc), b.sub(k, p0))
             b_src = gep(b, bm, b.mul(p0, b0))
             with b.if_then(b.not_(direct)):
-                pack_panels(b, bp, b_src, nc, kc, b1, b0, K.nr)
+                pack_panels(b, bp, b_src, nc, kc, b1, b0, K.nr, sums)
             first = b.and_(b.icmp_unsigned("==", q, i64(0)), b.not_(resume))
             # the chain is added once, to the finished sums: in the last block of p
             last = b.icmp_unsigned("==", q, b.sub(blocks, i64(1)))
@@ -448,17 +458,18 @@ class GemmEmitter:
 
     # -- one task: an MC x NC block of C (also the tree tasks' frame, tree_tiles.py) ----------
     def task_frame(
-        self, name: str, fields: int, mc: int
+        self, name: str, tree: bool, mc: int
     ) -> tuple[ir.Function, ir.IRBuilder, list[ir.Value], ir.Value, dict[str, ir.Value]]:
-        """A task function(ctx, index, scratch) and its block of C: the ctx's fields, and i0,
-        j0, mc, nc and whether B may be read in place."""
+        """A task function(ctx, index, scratch) and its block of C: the ctx's fields (a tree
+        task's, `tree`, or a product's), and i0, j0, mc, nc and whether B may be read in
+        place."""
         fnty = ir.FunctionType(ir.VoidType(), [PTR, I32, PTR])
         fn = ir.Function(self.module, fnty, name)
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
         ctx, index, scratch = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        ctx_ty = self._tree_ctx if fields > 14 else self._ctx
+        ctx_ty = self._tree_ctx if tree else self._ctx
         tys = list(ctx_ty.elements)
         values = [
             b.load(
@@ -510,6 +521,7 @@ class GemmEmitter:
         args: list[ir.Value],
         resume: ir.Value | None = None,
         row: ir.Value | None = None,
+        sums: ir.Value | None = None,
     ) -> None:
         """The block on panels of MR rows, or of the small MR where that pads a twentieth fewer
         rows of A (a block of few rows: a leaf's examples, a small batch, a convolution's 32 or
@@ -517,9 +529,11 @@ class GemmEmitter:
         the padding it computes in vain: the MNIST-shaped CNN's 64-channel products padded to
         72 rows on the 24-row tile, and took 8% longer a step than on the 8-row one. `resume`
         (an i1; false without it): the sums continue from the values at dst. `row`: a bias
-        added to each row as the finished sums are stored (null or None: none)."""
+        added to each row as the finished sums are stored (null or None: none). `sums`: the
+        columns of B added up as they are packed (GemmEmitter.call; null or None: none)."""
         args = [*args, resume if resume is not None else ir.Constant(ir.IntType(1), 0)]
         args.append(row if row is not None else ir.Constant(PTR, None))
+        args.append(sums if sums is not None else ir.Constant(PTR, None))
         a0, a1 = args[7], args[8]
         along = b.and_(b.icmp_signed("==", a1, i64(1)), b.icmp_signed("!=", a0, i64(1)))
 
@@ -548,8 +562,8 @@ class GemmEmitter:
                 call(self._block, self._block_rows)
 
     def _emit_task(self, name: str, rows: int) -> ir.Function:
-        fn, b, f, scratch, blk = self.task_frame(name, 14, rows)
-        c, a, bm, _, n, k, a0, a1, b0, b1, _, chain, links, row = f
+        fn, b, f, scratch, blk = self.task_frame(name, False, rows)
+        c, a, bm, _, n, k, a0, a1, b0, b1, _, chain, links, row, sums = f
         i0, j0 = blk["i0"], blk["j0"]
         origin = b.add(b.mul(i0, n), j0)
         shifted = entry_alloca(b, ir.ArrayType(PTR, CHAIN_MAX))
@@ -566,6 +580,15 @@ class GemmEmitter:
             [gep(b, c, origin), n, gep(b, a, b.mul(i0, a0)), gep(b, bm, b.mul(j0, b1))]
             + [blk["mc"], blk["nc"], k, a0, a1, b0, b1, blk["direct"], shifted, links, n, scratch],
             row=b.select(b.icmp_unsigned("==", row, ir.Constant(PTR, None)), row, gep(b, row, j0)),
+            # the first row of tasks packs each column's B: it adds the column sums
+            sums=b.select(
+                b.and_(
+                    b.icmp_unsigned("!=", sums, ir.Constant(PTR, None)),
+                    b.icmp_unsigned("==", i0, i64(0)),
+                ),
+                gep(b, sums, j0),
+                ir.Constant(PTR, None),
+            ),
         )
         b.ret_void()
         return fn
@@ -574,11 +597,11 @@ class GemmEmitter:
     def _emit_gemm(
         self, name: str = "alpha.gemm", task: ir.Function | None = None, mc: int = 0
     ) -> ir.Function:
-        """alpha.gemm(c, a, b, m, n, k, strides..., chain, count, row), or with a tree task
+        """alpha.gemm(c, a, b, m, n, k, strides..., chain, count, row, sums), or with a tree task
         alpha.gemm.treeN(c, a, b, m, n, k, strides..., a_step, b_step)."""
         K = self.k
         tree = task is not None
-        extra = [I64, I64] if tree else [PTR, I64, PTR]
+        extra = [I64, I64] if tree else [PTR, I64, PTR, PTR]
         fnty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR] + [I64] * 7 + extra)
         fn = ir.Function(self.module, fnty, name)
         fn.linkage = "internal"
@@ -603,6 +626,7 @@ class GemmEmitter:
             put(11, fn.args[10])  # the chain, after the task's columns (10)
             put(12, fn.args[11])
             put(13, fn.args[12])  # the row added last
+            put(14, fn.args[13])  # the column sums of B
         m, n = fn.args[3], fn.args[4]
         run = task or self._task
         if not tree and self._narrow is not None:

@@ -16,8 +16,9 @@ from typing import ClassVar
 from llvmlite import ir
 
 from alpha_core.codegen.buffer_plan import plan_buffers
+from alpha_core.codegen.column_sums import column_sums
 from alpha_core.codegen.conv_ops import emit_conv_op
-from alpha_core.codegen.gemm import GemmEmitter
+from alpha_core.codegen.gemm import DIRECT_ROWS, GemmEmitter
 from alpha_core.codegen.line_blocks import Block, LineBlocks
 from alpha_core.codegen.loops import (
     F32,
@@ -129,6 +130,9 @@ class GraphEmitter:
         # adds computed as a large product's sums are stored (sum_folds.py): end add -> fold
         self.sums: dict[int, SumFold] = {}
         self._skipped: set[int] = set()
+        # bias gradients added up as a product packs their input (column_sums.py): product ->
+        # reduce_to
+        self.column_sums: dict[int, int] = {}
         # nodes computed a block of rows at a time together (row_groups.py): member -> group
         self._groups: dict[int, RowGroup] = {}
         self._bound_ids: set[int] = set()
@@ -190,6 +194,11 @@ class GraphEmitter:
             self.graph, live, roots, self.shape, self.large, set(self.ptrs) | set(self.chains)
         )
         self._skipped = {j for fold in self.sums.values() for j in fold.skipped}
+        given = set(placed or {}) - set(bound)
+        self.column_sums = column_sums(
+            self.graph, live, self.shape, self.large, given, self.gemm.k.nr, DIRECT_ROWS
+        )
+        self._skipped |= set(self.column_sums.values())
         in_place = {i for i in live if self.graph[i].op == "reshape" and i not in self.ptrs}
         groups = row_groups(self.graph, live, self._member, self._transparent, in_place)
         self._groups = {i: group for group in groups for i in group.members}
@@ -230,8 +239,12 @@ class GraphEmitter:
             if i in self.chains and node.op == "matmul" and self.large(node):
                 if self._run is not None:
                     self._run.flush()  # the calls before it, before it
-                self._product(b, node, self.buffer(i), self.chains[i])
+                self._product(b, node, self.buffer(i), self.chains[i], sums=self._sums_of(i))
                 self.chained.add(i)
+            elif i in self.column_sums:
+                if self._run is not None:
+                    self._run.flush()
+                self._product(b, node, self.buffer(i), sums=self._sums_of(i))
             elif outline or self._split(i, node, self._sources(node)) is not None:
                 self._call_node(b, i, node)  # (a large node of a small kernel: its tasks)
             else:
@@ -356,7 +369,7 @@ class GraphEmitter:
         """How node i joins a row group (row_groups.py), or None: a node the GEMM computes or
         that does not split along its first axis."""
         node = self.graph[i]
-        if i in self._skipped or i in self.sums or i in self.chains:
+        if i in self._skipped or i in self.sums or i in self.chains or i in self.column_sums:
             return None
         if any(j in self.folded for j in node.inputs):
             return None
@@ -631,11 +644,20 @@ class GraphEmitter:
         out: ir.Value,
         chain: Chain = None,
         row: ir.Value | None = None,
+        sums: ir.Value | None = None,
     ) -> None:
-        """A large product by the packed GEMM, its operands read through their strides."""
+        """A large product by the packed GEMM, its operands read through their strides;
+        `sums`: where the column sums of its B go (column_sums.py), from +0.0."""
         (m, k), (_, n) = self.shape(node.inputs[0]), self.shape(node.inputs[1])
         (a, sa), (c, sc) = self._operand(node.inputs[0]), self._operand(node.inputs[1])
-        self.gemm.call(b, out, a, c, m, n, k, sa, sc, chain, row)
+        if sums is not None:
+            self._fill(b, sums, n)
+        self.gemm.call(b, out, a, c, m, n, k, sa, sc, chain, row, sums)
+
+    def _sums_of(self, product: int) -> ir.Value | None:
+        """The memory of the bias gradient a product's packing adds up, or None."""
+        reduce = self.column_sums.get(product)
+        return None if reduce is None else self.ptrs[reduce]
 
     def _folded_sum(self, b: ir.IRBuilder, i: int, fold: SumFold) -> None:
         """The add i and the adds and product before it (sum_folds.py), by one product whose
@@ -649,7 +671,8 @@ class GraphEmitter:
                 b.store(self.ptrs[y], gep(b, links, i64(count - 1 - t), PTR))
             chain = (links, i64(count))
         row = None if fold.row is None else self.ptrs[fold.row]
-        self._product(b, self.graph[fold.product], self.buffer(i), chain, row)
+        sums = self._sums_of(fold.product)
+        self._product(b, self.graph[fold.product], self.buffer(i), chain, row, sums)
 
     def _small_matmul(self, b: ir.IRBuilder, A: LlvmArith, node: Node, out: ir.Value) -> None:
         """out[m, n] = Σ_k a[m, k] * c[k, n], k ascending from +0.0 (small_product.py)."""

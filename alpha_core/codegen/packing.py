@@ -33,9 +33,15 @@ def pack_panels(
     s_lane: ir.Value,
     s_k: ir.Value,
     lanes: int,
+    sums: ir.Value | None = None,
 ) -> None:
     """dst ← panels of `lanes` rows (of `extent`) by kc, k-major: dst[panel][p][l] =
-    src[(panel * lanes + l) * s_lane + p * s_k], zero beyond `extent`."""
+    src[(panel * lanes + l) * s_lane + p * s_k], zero beyond `extent`.
+
+    `sums` (a pointer, null at run time for none): sums[l] += src[l * s_lane + p * s_k] for
+    p ascending, each lane's values added in the order of k as they are copied. Only for
+    lanes adjacent in the source (s_lane 1) and whole panels (extent a multiple of `lanes`),
+    as GemmEmitter.call checks."""
     panels = ceil_div(b, extent, lanes)
     vec = ir.VectorType(F32, lanes)  # a panel's row at once, when the lanes are adjacent
 
@@ -93,18 +99,28 @@ def pack_panels(
     by_rows = b.icmp_signed("==", s_lane, i64(1))
     whole = b.select(by_rows, b.udiv(extent, i64(lanes)), i64(0))  # the panels packed by rows
 
-    def row(p: ir.Value) -> None:
+    def row(p: ir.Value, summing: bool) -> None:
         src_p = gep(b, src, b.mul(p, s_k))
         out_p = gep(b, dst, b.mul(p, i64(lanes)))
 
         def one(q: ir.Value) -> None:
             v = b.load(gep(b, src_p, b.mul(q, i64(lanes)), vec), typ=vec, align=4)
             b.store(v, gep(b, out_p, b.mul(b.mul(q, i64(lanes)), kc), vec), align=4)
+            if summing and sums is not None:
+                at = gep(b, sums, b.mul(q, i64(lanes)), vec)
+                b.store(b.fadd(b.load(at, typ=vec, align=4), v), at, align=4)
 
         for_count(b, whole, one, "pwq")
 
     with b.if_then(by_rows):
-        for_count(b, kc, row, "pwp")
+        if sums is None:
+            for_count(b, kc, lambda p: row(p, False), "pwp")
+        else:
+            with b.if_else(b.icmp_unsigned("==", sums, ir.Constant(PTR, None))) as (plain, adds):
+                with plain:
+                    for_count(b, kc, lambda p: row(p, False), "pwp")
+                with adds:
+                    for_count(b, kc, lambda p: row(p, True), "pws")
     # the rest panel by panel: all of them, or the last, partial one
     for_count(b, b.sub(panels, whole), lambda t: panel(b.add(whole, t)), "pq")
 

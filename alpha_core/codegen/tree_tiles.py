@@ -45,7 +45,7 @@ class TaskFrames(Protocol):
     fused: bool  # the system's arithmetic (LlvmArith.muladd)
 
     def task_frame(
-        self, name: str, fields: int, mc: int
+        self, name: str, tree: bool, mc: int
     ) -> tuple[ir.Function, ir.IRBuilder, list[ir.Value], ir.Value, dict[str, ir.Value]]: ...
 
     def call_block(self, b: ir.IRBuilder, mc: ir.Value, args: list[ir.Value]) -> None: ...
@@ -122,7 +122,7 @@ def emit_tree_tiles_task(
     full = emit_tile(module, f"{stem}.tile", leaves, k, rows, K.width, fused)
     row = emit_tile(module, f"{stem}.row", leaves, k, 1, K.width, fused) if rows > 1 else full
     lane = emit_tile(module, f"{stem}.lane", leaves, k, 1, 1, fused)
-    fn, b, f, _, blk = emitter.task_frame(f"{stem}.task", 15, task_rows)
+    fn, b, f, _, blk = emitter.task_frame(f"{stem}.task", True, task_rows)
     c, a, bm, _, n, _, a0, a1, b0, _, _, _, _, a_step, b_step = f
     i0, j0, mc, nc = blk["i0"], blk["j0"], blk["mc"], blk["nc"]
     c_block = gep(b, c, b.add(b.mul(i0, n), j0))
@@ -167,7 +167,7 @@ def emit_blocked_tree_task(emitter: TaskFrames, leaves: int, rows: int) -> ir.Fu
     the tree's pending values added as it is stored (tree_walk), the root's into C; tasks of
     `rows` rows. The blocked GEMM's way, for leaves of more than TREE_TILE_MAX_K examples."""
     K = emitter.k
-    fn, b, f, scratch, blk = emitter.task_frame(f"alpha.gemm.tree{leaves}.task", 15, rows)
+    fn, b, f, scratch, blk = emitter.task_frame(f"alpha.gemm.tree{leaves}.task", True, rows)
     c, a, bm, _, n, k, a0, a1, b0, b1, _, _, _, a_step, b_step = f
     i0, j0 = blk["i0"], blk["j0"]
     steps, buffers = tree_walk(leaves)
