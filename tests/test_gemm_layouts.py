@@ -1,7 +1,9 @@
 """The packed GEMM (alpha_core/codegen/gemm.py) called directly, on every layout of A it packs:
-read along p (A·B and A·Bᵀ: A's panels are its rows copied as they are, `packing.pack_rows`)
-and read across p (Aᵀ·B: k-major panels), in both arithmetics, with a bias row added as the sums
-are stored (`GemmEmitter.call`'s row, sum_folds.py).
+read along p (A·B and A·Bᵀ: A read in place at its own row stride, only a last partial panel
+copied, for the first IN_PLACE_STRIDES strides a module asks for; after them A's panels are its
+rows copied as they are, `packing.pack_rows`) and read across p (Aᵀ·B: k-major panels), in both
+arithmetics, with a bias row added as the sums are stored (`GemmEmitter.call`'s row,
+sum_folds.py).
 
 Shapes cut tiles at every edge (rows that fill no tile of either height, columns that fill no
 vector, k that fills no block) and pass KC so that partial sums go back to C between blocks of
@@ -61,7 +63,7 @@ def _strides(m: int, n: int, k: int, layout: str) -> tuple[tuple[int, int], tupl
     return a, b
 
 
-def _module(host: HostTarget, fused: bool) -> ir.Module:
+def _module(host: HostTarget, fused: bool) -> tuple[ir.Module, GemmEmitter]:
     mod = ir.Module(name="test.gemm_layouts")
     mod.triple = host.triple
     gemm = GemmEmitter(mod, blocking_of(host.triple, host.cpu, host.features, fused), fused)
@@ -76,7 +78,7 @@ def _module(host: HostTarget, fused: bool) -> ir.Module:
 
     shape_switch(run, shape, len(SHAPES), case)
     gemm.finish()
-    return mod
+    return mod, gemm
 
 
 def _inputs(m: int, n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -133,9 +135,29 @@ def test_every_layout_of_a_has_the_reference_bits(cpu: str, fused: bool, tmp_pat
     assert cpu != "x86-64-v4" or " avx512f" in Path("/proc/cpuinfo").read_text()
     host = TARGETS["x86_64"]
     host = HostTarget(host.name, host.triple, host.zig, cpu, host.features)
-    mod = _module(host, fused)
+    mod, gemm = _module(host, fused)
+    # A's row strides 40, 300 (three blocks of p), 70 and 16 read in place; 9 is the fifth
+    # (past IN_PLACE_STRIDES), packed; the Aᵀ·B product's A is read across p
+    assert gemm.row_strides == [40, 300, 70, 16]
     exe = link_kernels_driver(host.zig, object_code(mod, host), DRIVER, tmp_path / "b", "gemm")
     assert "alpha.gemm.block" in str(mod) and any(
         f.name.startswith("alpha.gemm.kernel") and f.name.endswith("r") for f in mod.functions
     )
     _check(exe, fused, tmp_path)
+
+
+def test_a_is_read_in_place_only_where_its_rows_spread_over_l1() -> None:
+    """Rows 4 KiB apart (1,024 floats) share one L1 set, 2 KiB two, 1 KiB four: those are
+    packed; 512 bytes apart they fall in eight sets, and a stride of no whole line in all."""
+    host = TARGETS["x86_64"]
+    mod = ir.Module(name="test.in_place")
+    mod.triple = host.triple
+    gemm = GemmEmitter(mod, blocking_of(host.triple, "x86-64-v4", host.features))
+    run = ir.Function(mod, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR]), "run")
+    b = ir.IRBuilder(run.append_basic_block("entry"))
+    c, a, bm = run.args
+    for stride in (1024, 512, 256, 128, 100, 128):
+        gemm.call(b, c, a, bm, 64, 64, 100, (stride, 1), (64, 1))
+    b.ret_void()
+    gemm.finish()
+    assert gemm.row_strides == [128, 100]

@@ -22,6 +22,8 @@ model's build time grows with its distinct code rather than with its matrix prod
 
 from __future__ import annotations
 
+import math
+
 from llvmlite import ir
 
 from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, for_count, gep, i64, splat
@@ -51,6 +53,10 @@ PARALLEL_SYMBOL = "alpha_parallel"  # runs tasks 0..n-1, each once, on the role'
 WORKERS_SYMBOL = "alpha_workers"  # how many threads take tasks
 HOOK_SYMBOL = "alpha_threads_hook"  # the runtime's thread starter, or null (runtime/pool.h)
 SPAWN_SYMBOL = "alpha_pool_spawn"
+# Row strides of A a module reads in place along its rows, each with kernels of its own: the
+# first ones its products ask for (code size: two blocks and kernels a stride a CPU level)
+IN_PLACE_STRIDES = 4
+L1_SETS = 64  # sets of 64-byte lines in the L1 data caches tuned for (48 KiB 12-way, 32 KiB 8-way)
 
 
 class GemmEmitter:
@@ -82,11 +88,29 @@ class GemmEmitter:
         # column of tasks and B once per row of them; with a fused kernel (twice as fast per
         # product) that packing was a quarter of a 1024^3 product (docs/performance.md).
         self.task_rows = blocking.mc * (TASK_BLOCKS_FUSED if fused else 1)
+        # row strides of an A read in place along its rows (`call`, `_in_place`), and per
+        # tile height the by-rows block that dispatches on them (filled in by `finish`)
+        self.row_strides: list[int] = []
+        self._by_rows: dict[int, tuple[ir.Function, ir.Function]] = {}
 
     def finish(self) -> None:
         """Defines the scratch each worker needs and the runtime's hook that starts the
         workers: none and null when the module has no large product, so that an executable
-        without one links no thread code at all."""
+        without one links no thread code at all. And the by-rows blocks' dispatch on A's row
+        stride, now that every product has asked for its own."""
+        for mr, (entry, packed) in self._by_rows.items():
+            b = ir.IRBuilder(entry.append_basic_block("entry"))
+            other = entry.append_basic_block("packed")
+            switch = b.switch(entry.args[7], other)
+            for stride in self.row_strides:
+                case = entry.append_basic_block(f"s{stride}")
+                switch.add_case(i64(stride), case)
+                b.position_at_end(case)
+                b.call(self._emit_block(mr, True, stride), entry.args)
+                b.ret_void()
+            b.position_at_end(other)
+            b.call(packed, entry.args)
+            b.ret_void()
         scratch = ir.GlobalVariable(self.module, I64, SCRATCH_SYMBOL)
         floats = self.scratch_floats if self._gemm is not None else 0
         scratch.initializer = ir.Constant(I64, floats)
@@ -130,15 +154,38 @@ class GemmEmitter:
         if self._gemm is None:
             self.parallel()
             self._block = self._emit_block(self.k.mr)
-            self._block_rows = self._emit_block(self.k.mr, by_rows=True)
+            self._block_rows = self._dispatching(self.k.mr)
             if self.k.small_mr:
                 self._small_block = self._emit_block(self.k.small_mr)
-                self._small_block_rows = self._emit_block(self.k.small_mr, by_rows=True)
+                self._small_block_rows = self._dispatching(self.k.small_mr)
             self._task = self._emit_task("alpha.gemm.task", self.task_rows)
             if self.task_rows != self.k.mc:  # a product as narrow as one NC: MC-row tasks
                 self._narrow = self._emit_task("alpha.gemm.task.mc", self.k.mc)
             self._gemm = self._emit_gemm(mc=self.task_rows)
         return self._gemm
+
+    def _dispatching(self, mr: int) -> ir.Function:
+        """The by-rows block of mr-row tiles as callers see it: one that reads A in place when
+        its row stride is one of `row_strides`, else packs it (its body: `finish`)."""
+        packed = self._emit_block(mr, by_rows=True)
+        entry = ir.Function(self.module, packed.ftype, f"alpha.gemm.rows{mr}")
+        entry.linkage = "internal"
+        entry.attributes.add("nounwind")
+        self._by_rows[mr] = (entry, packed)
+        return entry
+
+    def _in_place(self, stride: int) -> bool:
+        """Whether an A read along its rows, `stride` floats apart, is read where it is rather
+        than copied: a tile's rows fall in at least 8 of L1's sets (a multiple of 4 KiB puts
+        them all in one, where they evict each other and B), a last partial panel packed at
+        that stride fits the scratch's A, and the module has kernels left to give."""
+        K = self.k
+        if stride in self.row_strides:
+            return True
+        lines = stride // LINE_FLOATS
+        sets = L1_SETS // math.gcd(lines, L1_SETS) if stride % LINE_FLOATS == 0 else L1_SETS
+        fits = K.mr * stride <= K.mc * K.kc
+        return sets >= 8 and fits and len(self.row_strides) < IN_PLACE_STRIDES
 
     def call_tree(
         self,
@@ -211,25 +258,30 @@ class GemmEmitter:
         bias = row if row is not None else ir.Constant(PTR, None)
         if sums is not None:
             assert b_strides == (n, 1) and n % self.k.nr == 0 and m > DIRECT_ROWS
+        a0, a1 = a_strides
+        if a1 == 1 and a0 != 1 and self._in_place(a0) and a0 not in self.row_strides:
+            self.row_strides.append(a0)
         column = sums if sums is not None else ir.Constant(PTR, None)
         b.call(self._declare(), [*args, where, count, bias, column])
 
     # -- the micro-kernel ----------------------------------------------------------------------
-    def _emit_kernel(self, mr: int, by_rows: bool = False) -> ir.Function:
+    def _emit_kernel(self, mr: int, by_rows: bool = False, a_row: int = 0) -> ir.Function:
         """kernel(ap, bp, c, ldc, kc, first, ldb, chain, count, at, ldk, row): the mr x NR tile
         at c (row stride ldc) gets Σ over kc steps of the packed A panel and the B panel at bp
         (row stride ldb: NR when packed), starting from +0.0 when `first`, else from its own
         value; then the chain's tiles at element `at` of each (row stride ldk) are added to it,
         the last first (count 0: none), then the NR floats at `row` to each of its rows (null:
         none), before it is stored. `by_rows`: the A panel is its mr rows, KC floats apart
-        (packing.pack_rows), not k-major."""
+        (packing.pack_rows), not k-major; a_row floats apart where given (A in place)."""
         K = self.k
         nv = K.nr // K.width
         fnty = ir.FunctionType(
             ir.VoidType(),
             [PTR, PTR, PTR, I64, I64, ir.IntType(1), I64, PTR, I64, I64, I64, PTR],
         )
-        fn = ir.Function(self.module, fnty, f"alpha.gemm.kernel{mr}{'r' if by_rows else ''}")
+        kind = ("r" if by_rows else "") + (f"{a_row}" if a_row else "")
+        fn = ir.Function(self.module, fnty, f"alpha.gemm.kernel{mr}{kind}")
+        stride = a_row or K.kc  # from a row of the A panel to the next
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
         ap, bp, c, ldc, kc, first, ldb, chain, count, at0, ldk, bias = fn.args
@@ -259,7 +311,7 @@ class GemmEmitter:
                 for v in range(nv)
             ]
             for r in range(mr):
-                at_a = b.add(p, i64(r * K.kc)) if by_rows else b.add(b.mul(p, i64(mr)), i64(r))
+                at_a = b.add(p, i64(r * stride)) if by_rows else b.add(b.mul(p, i64(mr)), i64(r))
                 av = b.load(gep(b, ap, at_a), typ=F32, align=4)
                 a_all = splat(b, av, K.width)
                 for v in range(nv):
@@ -333,7 +385,7 @@ class GemmEmitter:
         return fn
 
     # -- one block of C: the loops over k, then the panels of B and of A -----------------------
-    def _emit_block(self, mr: int, by_rows: bool = False) -> ir.Function:
+    def _emit_block(self, mr: int, by_rows: bool = False, a_row: int = 0) -> ir.Function:
         """block(dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, count, ldk, scratch,
         resume, row, sums), on panels of mr rows of A:
         dst[i, j] (row stride ld) = Σ_p a[i, p] · bm[p, j] for i < mc, j < nc, a and bm at the
@@ -343,15 +395,18 @@ class GemmEmitter:
         `resume`: each sum continues from dst's value (the partial sum an earlier call stored
         over earlier p, as a later block of p does here) instead of from +0.0. `by_rows`: A's
         panels are its rows copied as they are (A read along p: a1 = 1), KC floats apart,
-        where k-major panels took a 4 x 4 transpose for every 16 floats."""
+        where k-major panels took a 4 x 4 transpose for every 16 floats. `a_row`: A's rows
+        are that many floats apart (a0), and its whole panels are read where they are; only a
+        last, partial one is packed (zero rows after it) at that stride."""
         K = self.k
         fnty = ir.FunctionType(
             ir.VoidType(),
             [PTR, I64, PTR, PTR, I64, I64, I64, I64, I64, I64, I64, ir.IntType(1)]
             + [PTR, I64, I64, PTR, ir.IntType(1), PTR, PTR],
         )
-        fn = ir.Function(self.module, fnty, f"alpha.gemm.block{mr}{'r' if by_rows else ''}")
-        kernel = self._emit_kernel(mr, by_rows)
+        kind = ("r" if by_rows else "") + (f"{a_row}" if a_row else "")
+        fn = ir.Function(self.module, fnty, f"alpha.gemm.block{mr}{kind}")
+        kernel = self._emit_kernel(mr, by_rows, a_row)
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
         dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, links, ldk, scratch = fn.args[:16]
@@ -384,7 +439,13 @@ class GemmEmitter:
                 i_at = b.mul(ic, i64(K.mc))
                 rows_here = min_i64(b, i64(K.mc), b.sub(mc, i_at))
                 a_src = gep(b, a, b.add(b.mul(p0, a1), b.mul(i_at, a0)))
-                if by_rows:
+                whole_panels = b.udiv(rows_here, i64(mr))
+                if a_row:  # only a partial last panel is copied
+                    rest = b.sub(rows_here, b.mul(whole_panels, i64(mr)))
+                    with b.if_then(b.icmp_signed(">", rest, i64(0))):
+                        last = gep(b, a_src, b.mul(b.mul(whole_panels, i64(mr)), a0))
+                        pack_rows(b, ap, last, rest, kc, a0, mr, a_row)
+                elif by_rows:
                     pack_rows(b, ap, a_src, rows_here, kc, a0, mr, K.kc)
                 else:
                     pack_panels(b, ap, a_src, rows_here, kc, a0, a1, mr)
@@ -410,7 +471,11 @@ class GemmEmitter:
                     def row_panel(ir_: ir.Value) -> None:
                         ii = b.mul(ir_, i64(mr))
                         rows = min_i64(b, i64(mr), b.sub(rows_here, ii))
-                        a_panel = gep(b, ap, b.mul(ii, i64(K.kc) if by_rows else kc))
+                        if a_row:
+                            kept = b.icmp_unsigned("<", ir_, whole_panels)  # not the copied one
+                            a_panel = b.select(kept, gep(b, a_src, b.mul(ii, a0)), ap)
+                        else:
+                            a_panel = gep(b, ap, b.mul(ii, i64(K.kc) if by_rows else kc))
                         row = b.add(i_at, ii)  # the tile's first row in the block
                         c_tile = gep(b, dst, b.add(b.mul(row, ld), jj))
                         at = b.add(b.mul(row, ldk), jj)  # the tile's place in the chain's arrays
