@@ -4,7 +4,8 @@ C[i, j] = Σ_p A[i, p] * B[p, j], each sum from +0.0 in ascending p, each term i
 arithmetic: a separate multiply and add, or (`arithmetic fused`) one fused multiply-add. That order
 is all the exactness contract fixes, so everything else is free: A and B are read through strides
 (so Aᵀ·B and A·Bᵀ need no transposed copy), copied into packed panels (MR rows of A, NR columns of
-B, k-major, zero-padded at the edges), and the output is computed in tasks of MC x NC elements, each
+B, k-major, zero-padded at the edges; a row-major A whose rows spread over L1 is read where it is,
+`_in_place`), and the output is computed in tasks of MC x NC elements, each
 a loop over blocks of KC values of p. A register micro-kernel keeps an MR x NR tile of accumulators
 in vector registers for a whole block of p; between blocks the partial sums go to C and come back
 unchanged (a float32 store and load are exact), so each output still adds its products one at a time
