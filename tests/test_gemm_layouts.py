@@ -30,6 +30,7 @@ from alpha_core.semantics.numpy_fma import fma32
 
 # (m, n, k, layout): layout nn (A m x k), tn (A stored k x m), nt (B stored n x k)
 SHAPES = (
+    (300, 40, 256, "nn"),
     (100, 72, 40, "nn"),
     (37, 45, 300, "nn"),
     (300, 40, 70, "nt"),
@@ -136,9 +137,12 @@ def test_every_layout_of_a_has_the_reference_bits(cpu: str, fused: bool, tmp_pat
     host = TARGETS["x86_64"]
     host = HostTarget(host.name, host.triple, host.zig, cpu, host.features)
     mod, gemm = _module(host, fused)
-    # A's row strides 40, 300 (three blocks of p), 70 and 16 read in place; 9 is the fifth
-    # (past IN_PLACE_STRIDES), packed; the Aᵀ·B product's A is read across p
-    assert gemm.row_strides == [40, 300, 70, 16]
+    # A's row strides 256 (four L1 sets: at most 16 rows, so AVX-512's 24-row tile hands the
+    # product to its 8-row one), 40, 300 (three blocks of p) and 70 read in place; 16 and 9
+    # come after IN_PLACE_STRIDES, packed; the Aᵀ·B product's A is read across p
+    tall = gemm.k.mr
+    short = tall if tall <= 16 else gemm.k.small_mr
+    assert gemm.row_strides == {256: short, 40: tall, 300: tall, 70: tall}
     exe = link_kernels_driver(host.zig, object_code(mod, host), DRIVER, tmp_path / "b", "gemm")
     assert "alpha.gemm.block" in str(mod) and any(
         f.name.startswith("alpha.gemm.kernel") and f.name.endswith("r") for f in mod.functions
@@ -147,8 +151,9 @@ def test_every_layout_of_a_has_the_reference_bits(cpu: str, fused: bool, tmp_pat
 
 
 def test_a_is_read_in_place_only_where_its_rows_spread_over_l1() -> None:
-    """Rows 4 KiB apart (1,024 floats) share one L1 set, 2 KiB two, 1 KiB four: those are
-    packed; 512 bytes apart they fall in eight sets, and a stride of no whole line in all."""
+    """Rows 4 KiB apart (1,024 floats) share one L1 set: packed; 2 KiB two and 1 KiB four: read
+    in place by the 8-row tile only (four rows a set); 512 bytes apart they fall in eight sets,
+    and a stride of no whole line in all: the 24-row tile."""
     host = TARGETS["x86_64"]
     mod = ir.Module(name="test.in_place")
     mod.triple = host.triple
@@ -160,4 +165,4 @@ def test_a_is_read_in_place_only_where_its_rows_spread_over_l1() -> None:
         gemm.call(b, c, a, bm, 64, 64, 100, (stride, 1), (64, 1))
     b.ret_void()
     gemm.finish()
-    assert gemm.row_strides == [128, 100]
+    assert gemm.row_strides == {512: 8, 256: 8, 128: 24, 100: 24}

@@ -58,6 +58,7 @@ SPAWN_SYMBOL = "alpha_pool_spawn"
 # first ones its products ask for (code size: two blocks and kernels a stride a CPU level)
 IN_PLACE_STRIDES = 4
 L1_SETS = 64  # sets of 64-byte lines in the L1 data caches tuned for (48 KiB 12-way, 32 KiB 8-way)
+ROWS_PER_SET = 4  # rows of a tile read in place that may fall in one L1 set (B's lines share it)
 
 
 class GemmEmitter:
@@ -89,9 +90,10 @@ class GemmEmitter:
         # column of tasks and B once per row of them; with a fused kernel (twice as fast per
         # product) that packing was a quarter of a 1024^3 product (docs/performance.md).
         self.task_rows = blocking.mc * (TASK_BLOCKS_FUSED if fused else 1)
-        # row strides of an A read in place along its rows (`call`, `_in_place`), and per
-        # tile height the by-rows block that dispatches on them (filled in by `finish`)
-        self.row_strides: list[int] = []
+        # row strides of an A read in place along its rows -> the tallest tile that reads it
+        # so (`call`, `_in_place`), and per tile height the by-rows block that dispatches on
+        # them (filled in by `finish`)
+        self.row_strides: dict[int, int] = {}
         self._by_rows: dict[int, tuple[ir.Function, ir.Function]] = {}
 
     def finish(self) -> None:
@@ -99,15 +101,19 @@ class GemmEmitter:
         workers: none and null when the module has no large product, so that an executable
         without one links no thread code at all. And the by-rows blocks' dispatch on A's row
         stride, now that every product has asked for its own."""
+        blocks: dict[tuple[int, int], ir.Function] = {}
         for mr, (entry, packed) in self._by_rows.items():
             b = ir.IRBuilder(entry.append_basic_block("entry"))
             other = entry.append_basic_block("packed")
             switch = b.switch(entry.args[7], other)
-            for stride in self.row_strides:
+            for stride, tallest in self.row_strides.items():
                 case = entry.append_basic_block(f"s{stride}")
                 switch.add_case(i64(stride), case)
                 b.position_at_end(case)
-                b.call(self._emit_block(mr, True, stride), entry.args)
+                height = min(mr, tallest)  # the short tile where the tall one's rows collide
+                if (height, stride) not in blocks:
+                    blocks[height, stride] = self._emit_block(height, True, stride)
+                b.call(blocks[height, stride], entry.args)
                 b.ret_void()
             b.position_at_end(other)
             b.call(packed, entry.args)
@@ -167,7 +173,8 @@ class GemmEmitter:
 
     def _dispatching(self, mr: int) -> ir.Function:
         """The by-rows block of mr-row tiles as callers see it: one that reads A in place when
-        its row stride is one of `row_strides`, else packs it (its body: `finish`)."""
+        its row stride is one of `row_strides` (with the short tile where the stride's rows
+        allow no taller), else packs it (its body: `finish`)."""
         packed = self._emit_block(mr, by_rows=True)
         entry = ir.Function(self.module, packed.ftype, f"alpha.gemm.rows{mr}")
         entry.linkage = "internal"
@@ -175,18 +182,19 @@ class GemmEmitter:
         self._by_rows[mr] = (entry, packed)
         return entry
 
-    def _in_place(self, stride: int) -> bool:
-        """Whether an A read along its rows, `stride` floats apart, is read where it is rather
-        than copied: a tile's rows fall in at least 8 of L1's sets (a multiple of 4 KiB puts
-        them all in one, where they evict each other and B), a last partial panel packed at
-        that stride fits the scratch's A, and the module has kernels left to give."""
+    def _in_place(self, stride: int) -> int:
+        """The tallest tile (MR, the short tile, or 0: none) that reads an A whose rows lie
+        `stride` floats apart where it is rather than from a copy: its rows fall at most
+        ROWS_PER_SET to an L1 set (a multiple of 4 KiB puts every row in one set, where they
+        evict each other and B's panel), and a last partial panel packed at that stride fits
+        the scratch's A."""
         K = self.k
-        if stride in self.row_strides:
-            return True
         lines = stride // LINE_FLOATS
         sets = L1_SETS // math.gcd(lines, L1_SETS) if stride % LINE_FLOATS == 0 else L1_SETS
-        fits = K.mr * stride <= K.mc * K.kc
-        return sets >= 8 and fits and len(self.row_strides) < IN_PLACE_STRIDES
+        for mr in (K.mr, K.small_mr):
+            if mr and mr <= ROWS_PER_SET * sets and mr * stride <= K.mc * K.kc:
+                return mr
+        return 0
 
     def call_tree(
         self,
@@ -260,8 +268,9 @@ class GemmEmitter:
         if sums is not None:
             assert b_strides == (n, 1) and n % self.k.nr == 0 and m > DIRECT_ROWS
         a0, a1 = a_strides
-        if a1 == 1 and a0 != 1 and self._in_place(a0) and a0 not in self.row_strides:
-            self.row_strides.append(a0)
+        room = len(self.row_strides) < IN_PLACE_STRIDES
+        if a1 == 1 and a0 != 1 and a0 not in self.row_strides and room and self._in_place(a0):
+            self.row_strides[a0] = self._in_place(a0)
         column = sums if sums is not None else ir.Constant(PTR, None)
         b.call(self._declare(), [*args, where, count, bias, column])
 
