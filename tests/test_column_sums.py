@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import build, program_of, recorded, run_exe
-from test_exact import assert_exact
+from conftest import program_of, recorded
+from test_exact import assert_exact_on_threads
 
 SOURCE = """system colsums {
   data train: synthetic(rows: 512, features: 300, classes: 3, seed: 5, noise: 0.3, holdout: 32)
@@ -57,11 +57,4 @@ def test_only_the_bias_of_a_tall_weight_gradient_is_folded(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("fused", [False, True])
 def test_folded_column_sums_equal_the_reference(fused: bool, tmp_path: Path) -> None:
-    digest = assert_exact(source(fused), tmp_path)
-    program = program_of(source(fused), tmp_path / "t.alpha")
-    exe = build(program, tmp_path / "b2").executables[0].path
-    for threads in ("2", "3"):
-        params = tmp_path / f"{threads}.params"
-        code, events, stderr = run_exe(exe, "--threads", threads, "--params-out", str(params))
-        assert code == 0, stderr
-        assert events[-1]["params_sha256"] == digest
+    assert_exact_on_threads(source(fused), tmp_path)

@@ -78,6 +78,20 @@ def assert_exact(src: str, tmp: Path) -> str:
     return str(done["params_sha256"])
 
 
+def assert_exact_on_threads(src: str, tmp: Path, threads: tuple[str, ...] = ("2", "3")) -> str:
+    """assert_exact, then the same system built again and run at each of `threads`: the
+    reference's digest at every thread count."""
+    digest = assert_exact(src, tmp)
+    program = program_of(src, tmp / "t.alpha")
+    exe = build(program, tmp / "threads").executables[0].path
+    for count in threads:
+        params = tmp / f"{count}.params"
+        code, events, stderr = run_exe(exe, "--threads", count, "--params-out", str(params))
+        assert code == 0, stderr
+        assert events[-1]["params_sha256"] == digest
+    return digest
+
+
 @pytest.mark.parametrize("learner", sorted(LEARNERS))
 def test_each_learner_classification(learner: str, tmp_path: Path) -> None:
     assert_exact(source(learner), tmp_path)

@@ -1,7 +1,7 @@
 """The packed GEMM (alpha_core/codegen/gemm.py) called directly, on every layout of A it packs:
 read along p (A·B and A·Bᵀ: A read in place at its own row stride, only a last partial panel
-copied, for the first IN_PLACE_STRIDES strides a module asks for; after them A's panels are its
-rows copied as they are, `packing.pack_rows`) and read across p (Aᵀ·B: k-major panels), in both
+copied, where its rows are long and spread over L1; otherwise A's panels are its rows copied as
+they are, `packing.pack_rows`) and read across p (Aᵀ·B: k-major panels), in both
 arithmetics, with a bias row added as the sums are stored (`GemmEmitter.call`'s row,
 sum_folds.py).
 
@@ -138,11 +138,11 @@ def test_every_layout_of_a_has_the_reference_bits(cpu: str, fused: bool, tmp_pat
     host = HostTarget(host.name, host.triple, host.zig, cpu, host.features)
     mod, gemm = _module(host, fused)
     # A's row strides 256 (four L1 sets: at most 16 rows, so AVX-512's 24-row tile hands the
-    # product to its 8-row one), 40, 300 (three blocks of p) and 70 read in place; 16 and 9
-    # come after IN_PLACE_STRIDES, packed; the Aᵀ·B product's A is read across p
+    # product to its 8-row one), 300 (three blocks of p) and 70 read in place; rows of 40, 16
+    # and 9 floats are copied (under IN_PLACE_FROM); the Aᵀ·B product's A is read across p
     tall = gemm.k.mr
     short = tall if tall <= 16 else gemm.k.small_mr
-    assert gemm.row_strides == {256: short, 40: tall, 300: tall, 70: tall}
+    assert gemm.row_strides == {256: short, 300: tall, 70: tall}
     exe = link_kernels_driver(host.zig, object_code(mod, host), DRIVER, tmp_path / "b", "gemm")
     assert "alpha.gemm.block" in str(mod) and any(
         f.name.startswith("alpha.gemm.kernel") and f.name.endswith("r") for f in mod.functions

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import build, program_of, recorded, run_exe
-from test_exact import assert_exact
+from conftest import program_of, recorded
+from test_exact import assert_exact_on_threads
 
 from alpha_core.codegen import graph_emit
 from alpha_core.codegen.row_groups import RowGroup
@@ -64,14 +64,7 @@ def test_the_block_forms_row_groups(tmp_path: Path) -> None:
 
 
 def test_row_groups_keep_the_bits(tmp_path: Path) -> None:
-    digest = assert_exact(SOURCE, tmp_path)
-    program = program_of(SOURCE, tmp_path / "t.alpha")
-    exe = build(program, tmp_path / "threads").executables[0].path
-    for threads in ("2", "3"):
-        params = tmp_path / f"{threads}.params"
-        code, events, stderr = run_exe(exe, "--threads", threads, "--params-out", str(params))
-        assert code == 0, stderr
-        assert events[-1]["params_sha256"] == digest
+    assert_exact_on_threads(SOURCE, tmp_path)
 
 
 def _groups(

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import build, program_of, recorded, run_exe
-from test_exact import assert_exact
+from conftest import program_of, recorded
+from test_exact import assert_exact_on_threads
 
 from alpha_core.codegen.sum_folds import SumFold
 
@@ -55,10 +55,4 @@ def test_each_pattern_is_folded(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("leaves", [1, 2])
 def test_folded_sums_equal_the_reference(leaves: int, tmp_path: Path) -> None:
-    digest = assert_exact(SOURCE % {"leaves": leaves}, tmp_path)
-    program = program_of(SOURCE % {"leaves": leaves}, tmp_path / "t.alpha")
-    exe = build(program, tmp_path / "b2").executables[0].path
-    params = tmp_path / "two.params"
-    code, events, stderr = run_exe(exe, "--threads", "2", "--params-out", str(params))
-    assert code == 0, stderr
-    assert events[-1]["params_sha256"] == digest
+    assert_exact_on_threads(SOURCE % {"leaves": leaves}, tmp_path, ("2",))

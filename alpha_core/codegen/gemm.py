@@ -59,6 +59,7 @@ SPAWN_SYMBOL = "alpha_pool_spawn"
 IN_PLACE_STRIDES = 4
 L1_SETS = 64  # sets of 64-byte lines in the L1 data caches tuned for (48 KiB 12-way, 32 KiB 8-way)
 ROWS_PER_SET = 4  # rows of a tile read in place that may fall in one L1 set (B's lines share it)
+IN_PLACE_FROM = 64  # floats a row from which A is read in place: a narrower A is cheap to copy
 
 
 class GemmEmitter:
@@ -101,19 +102,26 @@ class GemmEmitter:
         workers: none and null when the module has no large product, so that an executable
         without one links no thread code at all. And the by-rows blocks' dispatch on A's row
         stride, now that every product has asked for its own."""
-        blocks: dict[tuple[int, int], ir.Function] = {}
+        blocks: dict[int, ir.Function] = {}
         for mr, (entry, packed) in self._by_rows.items():
             b = ir.IRBuilder(entry.append_basic_block("entry"))
             other = entry.append_basic_block("packed")
+            strides = entry.append_basic_block("strides")
+            b.cbranch(entry.args[11], other, strides)  # B read in place: A copied, as before
+            b.position_at_end(strides)
             switch = b.switch(entry.args[7], other)
+            # one block a stride, at its tallest tile: the tall tile's products take the short
+            # one where the tall one's rows would collide; the short tile's keep their copy
+            # of a stride the tall tile reads (few rows: little to copy, and build time)
             for stride, tallest in self.row_strides.items():
+                if tallest > mr:
+                    continue
                 case = entry.append_basic_block(f"s{stride}")
                 switch.add_case(i64(stride), case)
                 b.position_at_end(case)
-                height = min(mr, tallest)  # the short tile where the tall one's rows collide
-                if (height, stride) not in blocks:
-                    blocks[height, stride] = self._emit_block(height, True, stride)
-                b.call(blocks[height, stride], entry.args)
+                if stride not in blocks:
+                    blocks[stride] = self._emit_block(tallest, True, stride)
+                b.call(blocks[stride], entry.args)
                 b.ret_void()
             b.position_at_end(other)
             b.call(packed, entry.args)
@@ -186,13 +194,14 @@ class GemmEmitter:
         """The tallest tile (MR, the short tile, or 0: none) that reads an A whose rows lie
         `stride` floats apart where it is rather than from a copy: its rows fall at most
         ROWS_PER_SET to an L1 set (a multiple of 4 KiB puts every row in one set, where they
-        evict each other and B's panel), and a last partial panel packed at that stride fits
-        the scratch's A."""
+        evict each other and B's panel), a last partial panel packed at that stride fits the
+        scratch's A, and a row is long enough (IN_PLACE_FROM) for its copy to cost."""
         K = self.k
         lines = stride // LINE_FLOATS
         sets = L1_SETS // math.gcd(lines, L1_SETS) if stride % LINE_FLOATS == 0 else L1_SETS
         for mr in (K.mr, K.small_mr):
-            if mr and mr <= ROWS_PER_SET * sets and mr * stride <= K.mc * K.kc:
+            fits = mr * stride <= K.mc * K.kc
+            if mr and mr <= ROWS_PER_SET * sets and fits and stride >= IN_PLACE_FROM:
                 return mr
         return 0
 
@@ -332,6 +341,8 @@ class GemmEmitter:
         # often a multiple of 4 KiB, where they share an L1 set and no prefetcher follows
         # them, so each step asks for the row it will read PREFETCH_ROWS steps later.
         in_place = b.icmp_unsigned("!=", ldb, i64(K.nr))
+        if a_row:  # an A read in place takes B packed (finish's dispatch): one loop less
+            in_place = ir.Constant(ir.IntType(1), 0)
         # llvm.prefetch(address, read or write, cache levels, data): a hint
         prefetch = intrinsic(self.module, "llvm.prefetch.p0", VOID, [PTR, I32, I32, I32])
         with b.if_else(in_place) as (far, near):
@@ -407,7 +418,7 @@ class GemmEmitter:
         panels are its rows copied as they are (A read along p: a1 = 1), KC floats apart,
         where k-major panels took a 4 x 4 transpose for every 16 floats. `a_row`: A's rows
         are that many floats apart (a0), and its whole panels are read where they are; only a
-        last, partial one is packed (zero rows after it) at that stride."""
+        last, partial one is packed (zero rows after it) at that stride; B is always packed."""
         K = self.k
         fnty = ir.FunctionType(
             ir.VoidType(),
@@ -420,6 +431,8 @@ class GemmEmitter:
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
         dst, ld, a, bm, mc, nc, k, a0, a1, b0, b1, direct, chain, links, ldk, scratch = fn.args[:16]
+        if a_row:  # B is packed (finish's dispatch sends a B read in place to the copy of A)
+            direct = ir.Constant(ir.IntType(1), 0)
         resume, row, sums = fn.args[16:]
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         # scratch is 64-byte aligned by the runtime
