@@ -100,13 +100,21 @@ int cpu_level_choose(const char *const *names, int n, const char **refused)
     return best;
 }
 
-const char *cpu_level_pinned(const char *name, const char **refused)
+const char *cpu_level_pinned(const char *name, int needs, const char **refused)
 {
     *refused = NULL;
     const char *wanted = getenv(CPU_LEVEL_VARIABLE);
     if (wanted && *wanted && strcmp(wanted, name) != 0) {
         snprintf(why, sizeof why, "%s=%s: this executable carries only the kernels of %s (built "
                  "for one CPU)", CPU_LEVEL_VARIABLE, wanted, name);
+        *refused = why;
+        return NULL;
+    }
+    if (needs > 2 && !supports(needs)) {
+        snprintf(why, sizeof why, "this executable was built for one CPU, %s, whose kernels use "
+                 "the instructions of x86-64-v%d, and this CPU lacks them (or the OS does not "
+                 "save their registers): build it without --cpu to carry every level", name,
+                 needs);
         *refused = why;
         return NULL;
     }

@@ -12,8 +12,9 @@
  * among them or that this CPU lacks. */
 int cpu_level_choose(const char *const *names, int n, const char **refused);
 /* For a build with one copy: `name`, or NULL with *refused set when ALPHA_CPU_LEVEL names
- * another level. */
-const char *cpu_level_pinned(const char *name, const char **refused);
+ * another level or when this CPU lacks x86-64 level `needs` (3 or 4; 0 or 2: no check), the
+ * level whose instructions the copy uses. */
+const char *cpu_level_pinned(const char *name, int needs, const char **refused);
 
 /* Chooses the level at start-up, before anything calls a kernel (refuses
  * cpu-level-unsupported), and returns its name; NULL for kernels without levels (a GPU role's,

@@ -101,6 +101,53 @@ def run_exe(path: str, *args: str) -> tuple[int, list[dict[str, object]], str]:
     return proc.returncode, events, proc.stderr
 
 
+# ---- the CPU these tests run on ----------------------------------------------------------------
+# A level's code runs only on a CPU that has its instructions: on one without them (an AMD Zen 1
+# or 2 has no AVX-512) a test built for that level shows the refusal a user would get instead
+# of its bits, which a CPU with the level shows.
+
+V3_FLAGS = ("avx2", "bmi1", "bmi2", "fma", "f16c", "movbe", "abm")
+V4_FLAGS = ("avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl")
+X86_64_LEVELS = ("x86-64-v2", "x86-64-v3", "x86-64-v4")
+
+
+def widest_here() -> str:
+    """The widest x86-64 level this machine runs, from the kernel's view of the CPU
+    (/proc/cpuinfo lists a flag only when the OS also saves the registers it needs)."""
+    flags: set[str] = set()
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            break
+    if all(f in flags for f in V3_FLAGS + V4_FLAGS):
+        return "x86-64-v4"
+    return "x86-64-v3" if all(f in flags for f in V3_FLAGS) else "x86-64-v2"
+
+
+def runs_here(level: str) -> bool:
+    """Whether this CPU runs code built for x86-64 `level`."""
+    return X86_64_LEVELS.index(level) <= X86_64_LEVELS.index(widest_here())
+
+
+def assert_refused_here(exe: str, level: str, tmp_path: Path) -> None:
+    """An executable built for one CPU (`--cpu level`) that this CPU cannot run: refused by
+    name at start-up (cpu-level-unsupported, exit 3), the level named, nothing written."""
+    assert not runs_here(level)
+    params = tmp_path / "refused.params"
+    code, events, stderr = run_exe(exe, "--params-out", str(params))
+    assert code == 3 and "error[cpu-level-unsupported]" in stderr, (code, stderr[-800:])
+    assert f"x86-64-v{level[-1]}" in stderr and not params.exists()
+    assert events and events[-1]["event"] == "refused"
+
+
+def assert_code_for(level: str, asm: str) -> None:
+    """Kernels this CPU cannot run (`level` beyond it), made all the same: their assembly uses
+    the level's widest registers (a CPU that has the level runs them and shows their bits)."""
+    assert not runs_here(level)
+    register = {"x86-64-v3": "%ymm", "x86-64-v4": "%zmm"}[level]
+    assert register in asm, f"no {register} in the {level} kernels"
+
+
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     """The real `alpha` command in a subprocess, wide enough that rich does not wrap."""
     import os

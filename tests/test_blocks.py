@@ -178,7 +178,8 @@ def fresh_shared() -> Iterator[None]:
 def test_the_deep_example_is_short_and_builds_warm_quickly(tmp_path: Path) -> None:
     """A 12-block transformer in under 40 lines (the system; the file adds a comment and a
     plan), checked and built warm (zig and the runtime's objects cached, the system's kernels
-    not: bench/build_time.py's meaning) in under 20 s."""
+    not: bench/build_time.py's meaning). How long that takes is printed, and measured against
+    issue 25's 20 s by `bench/transformer_torch.py --deep 12`: a test asserts no timing."""
     lines = len(DEEP_SYSTEM[DEEP_SYSTEM.index("system deep") :].strip().splitlines())
     assert lines < 40, lines
     build_program(program_of(BLOCKS, tmp_path / "toolchain"), tmp_path / "toolchain" / "out")
@@ -189,13 +190,12 @@ def test_the_deep_example_is_short_and_builds_warm_quickly(tmp_path: Path) -> No
         took = time.perf_counter() - start
     assert len(program.params) == 2 + 12 * 13 + 3  # 13 members a block
     print(f"12-block example: {lines} lines, warm build {took:.2f} s")
-    assert took < 20, took
 
 
 def test_the_d128_twelve_block_transformer_is_short_and_links(tmp_path: Path) -> None:
     """bench/transformer_torch.py's model (d 128, 4 heads, T 64, biases, a 4x gelu MLP) with 12
     blocks: 39 lines, 2.39 M parameters, and kernel buffers over 2 GiB, which link (x86-64's
-    medium code model) and build warm in under 20 s."""
+    medium code model); its warm build time is printed (the benchmark measures it)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
     from transformer_torch import alpha_source
 
@@ -210,7 +210,6 @@ def test_the_d128_twelve_block_transformer_is_short_and_links(tmp_path: Path) ->
     assert len(program.params) == 2 + 12 * 16 + 4 and program.n_params == 2_390_539
     assert built.executables[0].path
     print(f"d-128 12-block transformer: {text.count(chr(10))} lines, warm build {took:.2f} s")
-    assert took < 20, took
 
 
 # ---- checkpoints and partitioned plans -------------------------------------------------------

@@ -9,11 +9,12 @@ that this CPU lacks, is refused by name before anything is written."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, program_of
+from conftest import EXAMPLES, program_of, runs_here, widest_here
 from reference import train
 from test_gemm import SOURCE as WIDE
 
@@ -21,27 +22,6 @@ from alpha_core.build.executables import build_program
 from alpha_core.build.outputs import Deployment
 from alpha_core.codegen.levels import LEVEL_VARIABLE, X86_LEVELS
 from alpha_core.workspace.analysis import Workspace
-
-V3 = ("avx2", "bmi1", "bmi2", "fma", "f16c", "movbe", "abm")
-V4 = ("avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl")
-
-
-def widest_here() -> str:
-    """The widest level this machine runs, from the kernel's view of the CPU (/proc/cpuinfo
-    lists a flag only when the OS also saves the registers it needs)."""
-    flags = set()
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("flags"):
-            flags = set(line.split(":", 1)[1].split())
-            break
-    if all(f in flags for f in V3 + V4):
-        return "x86-64-v4"
-    return "x86-64-v3" if all(f in flags for f in V3) else "x86-64-v2"
-
-
-def runs_here(level: str) -> bool:
-    return X86_LEVELS.index(level) <= X86_LEVELS.index(widest_here())
-
 
 # digits has no product large enough for the packed GEMM: its executable carries v2 and v3
 DIGITS_LEVELS = ("x86-64-v2", "x86-64-v3")
@@ -122,6 +102,31 @@ def test_a_build_for_one_cpu_carries_only_that_level(tmp_path: Path) -> None:
     other = run_at(path, "x86-64-v3", "--quiet")
     assert other.returncode == 3
     assert "carries only the kernels of x86-64-v2" in other.stderr
+
+
+@pytest.mark.parametrize("cpu, needs", [("x86-64-v3", 3), ("haswell", 3), ("x86-64-v4", 4)])
+def test_a_build_for_one_cpu_on_a_cpu_without_its_instructions_is_refused_by_name(
+    cpu: str, needs: int, tmp_path: Path
+) -> None:
+    """qemu-user emulating a Nehalem (SSE4.2: no AVX, AVX2, FMA or AVX-512) runs an executable
+    built with `--cpu`: refused at start-up, naming the CPU it was built for and the level its
+    instructions need, before anything is read or written (no illegal instruction)."""
+    assert shutil.which("qemu-x86_64"), "this test needs qemu-x86_64 (apt: qemu-user)"
+    program = program_of(WIDE % {"steps": 3}, tmp_path / "wide.alpha")
+    exe = build_program(program, tmp_path / "out", deployment=Deployment(cpu=cpu))
+    params = tmp_path / "p.params"
+    done = subprocess.run(
+        ["qemu-x86_64", "-cpu", "Nehalem", exe.executables[0].path, "--params-out", str(params)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 3, done.stderr[-600:]
+    refused = events_of(done)[-1]
+    assert refused["event"] == "refused" and refused["name"] == "cpu-level-unsupported"
+    assert f"built for one CPU, {cpu}," in str(refused["message"])
+    assert f"x86-64-v{needs}" in str(refused["message"])
+    assert not params.exists() and all(e["event"] != "start" for e in events_of(done))
 
 
 def test_the_packed_gemm_gives_the_references_bits_at_every_level_and_thread_count(

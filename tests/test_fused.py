@@ -19,10 +19,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, build, cli, program_of, run_exe
+from conftest import EXAMPLES, build, cli, program_of, run_exe, runs_here
 from reference import train
 from test_cnn_gemm import SOURCE as CNN
-from test_cpu_levels import run_at, runs_here
+from test_cpu_levels import run_at
 from test_gemm import SOURCE
 from test_partitioned import SHORT, build_plan_roles, build_single, plan_text, written_sha
 

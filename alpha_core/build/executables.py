@@ -30,7 +30,8 @@ from alpha_core.check.program import Program
 from alpha_core.codegen import levels
 from alpha_core.codegen.kernels import build_kernels
 from alpha_core.codegen.program_c import program_part, role_part_c
-from alpha_core.codegen.target import TARGETS, HostTarget, object_code
+from alpha_core.codegen.target import TARGETS, HostTarget, fuses, object_code
+from alpha_core.codegen.tiles import vector_width
 from alpha_core.link.link import link_role
 from alpha_core.link.object_cache import bytes_object, c_object, content_key
 from alpha_core.link.toolchain import LinkError, os_reason, runtime_objects, writable_folder
@@ -105,7 +106,13 @@ def kernels_objects(program: Program, target: str, cpu: str | None = None) -> tu
     zig = host.zig
     if cpu or target != "x86_64":
         name = cpu or (host.cpu if not host.features else f"{host.cpu} {host.features}")
-        pinned = c_object("kernels-level", zig, levels.pinned_c(name))
+        needs = 0
+        if target == "x86_64":  # what the CPU at start-up must run, checked before anything
+            h = _host(target, cpu)
+            needs = levels.needed_level(
+                vector_width(h.triple, h.cpu, h.features), fuses(target, h.cpu)
+            )
+        pinned = c_object("kernels-level", zig, levels.pinned_c(name, needs))
         return kernels_file(program, target, cpu), pinned
     copies: list[levels.LevelCopy] = []
     objects: list[Path] = []

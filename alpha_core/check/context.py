@@ -41,7 +41,10 @@ def suggest(name: str, candidates: Iterable[str]) -> list[str]:
     ratio alone misses `w3` for `w2` (0.5) while it finds `ww2`."""
     pool = sorted(set(candidates))
     limit = max(1, len(name) // 3)
-    close = sorted((edit_distance(name, c), c) for c in pool if c != name)
+    # a distance is at least the difference of the lengths: a name far longer or shorter
+    # than every candidate (a pasted paragraph) costs no quadratic comparison
+    near_length = [c for c in pool if c != name and abs(len(c) - len(name)) <= limit]
+    close = sorted((edit_distance(name, c), c) for c in near_length)
     # one letter for another is no evidence of a slip: `c` would be "near" every `b` and `x`
     near = [c for d, c in close if d <= limit and len(name) > 1]
     near += [c for c in difflib.get_close_matches(name, pool, n=3, cutoff=0.6) if c not in near]

@@ -133,6 +133,11 @@ def object_code(module: ir.Module | str, target: HostTarget) -> bytes:
     return bytes(_machine(target).emit_object(mod))
 
 
+def assembly(module: ir.Module | str, target: HostTarget) -> str:
+    """The assembly `object_code` assembles: what a test reads where this CPU cannot run it."""
+    return str(_machine(target).emit_assembly(optimized_ir(module, target)))
+
+
 @functools.cache
 def fuses(target: str, cpu: str) -> bool:
     """Whether `cpu` of `target` has a fused multiply-add instruction: LLVM's code for one
