@@ -338,7 +338,9 @@ ADVICE: dict[str, tuple[str, str]] = {
         "error[cpu-level-unsupported]: ALPHA_CPU_LEVEL=x86-64-v4: this CPU lacks what "
         "x86-64-v4 needs (or the OS does not save its registers)",
         "Unset ALPHA_CPU_LEVEL to run the widest level this CPU supports (the bits are the "
-        "same at every level), or name one the executable carries.",
+        "same at every level), or name one the executable carries. An executable built with "
+        "`--cpu` runs only where that CPU's instructions do: build without `--cpu` to carry "
+        "every level.",
     ),
     "gpu-driver-missing": (
         "error[gpu-driver-missing]: cannot load the NVIDIA driver (libcuda.so.1): "

@@ -428,14 +428,16 @@ _ENTRIES = [
     Refusal(
         "cpu-level-unsupported",
         START_UP,
-        "ALPHA_CPU_LEVEL names kernels the executable cannot run",
+        "this CPU cannot run the kernels chosen (or ALPHA_CPU_LEVEL names)",
         "A default x86-64 build carries its kernels for x86-64-v2 and v3 (and v4 when a product "
         "takes the packed GEMM) and runs the widest "
         "the CPU supports (the start event's `cpu` names it); every level gives the same bits. "
         "The environment variable ALPHA_CPU_LEVEL chooses one instead, for tests and "
         "comparisons. A level the executable does not carry (a build pinned with `--cpu` "
         "carries one), or one this CPU lacks (or whose registers the OS does not save), is "
-        "refused at start-up, before anything is read or written.",
+        "refused at start-up, before anything is read or written; so is an executable built "
+        "with `--cpu` for a CPU whose instructions (AVX2 and FMA, or AVX-512) this one lacks, "
+        "rather than stopping at its first such instruction.",
     ),
     Refusal(
         "data-digest-mismatch",
