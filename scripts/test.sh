@@ -13,4 +13,6 @@ python -m alpha_core.query.refusal_docs --check
 # the VS Code extension's npm packages (tests/test_editor_vscode.py): npm ci, reused when current
 bash vscode-extension/scripts/deps.sh
 bash vscode-extension/scripts/code-server.sh  # code-server for tests/test_editor_code_server.py: installed once, reused
-python -m pytest -q -p no:cacheprovider "$@"
+# a worker per core (at most 4), each taking whole files (module fixtures are built once)
+workers=$(python -c 'import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))')
+python -m pytest -q -p no:cacheprovider -n "$workers" --dist loadfile "$@"

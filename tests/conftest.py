@@ -168,7 +168,9 @@ def _keep_runs_out_of_the_checkout() -> None:
     import os
     import tempfile
 
-    os.environ.setdefault("ALPHA_RUNS_DIR", str(Path(tempfile.gettempdir()) / "alpha-test-runs"))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")  # a folder per worker (test.sh)
+    runs = Path(tempfile.gettempdir()) / f"alpha-test-runs-{worker}"
+    os.environ.setdefault("ALPHA_RUNS_DIR", str(runs))
 
 
 _keep_runs_out_of_the_checkout()
