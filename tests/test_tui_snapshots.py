@@ -50,6 +50,9 @@ async def test_screens_before_and_after_a_run(size: tuple[int, int]) -> None:
     name = f"{size[0]}x{size[1]}"
     app = AlphaTui(DIGITS, plan="tree")
     async with app.run_test(size=size) as pilot:
+        # the first frames come in parts: under load one pause may end before the footer is
+        # drawn, so wait for it (its keys) rather than for a tick
+        await until(pilot, lambda: "Quit" in snapshot(app).splitlines()[-1], "the footer")
         await pilot.pause()
         compare(f"before-{name}", snapshot(app))
         await run_to_end(pilot, app)
