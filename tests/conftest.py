@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 from alpha_core.build.executables import build_program
 from alpha_core.build.outputs import BuildResult
 from alpha_core.check.program import Program
+from alpha_core.codegen.levels import X86_LEVELS
 from alpha_core.plan.schedule import RoleSchedule
 from alpha_core.workspace.analysis import Workspace
 
@@ -108,9 +110,9 @@ def run_exe(path: str, *args: str) -> tuple[int, list[dict[str, object]], str]:
 
 V3_FLAGS = ("avx2", "bmi1", "bmi2", "fma", "f16c", "movbe", "abm")
 V4_FLAGS = ("avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl")
-X86_64_LEVELS = ("x86-64-v2", "x86-64-v3", "x86-64-v4")
 
 
+@functools.cache
 def widest_here() -> str:
     """The widest x86-64 level this machine runs, from the kernel's view of the CPU
     (/proc/cpuinfo lists a flag only when the OS also saves the registers it needs)."""
@@ -126,7 +128,7 @@ def widest_here() -> str:
 
 def runs_here(level: str) -> bool:
     """Whether this CPU runs code built for x86-64 `level`."""
-    return X86_64_LEVELS.index(level) <= X86_64_LEVELS.index(widest_here())
+    return X86_LEVELS.index(level) <= X86_LEVELS.index(widest_here())
 
 
 def assert_refused_here(exe: str, level: str, tmp_path: Path) -> None:
