@@ -95,8 +95,8 @@ def test_vector_width_follows_the_cpu() -> None:
 def test_packed_products_are_exact_on_every_vector_width(
     cpu: str, wide: tuple[object, str], tmp_path: Path
 ) -> None:
-    """Tiles of 4 x 8 (SSE), 12 x 8 (AVX2) and 24 x 16 (AVX-512) lanes, and the short tiles
-    (4 x 8 on AVX2, 8 x 16 on AVX-512) that the 26 rows of the forward products take: the bits
+    """Tiles of 4 x 8 (SSE), 6 x 16 (AVX2) and 24 x 16 (AVX-512) lanes, and the short tiles
+    (4 x 16 on AVX2, 8 x 16 on AVX-512) that the 26 rows of the forward products take: the bits
     of the reference, which adds each product's terms one at a time in ascending k."""
     program, reference = wide
     result = build_program(program, tmp_path, deployment=Deployment(cpu=cpu))  # type: ignore[arg-type]
@@ -342,12 +342,12 @@ def test_a_plan_of_packed_products_and_partitioned_state_has_the_single_process_
 # of k, so its partial sums go to memory and back before the tree's additions are made), and
 # the leaves' chains are 1 to 3 vectors long (the canonical tree of 8 leaves has depth 3).
 DEEP = """system deep {
-  data train: synthetic(rows: 2400, features: 66, classes: 4, seed: 9, noise: 0.5, holdout: 0)
+  data train: synthetic(rows: 2400, features: 67, classes: 4, seed: 9, noise: 0.5, holdout: 0)
   batch 2400 leaves 8
-  param w1: f32[66, 70] = normal(0.0, 0.1, seed: 1)
+  param w1: f32[67, 70] = normal(0.0, 0.1, seed: 1)
   param b1: f32[70] = zeros
   param w2: f32[70, 4] = normal(0.0, 0.1, seed: 2)
-  fn model(x: f32[B, 66]) -> f32[B, 4] {
+  fn model(x: f32[B, 67]) -> f32[B, 4] {
     return relu(x @ w1 + b1) @ w2
   }
   loss softmax_cross_entropy(model(x), y)
@@ -366,7 +366,7 @@ def test_the_trees_additions_made_as_a_gradient_is_stored_keep_the_bits(
     bias gradient (a loop) gets them in a pass after. The parameters are the reference's."""
     program = program_of(DEEP, tmp_path / "deep.alpha")
     tile = blocking_for(vector_width(TARGETS["x86_64"].triple, cpu, ""), 16)
-    assert 300 > tile.kc and 66 * 70 * 300 >= GEMM_MIN_WORK and 70 % tile.nr and 66 % tile.mr
+    assert 300 > tile.kc and 67 * 70 * 300 >= GEMM_MIN_WORK and 70 % tile.nr and 67 % tile.mr
     result = build_program(program, tmp_path, deployment=Deployment(cpu=cpu))
     if not runs_here(cpu):  # built all the same; the CPU that runs it shows its bits
         assert_refused_here(result.executables[0].path, cpu, tmp_path)

@@ -96,6 +96,7 @@ class GemmEmitter:
         # them (filled in by `finish`)
         self.row_strides: dict[int, int] = {}
         self._by_rows: dict[int, tuple[ir.Function, ir.Function]] = {}
+        self._packers: dict[tuple[str, int, int], ir.Function] = {}  # `_packer`'s, by kind
 
     def finish(self) -> None:
         """Defines the scratch each worker needs and the runtime's hook that starts the
@@ -283,6 +284,37 @@ class GemmEmitter:
         column = sums if sums is not None else ir.Constant(PTR, None)
         b.call(self._declare(), [*args, where, count, bias, column])
 
+    # -- packing, one function per kind of panel ------------------------------------------
+    def _packer(self, kind: str, lanes: int, stride: int = 0) -> ir.Function:
+        """The packing of one kind, a function of the module called wherever a block packs:
+        `panels` (packing.pack_panels) takes (dst, src, extent, kc, s_lane, s_k, sums), sums
+        null for none (B's column sums, added as it is packed); `rows` (packing.pack_rows, rows
+        `stride` floats apart) takes (dst, src, extent, kc, s_lane). Written inline, every
+        block had copies of its own, each unswitched and vectorised by LLVM again: a fifth of
+        a model's kernels' build time (docs/performance.md)."""
+        key = (kind, lanes, stride)
+        fn = self._packers.get(key)
+        if fn is not None:
+            return fn
+        params = {"panels": [PTR, PTR, I64, I64, I64, I64, PTR], "rows": [PTR, PTR, I64, I64, I64]}
+        name = f"alpha.gemm.pack.{kind}{lanes}" + (f"s{stride}" if stride else "")
+        fn = ir.Function(self.module, ir.FunctionType(VOID, params[kind]), name)
+        fn.linkage = "internal"
+        fn.attributes.add("nounwind")
+        fn.attributes.add("noinline")
+        for arg in fn.args[:2]:  # the scratch never overlaps an operand: no run-time checks
+            arg.add_attribute("noalias")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        if kind == "rows":
+            dst, src, extent, kc, s_lane = fn.args
+            pack_rows(b, dst, src, extent, kc, s_lane, lanes, stride)
+        else:
+            dst, src, extent, kc, s_lane, s_k, sums = fn.args
+            pack_panels(b, dst, src, extent, kc, s_lane, s_k, lanes, sums)
+        b.ret_void()
+        self._packers[key] = fn
+        return fn
+
     # -- the micro-kernel ----------------------------------------------------------------------
     def _emit_kernel(self, mr: int, by_rows: bool = False, a_row: int = 0) -> ir.Function:
         """kernel(ap, bp, c, ldc, kc, first, ldb, chain, count, at, ldk, row): the mr x NR tile
@@ -303,6 +335,9 @@ class GemmEmitter:
         stride = a_row or K.kc  # from a row of the A panel to the next
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
+        # one copy, called for whole and edge tiles alike: inlined at both, it was compiled
+        # twice in every block (a call per tile of MR x NR x KC products costs nothing)
+        fn.attributes.add("noinline")
         ap, bp, c, ldc, kc, first, ldb, chain, count, at0, ldk, bias = fn.args
         for arg in (ap, bp, c):
             arg.add_attribute("noalias")
@@ -449,7 +484,7 @@ class GemmEmitter:
             kc = min_i64(b, i64(K.kc), b.sub(k, p0))
             b_src = gep(b, bm, b.mul(p0, b0))
             with b.if_then(b.not_(direct)):
-                pack_panels(b, bp, b_src, nc, kc, b1, b0, K.nr, sums)
+                b.call(self._packer("panels", K.nr), [bp, b_src, nc, kc, b1, b0, sums])
             first = b.and_(b.icmp_unsigned("==", q, i64(0)), b.not_(resume))
             # the chain is added once, to the finished sums: in the last block of p
             last = b.icmp_unsigned("==", q, b.sub(blocks, i64(1)))
@@ -467,11 +502,12 @@ class GemmEmitter:
                     rest = b.sub(rows_here, b.mul(whole_panels, i64(mr)))
                     with b.if_then(b.icmp_signed(">", rest, i64(0))):
                         last = gep(b, a_src, b.mul(b.mul(whole_panels, i64(mr)), a0))
-                        pack_rows(b, ap, last, rest, kc, a0, mr, a_row)
+                        b.call(self._packer("rows", mr, a_row), [ap, last, rest, kc, a0])
                 elif by_rows:
-                    pack_rows(b, ap, a_src, rows_here, kc, a0, mr, K.kc)
+                    b.call(self._packer("rows", mr, K.kc), [ap, a_src, rows_here, kc, a0])
                 else:
-                    pack_panels(b, ap, a_src, rows_here, kc, a0, a1, mr)
+                    none = ir.Constant(PTR, None)
+                    b.call(self._packer("panels", mr), [ap, a_src, rows_here, kc, a0, a1, none])
 
                 def col_panel(jr: ir.Value) -> None:
                     jj = b.mul(jr, i64(K.nr))
@@ -485,7 +521,8 @@ class GemmEmitter:
                                 b.store(here, panel_at)
                                 b.store(b0, panel_ld)
                             with edge:  # the last, partial panel packed (zero beyond n)
-                                pack_panels(b, bp, here, cols, kc, b1, b0, K.nr)
+                                packer = self._packer("panels", K.nr)
+                                b.call(packer, [bp, here, cols, kc, b1, b0, ir.Constant(PTR, None)])
                                 b.store(bp, panel_at)
                     b_panel = b.load(panel_at, typ=PTR)
                     ldb = b.load(panel_ld, typ=I64)

@@ -46,21 +46,29 @@ def blocking_for(width: int, registers: int, fused: bool = False) -> Blocking:
     """The tile for `registers` vector registers of `width` lanes: as many accumulators as leave
     room for a row of B, a broadcast element of A and a product.
 
-    On AVX-512 and AVX2 the tile is one vector wide (NR = the width) and tall (MR = 24 or 12),
-    so that each element of A meets exactly one vector of B: the broadcast then folds into its
-    multiply (AVX-512's embedded `{1to16}` operand) or stays a plain load, where three vectors
-    of B per element kept a broadcast register and its shuffle in every step. Measured on one
-    Zen 4 core (bench/gemm.py): 1024^3 from 73 to 85-87 GFLOP/s on AVX-512 (8 x 48 before) and
-    from 42 to 69-77 on AVX2 (4 x 24 before); SSE keeps 4 x 8, faster there than 12 x 4.
-    A block of few rows (a leaf's examples, a small batch) takes the shorter tile `small_mr`
-    where it pads fewer rows of A: 8 rows on AVX-512, 4 on AVX2. AVX-512's MC of 264 (11 tiles)
-    takes a batch of 256 rows in one block, where 240 left a block of 16 rows beside it."""
+    On AVX-512 the unfused tile is one vector wide (NR = the width) and tall (MR = 24), so
+    that each element of A meets exactly one vector of B: the broadcast then folds into its
+    multiply (the embedded `{1to16}` operand), where three vectors of B per element kept a
+    broadcast register and its shuffle in every step. Measured on one Zen 4 core
+    (bench/gemm.py): 1024^3 from 73 to 85-87 GFLOP/s (8 x 48 before); SSE keeps 4 x 8, faster
+    there than 12 x 4. A block of few rows (a leaf's examples, a small batch) takes the shorter
+    tile `small_mr` where it pads fewer rows of A: 8 rows on AVX-512, 4 on AVX2. AVX-512's MC of
+    264 (11 tiles) takes a batch of 256 rows in one block, where 240 left a block of 16 rows.
+
+    AVX2 has no embedded broadcast, so its tile has the fused one's shape in both arithmetics, 6
+    x 16: two vectors of B, each element of A loaded once as a broadcast and used twice from a
+    register (unfused with tasks of 240 columns: 960 measured the same). The one-vector 12 x 8
+    tile (69-77 GFLOP/s on the Zen 4 core, against 42 for 4 x 24) loads an element of A for
+    every multiply; on a core that splits each 256-bit operation in two and its loads among the
+    same four FP operations a cycle (AMD Zen 1) those loads, not the arithmetic, were the limit:
+    on one Zen 1 core, unfused 1024^3 went from 20 to 23-24 GFLOP/s with 6 x 16 and a leaf's 32
+    x 1024 x 1024 from 10 to 20-21 (docs/performance.md)."""
     if fused and width >= 8:
         return _fused_blocking(width)
+    if width == 8:
+        return Blocking(8, 6, 16, 256, 192, 240, small_mr=4)
     if width >= 16:
         return Blocking(16, 24, 16, 192, 264, 240, small_mr=8, registers=32)
-    if width == 8:
-        return Blocking(8, 12, 8, 256, 192, 240, small_mr=4)
     if registers >= 32:  # AArch64 NEON: 32 registers of 4 lanes
         return Blocking(4, 8, 12, 256, 96, 252, registers=32)
     return Blocking(4, 4, 8, 256, 96, 256)  # SSE: 16 registers of 4 lanes
