@@ -29,11 +29,12 @@ from alpha_core.build.role_kinds import Kind, template, write_role
 from alpha_core.check.program import Program
 from alpha_core.codegen import levels
 from alpha_core.codegen.kernels import build_kernels
+from alpha_core.codegen.level_jobs import LevelJob, compile_levels
 from alpha_core.codegen.program_c import program_part, role_part_c
 from alpha_core.codegen.target import TARGETS, HostTarget, fuses, object_code
 from alpha_core.codegen.tiles import vector_width
 from alpha_core.link.link import link_role
-from alpha_core.link.object_cache import bytes_object, c_object, content_key
+from alpha_core.link.object_cache import bytes_object, c_object, cached_path, content_key
 from alpha_core.link.toolchain import LinkError, os_reason, runtime_objects, writable_folder
 from alpha_core.plan.admission import Admission, admit, admit_program, refuse_unless_admitted
 from alpha_core.plan.model import Pairing, Plan
@@ -91,12 +92,6 @@ def kernels_file(program: Program, target: str, cpu: str | None = None) -> Path:
     return bytes_object("kernels", host.zig, key, lambda: object_code(text, host))
 
 
-def _level_code(text: str, level: str, first: str, host: HostTarget) -> Callable[[], bytes]:
-    """Makes one level's copy of the kernels, its symbols suffixed (on a cache miss only);
-    `first`: the narrowest level carried."""
-    return lambda: object_code(levels.renamed(text, level, first), host)
-
-
 def kernels_objects(program: Program, target: str, cpu: str | None = None) -> tuple[Path, ...]:
     """What a role links for its kernels. A default x86-64 build: a copy of the kernels per
     level (v2, v3, and v4 when a product takes the packed GEMM: levels.TASKS_ONLY) and the
@@ -115,19 +110,30 @@ def kernels_objects(program: Program, target: str, cpu: str | None = None) -> tu
         pinned = c_object("kernels-level", zig, levels.pinned_c(name, needs))
         return kernels_file(program, target, cpu), pinned
     copies: list[levels.LevelCopy] = []
-    objects: list[Path] = []
+    jobs: list[tuple[str, LevelJob]] = []
     renaming = Path(levels.__file__).read_bytes()
+    first = levels.carried(program.fused)[0]
     for level in levels.carried(program.fused):
         if level in levels.TASKS_ONLY and copies and not copies[0].scratch:
             break  # no product takes the packed GEMM: the v4 copy would be the slower one
         h = _host(target, level)
         text = _kernels_text(program, h, small=level in levels.SMALL)
         copies.append(levels.copy_of(text, level))
-        first = levels.carried(program.fused)[0]
         key = _object_key(h, text, renaming, level.encode(), first.encode())
-        objects.append(bytes_object("kernels", zig, key, _level_code(text, level, first, h)))
+        jobs.append((key, LevelJob(text, level, first, h)))
+    # the copies no earlier build made, compiled side by side (codegen/level_jobs.py)
+    missing = [(key, job) for key, job in jobs if not cached_path("kernels", zig, key).is_file()]
+    objects_made = compile_levels([job for _, job in missing])
+    made = dict(zip((key for key, _ in missing), objects_made, strict=True))
+    objects = [bytes_object("kernels", zig, key, _made(made, key, job)) for key, job in jobs]
     objects.append(c_object("kernels-levels", zig, levels.dispatcher_c(copies)))
     return tuple(objects)
+
+
+def _made(made: dict[str, bytes], key: str, job: LevelJob) -> Callable[[], bytes]:
+    """A copy's object: as compiled beside the others, or here (another build's copy of the
+    same key was removed from the cache in between)."""
+    return lambda: made[key] if key in made else job.compile()
 
 
 @dataclass(frozen=True)

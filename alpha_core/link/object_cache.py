@@ -50,11 +50,16 @@ def cached_object(
     `make` writes the object at the path it is given (a temporary name beside the final one).
     Raises LinkError `cache-unusable` when the cache cannot be written, and whatever `make`
     raises (LinkError `link-failed` from the toolchain)."""
-    cache = writable_folder(cache_root() / "shared" / target, "cache-unusable", CACHE_WHAT)
-    final = cache / f"{kind}-{key[:40]}{suffix}"
+    final = cached_path(kind, target, key, suffix)
     if not final.is_file():
+        writable_folder(final.parent, "cache-unusable", CACHE_WHAT)
         cache_write(final, make)
     return final
+
+
+def cached_path(kind: str, target: str, key: str, suffix: str = ".o") -> Path:
+    """Where `cached_object` keeps the object `kind`-KEY for target (present or not)."""
+    return cache_root() / "shared" / target / f"{kind}-{key[:40]}{suffix}"
 
 
 def c_object(kind: str, target: str, source: str, blobs: Sequence[tuple[str, bytes]] = ()) -> Path:
