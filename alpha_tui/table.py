@@ -19,6 +19,11 @@ WIDE = (
 )  # fmt: skip
 NARROW = ("role", "round", "loss", "rate", "rss", "captured", "agree", "state")
 NARROW_BELOW = 110  # terminal columns
+# Columns of what is sampled while a run goes (from the events' times and /proc): a width of
+# their own, so that the table does not shift as the first values arrive, nor end a run with
+# widths that depend on whether a sample fell inside it (`1,234/s`, `59m59s`, `200%`,
+# `123.45 MiB`)
+WIDTHS = {"rate": 9, "eta": 6, "cpu": 4, "rss": 10}
 
 
 def columns(width: int) -> tuple[str, ...]:

@@ -60,7 +60,8 @@ class Views(_App):
         self.shown_columns = T.columns(width)
         narrow = self.shown_columns is T.NARROW
         for column in self.shown_columns:
-            table.add_column(T.header(column, steps, narrow), key=column)
+            label = T.header(column, steps, narrow)
+            table.add_column(label, width=T.WIDTHS.get(column), key=column)
 
     def state_steps(self) -> int:
         if self.state is not None:
