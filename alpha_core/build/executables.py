@@ -112,8 +112,9 @@ def kernels_objects(program: Program, target: str, cpu: str | None = None) -> tu
     copies: list[levels.LevelCopy] = []
     jobs: list[tuple[str, LevelJob]] = []
     renaming = Path(levels.__file__).read_bytes()
-    first = levels.carried(program.fused)[0]
-    for level in levels.carried(program.fused):
+    carried = levels.carried(program.fused)
+    first = carried[0]
+    for level in carried:
         if level in levels.TASKS_ONLY and copies and not copies[0].scratch:
             break  # no product takes the packed GEMM: the v4 copy would be the slower one
         h = _host(target, level)

@@ -55,14 +55,14 @@ def blocking_for(width: int, registers: int, fused: bool = False) -> Blocking:
     tile `small_mr` where it pads fewer rows of A: 8 rows on AVX-512, 4 on AVX2. AVX-512's MC of
     264 (11 tiles) takes a batch of 256 rows in one block, where 240 left a block of 16 rows.
 
-    AVX2 has no embedded broadcast, so its tile has the fused one's shape in both arithmetics, 6
-    x 16: two vectors of B, each element of A loaded once as a broadcast and used twice from a
-    register (unfused with tasks of 240 columns: 960 measured the same). The one-vector 12 x 8
-    tile (69-77 GFLOP/s on the Zen 4 core, against 42 for 4 x 24) loads an element of A for
-    every multiply; on a core that splits each 256-bit operation in two and its loads among the
-    same four FP operations a cycle (AMD Zen 1) those loads, not the arithmetic, were the limit:
-    on one Zen 1 core, unfused 1024^3 went from 20 to 23-24 GFLOP/s with 6 x 16 and a leaf's 32
-    x 1024 x 1024 from 10 to 20-21 (docs/performance.md)."""
+    AVX2 has no embedded broadcast, so its tile has the fused one's shape in both arithmetics,
+    6 x 16: two vectors of B, each element of A loaded once as a broadcast and used twice from
+    a register (unfused with tasks of 240 columns: 960 measured the same). The one-vector
+    12 x 8 tile (69-77 GFLOP/s on the Zen 4 core, against 42 for 4 x 24) loads an element of A
+    for every multiply; on a core that splits each 256-bit operation in two and its loads among
+    the same four FP operations a cycle (AMD Zen 1) those loads, not the arithmetic, were the
+    limit: on one Zen 1 core, unfused 1024^3 went from 20 to 23-24 GFLOP/s with 6 x 16 and a
+    leaf's 32 x 1024 x 1024 from 10 to 20-21 (docs/performance.md)."""
     if fused and width >= 8:
         return _fused_blocking(width)
     if width == 8:
