@@ -134,7 +134,7 @@ def test_a_build_for_one_cpu_on_a_cpu_without_its_instructions_is_refused_by_nam
 def test_the_packed_gemm_gives_the_references_bits_at_every_level_and_thread_count(
     tmp_path: Path,
 ) -> None:
-    """Each level has its own register tiles and scratch (v2 4 x 8, v3 6 x 16, v4 24 x 16):
+    """Each level has its own register tiles and scratch (v2 4 x 8, v3 3 x 32, v4 24 x 16):
     the dispatcher gives the pool the largest scratch and the chosen copy's thread hook."""
     program = program_of(WIDE % {"steps": 3}, tmp_path / "wide.alpha")
     reference = train(program).sha256

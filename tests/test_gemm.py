@@ -95,8 +95,8 @@ def test_vector_width_follows_the_cpu() -> None:
 def test_packed_products_are_exact_on_every_vector_width(
     cpu: str, wide: tuple[object, str], tmp_path: Path
 ) -> None:
-    """Tiles of 4 x 8 (SSE), 6 x 16 (AVX2) and 24 x 16 (AVX-512) lanes, and the short tiles
-    (4 x 16 on AVX2, 8 x 16 on AVX-512) that the 26 rows of the forward products take: the bits
+    """Tiles of 4 x 8 (SSE), 3 x 32 (AVX2) and 24 x 16 (AVX-512) lanes, and the short tiles
+    (2 x 32 on AVX2, 8 x 16 on AVX-512) that the 26 rows of the forward products take: the bits
     of the reference, which adds each product's terms one at a time in ascending k."""
     program, reference = wide
     result = build_program(program, tmp_path, deployment=Deployment(cpu=cpu))  # type: ignore[arg-type]

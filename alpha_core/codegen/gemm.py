@@ -48,6 +48,8 @@ DIRECT_ROWS_SYMBOL = "alpha_direct_rows"
 PREFETCH_ROWS = 8
 LINE_FLOATS = 16  # floats in a 64-byte cache line: one prefetch each
 VOID = ir.VoidType()
+# the pointer it is given, as a value the optimiser knows nothing about (no instruction)
+OPAQUE_PTR = ir.InlineAsm(ir.FunctionType(PTR, [PTR]), "", "=r,0", side_effect=False)
 CHAIN_MAX = 8  # the longest chain added as a product is stored (runtime/schedule.c, CHAIN)
 SCRATCH_SYMBOL = "alpha_scratch_floats"  # floats of scratch each worker needs (runtime/pool.c)
 PARALLEL_SYMBOL = "alpha_parallel"  # runs tasks 0..n-1, each once, on the role's threads
@@ -355,16 +357,28 @@ class GemmEmitter:
                         at = b.add(b.mul(i64(r), ldc), i64(v * K.width))
                         b.store(b.load(gep(b, c, at, self.vec), typ=self.vec, align=4), slot)
 
+        # With fold_b each row of the tile loads B's vectors again, through a copy of bp of
+        # its own that LLVM cannot see through (an empty asm returning its operand): it would
+        # otherwise load them once a step into registers the accumulators need. Each load has
+        # one use and is folded into its multiply (`vmulps mem, a, t`), which takes no share
+        # of the floating-point unit's intake of operations.
+        b_rows = [b.call(OPAQUE_PTR, [bp]) for _ in range(mr)] if K.fold_b else []
+
         def step(p: ir.Value) -> None:
-            brow = [
-                b.load(
-                    gep(b, bp, b.add(b.mul(p, ldb), i64(v * K.width)), self.vec),
-                    typ=self.vec,
-                    align=4,
-                )
-                for v in range(nv)
-            ]
+            def b_vectors(base: ir.Value) -> list[ir.Value]:
+                return [
+                    b.load(
+                        gep(b, base, b.add(b.mul(p, ldb), i64(v * K.width)), self.vec),
+                        typ=self.vec,
+                        align=4,
+                    )
+                    for v in range(nv)
+                ]
+
+            brow = [] if K.fold_b else b_vectors(bp)
             for r in range(mr):
+                if K.fold_b:
+                    brow = b_vectors(b_rows[r])
                 at_a = b.add(p, i64(r * stride)) if by_rows else b.add(b.mul(p, i64(mr)), i64(r))
                 av = b.load(gep(b, ap, at_a), typ=F32, align=4)
                 a_all = splat(b, av, K.width)

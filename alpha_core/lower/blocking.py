@@ -35,6 +35,9 @@ class Blocking:
     nc: int  # a multiple of nr
     small_mr: int = 0  # a second, shorter tile for blocks of few rows (0: none)
     registers: int = 16  # vector registers the target has
+    # each row of the tile reads B's vectors from memory, folded into its multiplies, rather
+    # than from registers loaded once a step (gemm.py's kernel)
+    fold_b: bool = False
 
     @property
     def scratch_floats(self) -> int:
@@ -52,21 +55,25 @@ def blocking_for(width: int, registers: int, fused: bool = False) -> Blocking:
     broadcast register and its shuffle in every step. Measured on one Zen 4 core
     (bench/gemm.py): 1024^3 from 73 to 85-87 GFLOP/s (8 x 48 before); SSE keeps 4 x 8, faster
     there than 12 x 4. A block of few rows (a leaf's examples, a small batch) takes the shorter
-    tile `small_mr` where it pads fewer rows of A: 8 rows on AVX-512, 4 on AVX2. AVX-512's MC of
+    tile `small_mr` where it pads fewer rows of A: 8 rows on AVX-512, 2 on AVX2. AVX-512's MC of
     264 (11 tiles) takes a batch of 256 rows in one block, where 240 left a block of 16 rows.
 
-    AVX2 has no embedded broadcast, so its tile has the fused one's shape in both arithmetics,
-    6 x 16: two vectors of B, each element of A loaded once as a broadcast and used twice from
-    a register (unfused with tasks of 240 columns: 960 measured the same). The one-vector
-    12 x 8 tile (69-77 GFLOP/s on the Zen 4 core, against 42 for 4 x 24) loads an element of A
-    for every multiply; on a core that splits each 256-bit operation in two and its loads among
-    the same four FP operations a cycle (AMD Zen 1) those loads, not the arithmetic, were the
-    limit: on one Zen 1 core, unfused 1024^3 went from 20 to 23-24 GFLOP/s with 6 x 16 and a
-    leaf's 32 x 1024 x 1024 from 10 to 20-21 (docs/performance.md)."""
+    AVX2 has no embedded broadcast: an element of A is a broadcast load of its own, and on a
+    core that splits each 256-bit operation in two and feeds its FP pipes four operations a
+    cycle (AMD Zen 1) the loads and broadcasts, not the arithmetic, are the limit. The
+    one-vector 12 x 8 tile (a broadcast per multiply) gave 20 GFLOP/s on one Zen 1 core for an
+    unfused 1024^3; 6 x 16 (a broadcast per two multiplies, B's two vectors in registers)
+    23-24. The unfused tile is 3 x 32 with `fold_b`: B's four vectors are loaded again by each
+    row, each load folded into its multiply (no FP operation of its own), and the registers B
+    held are accumulators: three broadcasts per 12 multiply-adds and no other load operation.
+    KC 192 keeps the B panel (24 KiB) in a 32 KiB L1. On the Zen 1 every unfused shape of
+    bench/gemm.py gained 10-20% over 6 x 16 (4 x 24 and 2 x 48 folded measured less; A splat
+    across vectors in its panel, folded the same way, gained less than its packing cost on
+    products of 128 columns): docs/performance.md."""
     if fused and width >= 8:
         return _fused_blocking(width)
     if width == 8:
-        return Blocking(8, 6, 16, 256, 192, 240, small_mr=4)
+        return Blocking(8, 3, 32, 192, 192, 256, small_mr=2, fold_b=True)
     if width >= 16:
         return Blocking(16, 24, 16, 192, 264, 240, small_mr=8, registers=32)
     if registers >= 32:  # AArch64 NEON: 32 registers of 4 lanes
