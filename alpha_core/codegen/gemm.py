@@ -76,8 +76,8 @@ class GemmEmitter:
         self.vec = ir.VectorType(F32, blocking.width)
         # c, a, b, m, n, k, a's strides, b's strides, the task's columns (a multiple of NR),
         # then the chain and the row added to each output as it is stored, then the column
-        # sums of B its packing adds up (see `call`)
-        self._ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8 + [PTR, I64, PTR, PTR])
+        # sums of B its packing adds up (see `call`), then the task's rows
+        self._ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8 + [PTR, I64, PTR, PTR, I64])
         self._tree_ctx = ir.LiteralStructType([PTR, PTR, PTR] + [I64] * 8 + [PTR, I64, I64, I64])
         self._gemm: ir.Function | None = None  # emitted with the first large product
         self._narrow: ir.Function | None = None  # MC-row tasks, where task_rows is more
@@ -601,7 +601,7 @@ class GemmEmitter:
     ) -> tuple[ir.Function, ir.IRBuilder, list[ir.Value], ir.Value, dict[str, ir.Value]]:
         """A task function(ctx, index, scratch) and its block of C: the ctx's fields (a tree
         task's, `tree`, or a product's), and i0, j0, mc, nc and whether B may be read in
-        place."""
+        place. A tree task's rows are `mc`; a product's are its ctx's (at most `mc`)."""
         fnty = ir.FunctionType(ir.VoidType(), [PTR, I32, PTR])
         fn = ir.Function(self.module, fnty, name)
         fn.linkage = "internal"
@@ -620,11 +620,12 @@ class GemmEmitter:
         tiles_n = b.udiv(b.add(n, b.sub(task_nc, i64(1))), task_nc)
         t = b.zext(index, I64)
         ti, tj = b.udiv(t, tiles_n), b.urem(t, tiles_n)
-        i0, j0 = b.mul(ti, i64(mc)), b.mul(tj, task_nc)
+        rows = i64(mc) if tree else values[15]
+        i0, j0 = b.mul(ti, rows), b.mul(tj, task_nc)
         block = {
             "i0": i0,
             "j0": j0,
-            "mc": min_i64(b, i64(mc), b.sub(m, i0)),
+            "mc": min_i64(b, rows, b.sub(m, i0)),
             "nc": min_i64(b, task_nc, b.sub(n, j0)),
             # With one row of tasks of few rows (m <= DIRECT_ROWS) each element of a row-major
             # B serves only the few row panels of this task: the micro-kernel reads it where it
@@ -702,7 +703,7 @@ class GemmEmitter:
 
     def _emit_task(self, name: str, rows: int) -> ir.Function:
         fn, b, f, scratch, blk = self.task_frame(name, False, rows)
-        c, a, bm, _, n, k, a0, a1, b0, b1, _, chain, links, row, sums = f
+        c, a, bm, _, n, k, a0, a1, b0, b1, _, chain, links, row, sums, _ = f
         i0, j0 = blk["i0"], blk["j0"]
         origin = b.add(b.mul(i0, n), j0)
         shifted = entry_alloca(b, ir.ArrayType(PTR, CHAIN_MAX))
@@ -777,6 +778,14 @@ class GemmEmitter:
             rows = b.select(narrow, i64(K.mc), i64(mc or K.mc))
         else:
             rows = i64(mc or K.mc)
+        if not tree:
+            # The rows shared evenly among the rows of tasks, each a whole number of tiles:
+            # 1,024 rows in blocks of 192 left a last task of 64, and with two threads one
+            # of them idle a sixth of each of the transformer's 1,024 x 128 products.
+            tiles_m = b.udiv(b.add(m, b.sub(rows, i64(1))), rows)
+            even = ceil_div(b, b.udiv(b.add(m, b.sub(tiles_m, i64(1))), tiles_m), K.mr)
+            rows = min_i64(b, rows, b.mul(even, i64(K.mr)))
+            put(15, rows)
         # Columns per task: at most NC, and few enough panels that every worker gets about as
         # many as the others (a whole number of rounds of tasks), since small m gives one
         # row of tasks. Only when an output is computed depends on this, never its bits.
