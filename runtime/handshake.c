@@ -404,13 +404,23 @@ static void accept_one(struct opening *o, int listener)
     if (listener == o->local)
         socket_local_buffers(fd);
     if (o->n_conns == o->cap) {
-        /* Full of connections that have not proven themselves: the oldest stranger makes room,
-         * so that strangers cannot keep the real peer out. */
+        /* Full of connections that have not proven themselves: a stranger makes room, so that
+         * strangers cannot keep the real peer out. One that has sent nothing goes before one
+         * in its handshake, and among those alike the oldest: a peer accepted early (its local
+         * socket is accepted beside the TCP backlog) sends its HELLO at once, and a burst of
+         * silent connections accepted after it, one a loop, must not push it out before it
+         * can answer. */
         struct conn *oldest = NULL;
-        for (uint32_t i = 0; i < o->n_conns; i++)
-            if (o->conns[i].fd >= 0 && o->conns[i].link < 0 &&
-                (!oldest || o->conns[i].arrival < oldest->arrival))
-                oldest = &o->conns[i];
+        for (uint32_t i = 0; i < o->n_conns; i++) {
+            struct conn *c = &o->conns[i];
+            if (c->fd < 0 || c->link >= 0)
+                continue;
+            int silent = c->stage == 0 && c->got == 0;
+            int oldest_silent = oldest && oldest->stage == 0 && oldest->got == 0;
+            if (!oldest || silent > oldest_silent ||
+                (silent == oldest_silent && c->arrival < oldest->arrival))
+                oldest = c;
+        }
         if (!oldest) {
             close(fd);
             return;

@@ -360,6 +360,36 @@ def test_strangers_filling_every_slot_cannot_keep_the_peer_out(
     assert dropped and {e["name"] for e in dropped} == {"peer-unauthenticated"}
 
 
+def test_a_peer_in_its_handshake_outlasts_a_burst_of_silent_strangers(
+    system: System, tmp_path: Path, roles: Callable[..., Role], secret: bytes
+) -> None:
+    """The real peer accepted first, its HELLO answered, then twenty silent connections: the
+    silent ones make room (four go), never the connection in its handshake, which then proves
+    itself and opens the link. (Oldest first alone dropped it: under load a role can accept a
+    peer's local socket before a backlog of strangers.)"""
+    (port,) = free_ports(1)
+    exe = build(system, "pair", 0, tmp_path / "left", LEAVES=4, PORT_0=port)
+    role = roles(exe, "--params-out", str(tmp_path / "p"))
+    with connect(port) as peer:
+        mine = frames.Hello(bytes.fromhex(PLAN), 1, 0, 1, 2, bytes(range(32)))
+        peer.sendall(mine.encode())
+        theirs = frames.Hello.parse(read_exactly(peer, frames.HELLO_BYTES))
+        strangers = [connect(port) for _ in range(20)]
+        try:
+            for _ in range(4):
+                role.wait_for(lambda e: e["event"] == "stranger-dropped", timeout=10.0)
+            host, at = peer.getsockname()[:2]
+            here = f"{host}:{at}"
+            dropped = [e for e in role.events if e["event"] == "stranger-dropped"]
+            assert len(dropped) == 4 and all(e["from"] != here for e in dropped), dropped
+            proof = frames.proof(secret, True, mine, mine.nonce, theirs.nonce)
+            peer.sendall(frames.auth(1, proof))
+            role.wait_for(lambda e: e["event"] == "links", timeout=10.0)
+        finally:
+            for s in strangers:
+                s.close()
+
+
 def test_an_authenticated_peer_that_disagrees_refuses_the_run(
     system: System, tmp_path: Path, roles: Callable[..., Role], secret: bytes
 ) -> None:
