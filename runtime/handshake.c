@@ -394,6 +394,12 @@ static void read_conn(struct opening *o, struct conn *c)
         acceptor_got(o, c);
 }
 
+/* Whether an accepted connection has sent nothing yet. */
+static int silent(const struct conn *c)
+{
+    return c->stage == 0 && c->got == 0;
+}
+
 static void accept_one(struct opening *o, int listener)
 {
     struct sockaddr_storage from;
@@ -413,12 +419,9 @@ static void accept_one(struct opening *o, int listener)
         struct conn *oldest = NULL;
         for (uint32_t i = 0; i < o->n_conns; i++) {
             struct conn *c = &o->conns[i];
-            if (c->fd < 0 || c->link >= 0)
-                continue;
-            int silent = c->stage == 0 && c->got == 0;
-            int oldest_silent = oldest && oldest->stage == 0 && oldest->got == 0;
-            if (!oldest || silent > oldest_silent ||
-                (silent == oldest_silent && c->arrival < oldest->arrival))
+            if (c->fd >= 0 && c->link < 0 &&
+                (!oldest || silent(c) > silent(oldest) ||
+                 (silent(c) == silent(oldest) && c->arrival < oldest->arrival)))
                 oldest = c;
         }
         if (!oldest) {
