@@ -32,16 +32,15 @@ the vector width nor on the number of threads.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from llvmlite import ir
 
+from alpha_core.codegen.conv_gather import Gather, max_i64
 from alpha_core.codegen.gemm import GemmEmitter
-from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, for_count, gep, i64, splat
+from alpha_core.codegen.loops import F32, I32, I64, PTR, entry_alloca, for_count, gep, i64
 from alpha_core.codegen.packing import min_i64
-from alpha_core.ir.conv import Window, window_of
+from alpha_core.ir.conv import window_of
 from alpha_core.ir.graph import Node
-from alpha_core.lower.conv_gemm import gather_floats
+from alpha_core.lower.conv_gemm import GATHER_PAD, gather_floats
 
 Shape = tuple[int, ...]
 # out, the two inputs, the task's columns (a multiple of NR), the tasks across columns
@@ -50,205 +49,6 @@ _CTX = ir.LiteralStructType([PTR, PTR, PTR, I64, I64])
 
 def _cdiv(a: int, d: int) -> int:
     return -(-a // d)
-
-
-def _max_i64(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-    return b.select(b.icmp_signed(">", x, y), x, y)
-
-
-def _clamp(b: ir.IRBuilder, v: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
-    return min_i64(b, _max_i64(b, v, lo), hi)
-
-
-def _for(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, body: Callable[[ir.Value], None]) -> None:
-    """for (t = lo; t < hi; t++) body(t), signed bounds (none when hi <= lo)."""
-    count = _max_i64(b, b.sub(hi, lo), i64(0))
-    for_count(b, count, lambda j: body(b.add(lo, j)), "g")
-
-
-class _Gather:
-    """Writes rows of a gathered operand: row r of dst (row stride ld) is the operand's row
-    r0 + r over its columns p0 … p0 + n - 1, a grid of `grid_w` columns per grid row.
-
-    The operand's row index decomposes as (plane, kh, kw); its value at grid position
-    (g, t) is src[plane, g·s + dh, t·s + dw] with dh, dw from kh, kw (`affine`), or, for
-    conv2d_dx with a stride, the adjoint's element whose window reads (g, t) (`strided_dx`)."""
-
-    def __init__(
-        self,
-        b: ir.IRBuilder,
-        win: Window,
-        plane: tuple[int, int],  # rows and columns of one source plane
-        grid: tuple[int, int],  # rows and columns of the grid the operand's columns walk
-        dx: bool,
-        lanes: int,
-    ) -> None:
-        self.b, self.win, self.plane, self.grid, self.dx = b, win, plane, grid, dx
-        self.lanes = lanes  # the target's vector width
-
-    def rows(
-        self,
-        src: ir.Value,
-        dst: ir.Value,
-        ld: ir.Value,
-        r0: ir.Value,
-        nrows: ir.Value,
-        p0: ir.Value,
-        n: ir.Value,
-    ) -> None:
-        b, win = self.b, self.win
-        kk = win.kh * win.kw
-        sh, sw = self.plane
-
-        def row(r: ir.Value) -> None:
-            k = b.add(r0, r)
-            plane = b.udiv(k, i64(kk))
-            rest = b.urem(k, i64(kk))
-            kh, kw = b.udiv(rest, i64(win.kw)), b.urem(rest, i64(win.kw))
-            base = gep(b, src, b.mul(plane, i64(sh * sw)))
-            out = gep(b, dst, b.mul(r, ld))
-            self._grid_rows(base, out, kh, kw, p0, n)
-
-        for_count(b, nrows, row, "gr")
-
-    def _grid_rows(
-        self, src: ir.Value, out: ir.Value, kh: ir.Value, kw: ir.Value, p0: ir.Value, n: ir.Value
-    ) -> None:
-        """out[q - p0] for grid positions q in p0 … p0 + n - 1, a grid row at a time."""
-        b = self.b
-        gw = self.grid[1]
-        first = b.udiv(p0, i64(gw))
-        last = b.udiv(b.sub(b.add(p0, n), i64(1)), i64(gw))
-
-        def grid_row(j: ir.Value) -> None:
-            g = b.add(first, j)
-            at = b.mul(g, i64(gw))  # the grid row's first position
-            a = _max_i64(b, b.sub(p0, at), i64(0))
-            e = min_i64(b, b.sub(b.add(p0, n), at), i64(gw))
-            shift = b.sub(at, p0)  # out index of column t: shift + t
-            if self.dx and self.win.stride > 1:
-                self._strided_dx(src, out, shift, g, kh, kw, a, e)
-            else:
-                self._affine(src, out, shift, g, kh, kw, a, e)
-
-        for_count(b, b.add(b.sub(last, first), i64(1)), grid_row, "gg")
-
-    def _copy(self, src: ir.Value, dst: ir.Value, n: ir.Value) -> None:
-        """dst[0 … n-1] = src[0 … n-1] (n >= 0; the grid's rows are short, so the last
-        partial vector is one masked load and store rather than a scalar loop)."""
-        b, lanes = self.b, self.lanes
-        vec = ir.VectorType(F32, lanes)
-        whole = b.udiv(n, i64(lanes))
-
-        def one(j: ir.Value) -> None:
-            at = b.mul(j, i64(lanes))
-            b.store(b.load(gep(b, src, at, vec), typ=vec, align=4), gep(b, dst, at, vec), align=4)
-
-        for_count(b, whole, one, "cv")
-        done = b.mul(whole, i64(lanes))
-        rest = b.trunc(b.sub(n, done), I32)
-        with b.if_then(b.icmp_unsigned("!=", rest, ir.Constant(I32, 0))):
-            lane = ir.Constant(ir.VectorType(I32, lanes), list(range(lanes)))
-            mask = b.icmp_unsigned("<", lane, splat(b, rest, lanes))
-            mask_ty = ir.VectorType(ir.IntType(1), lanes)
-            module = b.module
-            name = f"llvm.masked.load.v{lanes}f32.p0"
-            load_fn = module.globals.get(name) or ir.Function(
-                module, ir.FunctionType(vec, [PTR, I32, mask_ty, vec]), name
-            )
-            name = f"llvm.masked.store.v{lanes}f32.p0"
-            store_fn = module.globals.get(name) or ir.Function(
-                module, ir.FunctionType(ir.VoidType(), [vec, PTR, I32, mask_ty]), name
-            )
-            four = ir.Constant(I32, 4)
-            v = b.call(load_fn, [gep(b, src, done), four, mask, ir.Constant(vec, None)])
-            b.call(store_fn, [v, gep(b, dst, done), four, mask])
-
-    def _zero(self, out: ir.Value, shift: ir.Value, lo: ir.Value, hi: ir.Value) -> None:
-        b = self.b
-        _for(b, lo, hi, lambda t: b.store(ir.Constant(F32, 0.0), gep(b, out, b.add(shift, t))))
-
-    def _affine(
-        self,
-        src: ir.Value,
-        out: ir.Value,
-        shift: ir.Value,
-        g: ir.Value,
-        kh: ir.Value,
-        kw: ir.Value,
-        a: ir.Value,
-        e: ir.Value,
-    ) -> None:
-        """Source row g·s + dh, columns t·s + dw: x for out and dw (d = k - p), the adjoint for
-        a dx of stride 1 (d = p - k). Zeros where that is outside the plane."""
-        b, win = self.b, self.win
-        s, pad = win.stride, win.padding
-        sh, sw = self.plane
-        if self.dx:  # stride 1
-            dh, dw = b.sub(i64(pad), kh), b.sub(i64(pad), kw)
-        else:
-            dh, dw = b.sub(kh, i64(pad)), b.sub(kw, i64(pad))
-        srow = b.add(b.mul(g, i64(s)), dh)
-        inside = b.and_(b.icmp_signed(">=", srow, i64(0)), b.icmp_signed("<", srow, i64(sh)))
-        with b.if_else(inside) as (then, other):
-            with then:
-                # columns t with 0 <= t·s + dw <= sw - 1
-                neg = b.sub(i64(0), dw)
-                lo = b.select(
-                    b.icmp_signed(">", neg, i64(0)), b.sdiv(b.add(neg, i64(s - 1)), i64(s)), i64(0)
-                )
-                top = b.sub(i64(sw - 1), dw)
-                hi = b.select(
-                    b.icmp_signed(">=", top, i64(0)), b.add(b.sdiv(top, i64(s)), i64(1)), i64(0)
-                )
-                lo = _clamp(b, lo, a, e)
-                hi = _clamp(b, hi, lo, e)
-                self._zero(out, shift, a, lo)
-                line = gep(b, src, b.add(b.mul(srow, i64(sw)), dw))  # column t at t·s
-                dst = gep(b, out, shift)
-                if s == 1:
-                    self._copy(gep(b, line, lo), gep(b, dst, lo), b.sub(hi, lo))
-                else:
-                    _for(
-                        b,
-                        lo,
-                        hi,
-                        lambda t: b.store(
-                            b.load(gep(b, line, b.mul(t, i64(s))), typ=F32, align=4),
-                            gep(b, dst, t),
-                            align=4,
-                        ),
-                    )
-                self._zero(out, shift, hi, e)
-            with other:
-                self._zero(out, shift, a, e)
-
-    def _strided_dx(
-        self,
-        src: ir.Value,
-        out: ir.Value,
-        shift: ir.Value,
-        g: ir.Value,
-        kh: ir.Value,
-        kw: ir.Value,
-        a: ir.Value,
-        e: ir.Value,
-    ) -> None:
-        """dx with a stride: input position (g, t) is read at (kh, kw) by output
-        ((g + p - kh) / s, (t + p - kw) / s) where both divide exactly and are inside."""
-        from alpha_core.codegen.conv_ops import _target  # the loops' own geometry
-
-        b, win = self.b, self.win
-        oh_n, ow_n = self.plane
-        oh, okh = _target(b, win, g, kh, oh_n)
-
-        def one(t: ir.Value) -> None:
-            ow, okw = _target(b, win, t, kw, ow_n)
-            v = b.load(gep(b, src, b.add(b.mul(oh, i64(ow_n)), ow)), typ=F32, align=4)
-            v = b.select(b.and_(okh, okw), v, ir.Constant(F32, 0.0))
-            b.store(v, gep(b, out, b.add(shift, t)), align=4)
-
-        _for(b, a, e, one)
 
 
 def _columns(k_nr: int, k_nc: int, n: int) -> int:
@@ -294,7 +94,7 @@ def emit_conv_product(
         tiles_m = _cdiv(o, K.mc)
         panels = _cdiv(n, K.nr)
         workers = gemm.workers(b)
-        per_round = _max_i64(b, b.udiv(b.add(workers, i64(tiles_m - 1)), i64(tiles_m)), i64(1))
+        per_round = max_i64(b, b.udiv(b.add(workers, i64(tiles_m - 1)), i64(tiles_m)), i64(1))
         most = K.nc // K.nr  # panels a task may take
         rounds = b.udiv(
             b.add(b.mul(per_round, i64(most)), i64(panels - 1)), b.mul(per_round, i64(most))
@@ -332,7 +132,7 @@ def _emit_task(gemm: GemmEmitter, node: Node, shapes: tuple[Shape, Shape, Shape]
     t = b.zext(index, I64)
     win = window_of(node.attrs)
     gathered = gep(b, scratch, i64(K.scratch_floats))  # a KC x NC block, 64-byte aligned
-    a_gathered = gep(b, gathered, i64(K.kc * K.nc + 16))  # an MC x KC block (dx)
+    a_gathered = gep(b, gathered, i64(K.kc * (K.nc + GATHER_PAD) + 16))  # an MC x KC block (dx)
     null = ir.Constant(PTR, None)
     yes, no = ir.Constant(ir.IntType(1), 1), ir.Constant(ir.IntType(1), 0)
     out_s, s0, s1 = shapes
@@ -373,15 +173,16 @@ def _emit_task(gemm: GemmEmitter, node: Node, shapes: tuple[Shape, Shape, Shape]
             plane, grid = (oh, ow), (out_s[2], out_s[3])
             src = gep(b, in0, b.mul(bi, i64(o * oh * ow)))
         p = grid[0] * grid[1]
-        gather = _Gather(b, win, plane, grid, node.op == "conv2d_dx", K.width)
+        gather = Gather(b, win, plane, grid, node.op == "conv2d_dx", K.width)
         j0 = b.mul(jb, cols)
         nc = min_i64(b, cols, b.sub(i64(p), j0))
         dst_b = gep(b, out, b.add(b.mul(bi, i64(rows_m * p)), j0))
+        ld_g = b.add(cols, i64(GATHER_PAD))  # the gathered block's row stride
 
         def k_block(q: ir.Value) -> None:
             k0 = b.mul(q, i64(K.kc))
             kc = min_i64(b, i64(K.kc), b.sub(i64(kdim), k0))
-            gather.rows(src, gathered, cols, k0, kc, j0, nc)
+            gather.rows(src, gathered, ld_g, k0, kc, j0, nc)
             resume = b.icmp_unsigned("!=", q, i64(0))
             for i0 in range(0, rows_m, K.mc):
                 mc = i64(min(K.mc, rows_m - i0))
@@ -392,7 +193,7 @@ def _emit_task(gemm: GemmEmitter, node: Node, shapes: tuple[Shape, Shape, Shape]
                     _transposed_kernels(b, in1, a_gathered, K.kc, (c, kh * kw), i0, mc, k0, kc)
                     a, a_st = a_gathered, (i64(K.kc), i64(1))
                 dst = gep(b, dst_b, i64(i0 * p))
-                block(dst, p, a, gathered, mc, nc, kc, a_st, (cols, i64(1)), yes, resume)
+                block(dst, p, a, gathered, mc, nc, kc, a_st, (ld_g, i64(1)), yes, resume)
 
         for_count(b, i64(_cdiv(kdim, K.kc)), k_block, "kq")
     else:
@@ -401,7 +202,7 @@ def _emit_task(gemm: GemmEmitter, node: Node, shapes: tuple[Shape, Shape, Shape]
         (bn, c, h, w_), (_, o, oh, ow) = s0, s1
         n = c * win.kh * win.kw
         p = oh * ow
-        gather = _Gather(b, win, (h, w_), (oh, ow), False, K.width)
+        gather = Gather(b, win, (h, w_), (oh, ow), False, K.width)
         ti, tj = b.udiv(t, tiles_n), b.urem(t, tiles_n)
         i0 = b.mul(ti, i64(K.mc))
         mc = min_i64(b, i64(K.mc), b.sub(i64(o), i0))

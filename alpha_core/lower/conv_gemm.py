@@ -31,7 +31,16 @@ def on_gemm(op: str, out: tuple[int, ...], ins: tuple[tuple[int, ...], ...]) -> 
     return op in CONV_PRODUCTS and multiply_adds(op, out, ins) >= GEMM_MIN_WORK
 
 
+# floats between a gathered block's rows beyond its columns: a row stride of a multiple of 1 KiB
+# maps every row of a KC-row block onto a quarter of L1's sets (64 sets of 64 bytes), so a
+# block that fits L1 would not stay there; 64 bytes more walks the rows over every set. It is
+# also the room a row's last vector may spill into (codegen/conv_gemm.py, _Gather._run): at
+# least the widest vector's lanes - 1.
+GATHER_PAD = 16
+
+
 def gather_floats(t: Blocking) -> int:
-    """Floats a worker gathers into beside the panels: a KC x NC block of B, then an MC x KC
-    block of A (conv2d_dx's transposed kernels), each 64-byte aligned."""
-    return t.kc * t.nc + t.mc * t.kc + 32
+    """Floats a worker gathers into beside the panels: a KC x NC block of B (rows NC +
+    GATHER_PAD floats apart), then an MC x KC block of A (conv2d_dx's transposed kernels),
+    each 64-byte aligned."""
+    return t.kc * (t.nc + GATHER_PAD) + t.mc * t.kc + 32
