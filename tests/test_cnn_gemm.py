@@ -6,6 +6,9 @@ each op directly, over more shapes and AArch64."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -70,3 +73,46 @@ def test_every_level_and_thread_count_gives_the_reference_bits(cpu: str, tmp_pat
         code, events, stderr = run_exe(result.executables[0].path, "--quiet", "--threads", threads)
         assert code == 0, stderr
         assert events[-1]["params_sha256"] == want, (cpu, threads)
+
+
+# 2 x 2 max pools of stride 2 run across vector lanes (codegen/pool_lanes.py): planes of odd
+# width (27 -> 13 -> 6 windows a row, no window reads the last row and column) make whole
+# vectors and the tails of halving widths at every level (13 = 8 + 4 + 1 on AVX2, 3 x 4 + 1 on
+# SSE and NEON), and the adjoint writes every position itself where the windows tile the plane
+POOLS = """system p {
+  data train: synthetic(rows: 64, features: 729, classes: 3, seed: 4, noise: 0.3, holdout: 0)
+  batch 16 leaves 2 shuffle(seed: 3)
+  param k1: f32[4, 1, 3, 3] = normal(0.0, 0.4, seed: 1)
+  param k2: f32[4, 4, 3, 3] = normal(0.0, 0.3, seed: 3)
+  param w: f32[144, 3] = normal(0.0, 0.3, seed: 2)
+  fn model(x: f32[B, 1, 27, 27]) -> f32[B, 3] {
+    let h = tanh(conv2d(x, k1, stride: 1, padding: 1))
+    let p = max_pool(h, size: 2, stride: 2)
+    let q = max_pool(tanh(conv2d(p, k2, stride: 1, padding: 1)), size: 2, stride: 2)
+    return reshape(q, B, 144) @ w
+  }
+  loss softmax_cross_entropy(model(x), y)
+  learner adam(lr: 0.01)
+  steps 3
+}
+"""
+
+
+def test_max_pools_across_lanes_give_the_reference_bits(tmp_path: Path) -> None:
+    digest = assert_exact(POOLS, tmp_path / "default")
+    program = program_of(POOLS, tmp_path / "p.alpha")
+    v2 = build_program(program, tmp_path / "v2", deployment=Deployment(cpu="x86-64-v2"))
+    for threads in ("1", "3"):
+        code, events, stderr = run_exe(v2.executables[0].path, "--quiet", "--threads", threads)
+        assert code == 0, stderr
+        assert events[-1]["params_sha256"] == digest, threads
+    assert shutil.which("qemu-aarch64"), "this test needs qemu-aarch64 (apt: qemu-user)"
+    arm = build_program(program, tmp_path / "arm", target="aarch64")
+    done = subprocess.run(
+        ["qemu-aarch64", arm.executables[0].path, "--quiet", "--threads", "2"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-600:]
+    assert json.loads(done.stdout.splitlines()[-1])["params_sha256"] == digest

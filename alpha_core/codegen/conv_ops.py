@@ -15,6 +15,7 @@ from llvmlite import ir
 from alpha_core.codegen.conv_gemm import emit_conv_product
 from alpha_core.codegen.loops import F32, I64, entry_alloca, for_range, i64, load, store
 from alpha_core.codegen.node_context import NodeContext
+from alpha_core.codegen.pool_lanes import covers, emit_max_pool_lanes
 from alpha_core.ir.conv import Window, window_of
 from alpha_core.ir.graph import Node, size
 from alpha_core.lower.conv_gemm import on_gemm
@@ -208,6 +209,9 @@ def _pool(
     xs = shape if op.endswith("_grad") else em.shape(node.inputs[0])
     h, w = xs[-2:]
     lead = size(xs[:-2])
+    if covers(op, win):  # the 2 x 2 max pool of stride 2, across lanes
+        emit_max_pool_lanes(b, A, op.endswith("_grad"), lead, (h, w), ins, out, em.gemm.k.width)
+        return
     oh_n, ow_n = win.out_size(h, w)
     count = A.const(float(win.kh * win.kw))
 
