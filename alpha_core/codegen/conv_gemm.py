@@ -84,6 +84,7 @@ def emit_conv_product(
     for i, p in enumerate(ptrs):
         put(i, p)
     if node.op == "conv2d_dw":
+        gemm.rows_in_place(K.kc)  # the gathered rows of X, its A (_emit_task)
         # Columns per task: whole rounds of tasks for the workers, each round's tasks of
         # (nearly) equal panels. A task sums over every example, so one task more than the
         # workers costs a whole task's time: 9 panels (the CNN's 288 columns) in tasks of 3
@@ -198,7 +199,12 @@ def _emit_task(gemm: GemmEmitter, node: Node, shapes: tuple[Shape, Shape, Shape]
         for_count(b, i64(_cdiv(kdim, K.kc)), k_block, "kq")
     else:
         # conv2d_dw: a task is a block of dw (rows of o by columns of (c, kh, kw)); its sums run
-        # over every example's (oh, ow) in turn, a block of KC positions at a time
+        # over every example's (oh, ow) in turn, a block of KC positions at a time. The GEMM
+        # computes the block's transpose, dwᵀ = Σ_b X_b · d[b]ᵀ, into the task's scratch: the
+        # gathered rows of X are then its A, read where they lie (KC floats apart), and B the
+        # block of d, 64 channels to pack where X's 288 rows were (the MNIST-shaped CNN's
+        # second convolution). A product is the same float either way round, and each sum's
+        # terms come in the same order, so the bits are those of dw = Σ_b d[b] · X_bᵀ.
         (bn, c, h, w_), (_, o, oh, ow) = s0, s1
         n = c * win.kh * win.kw
         p = oh * ow
@@ -208,7 +214,7 @@ def _emit_task(gemm: GemmEmitter, node: Node, shapes: tuple[Shape, Shape, Shape]
         mc = min_i64(b, i64(K.mc), b.sub(i64(o), i0))
         j0 = b.mul(tj, cols)
         nc = min_i64(b, cols, b.sub(i64(n), j0))
-        dst = gep(b, out, b.add(b.mul(i0, i64(n)), j0))
+        dwt = a_gathered  # dwᵀ's block: row j - j0, column o - i0 at (j - j0)·MC + o - i0
 
         def example(bi: ir.Value) -> None:
             src = gep(b, in0, b.mul(bi, i64(c * h * w_)))
@@ -217,28 +223,32 @@ def _emit_task(gemm: GemmEmitter, node: Node, shapes: tuple[Shape, Shape, Shape]
             def k_block(q: ir.Value) -> None:
                 k0 = b.mul(q, i64(K.kc))
                 kc = min_i64(b, i64(K.kc), b.sub(i64(p), k0))
-                # Xᵀ's block: gathered as X's rows j0 … (columns of dw) over positions k0 …,
-                # row stride KC; the GEMM reads element (pos, col) at col·KC + pos
+                # X's rows j0 … (columns of dw) over positions k0 …, KC floats apart
                 gather.rows(src, gathered, i64(K.kc), j0, nc, k0, kc)
                 first = b.and_(b.icmp_unsigned("==", bi, i64(0)), b.icmp_unsigned("==", q, i64(0)))
-                a = gep(b, d_rows, k0)
-                block(
-                    dst,
-                    n,
-                    a,
-                    gathered,
-                    mc,
-                    nc,
-                    kc,
-                    (i64(p), i64(1)),
-                    (i64(1), i64(K.kc)),
-                    no,
-                    b.not_(first),
-                )
+                d_block = gep(b, d_rows, k0)  # B[pos, o] = d[o, pos]: o p floats apart
+                a_st, b_st = (i64(K.kc), i64(1)), (i64(1), i64(p))
+                block(dwt, K.mc, gathered, d_block, nc, mc, kc, a_st, b_st, no, b.not_(first))
 
             for_count(b, i64(_cdiv(p, K.kc)), k_block, "kq")
 
         for_count(b, i64(bn), example, "ex")
+        dst = gep(b, out, b.add(b.mul(i0, i64(n)), j0))
+
+        def out_row(i: ir.Value) -> None:  # dw[i0 + i, j0 …] = dwᵀ[…, i]
+            row = gep(b, dst, b.mul(i, i64(n)))
+            for_count(
+                b,
+                nc,
+                lambda j: b.store(
+                    b.load(gep(b, dwt, b.add(b.mul(j, i64(K.mc)), i)), typ=F32, align=4),
+                    gep(b, row, j),
+                    align=4,
+                ),
+                "tj",
+            )
+
+        for_count(b, mc, out_row, "ti")
     b.ret_void()
     return fn
 

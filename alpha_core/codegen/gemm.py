@@ -208,6 +208,13 @@ class GemmEmitter:
                 return mr
         return 0
 
+    def rows_in_place(self, stride: int) -> None:
+        """Asks that an A whose rows lie `stride` floats apart be read where it is, where the
+        tiles allow it (`_in_place`) and the module has a block to spare (IN_PLACE_STRIDES)."""
+        room = len(self.row_strides) < IN_PLACE_STRIDES
+        if stride not in self.row_strides and room and self._in_place(stride):
+            self.row_strides[stride] = self._in_place(stride)
+
     def call_tree(
         self,
         b: ir.IRBuilder,
@@ -280,9 +287,8 @@ class GemmEmitter:
         if sums is not None:
             assert b_strides == (n, 1) and n % self.k.nr == 0 and m > DIRECT_ROWS
         a0, a1 = a_strides
-        room = len(self.row_strides) < IN_PLACE_STRIDES
-        if a1 == 1 and a0 != 1 and a0 not in self.row_strides and room and self._in_place(a0):
-            self.row_strides[a0] = self._in_place(a0)
+        if a1 == 1 and a0 != 1:
+            self.rows_in_place(a0)
         column = sums if sums is not None else ir.Constant(PTR, None)
         b.call(self._declare(), [*args, where, count, bias, column])
 

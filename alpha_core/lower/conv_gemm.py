@@ -41,6 +41,6 @@ GATHER_PAD = 16
 
 def gather_floats(t: Blocking) -> int:
     """Floats a worker gathers into beside the panels: a KC x NC block of B (rows NC +
-    GATHER_PAD floats apart), then an MC x KC block of A (conv2d_dx's transposed kernels),
-    each 64-byte aligned."""
-    return t.kc * (t.nc + GATHER_PAD) + t.mc * t.kc + 32
+    GATHER_PAD floats apart), then an MC x KC block of A (conv2d_dx's transposed kernels) or
+    an NC x MC block of C (conv2d_dw's transposed block), each 64-byte aligned."""
+    return t.kc * (t.nc + GATHER_PAD) + t.mc * max(t.kc, t.nc) + 32
