@@ -1,6 +1,7 @@
 /* The CPU level the kernels run at: see cpu_level.h. */
 #include "cpu_level.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,26 @@ static int supports(int v)
     return v == 4 && (xcr0 & 0xe6) == 0xe6 && (b & avx512) == avx512;
 }
 
+/* Whether the CPU splits each 256-bit operation in two, so that its floating-point unit, not
+ * its load ports, limits the AVX2 product kernel: AMD family 17h below model 30h (Zen, Zen+)
+ * and Hygon family 18h (a Zen core). */
+static int splits_256(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d))
+        return 0;
+    int amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;   /* AuthenticAMD */
+    int hygon = b == 0x6f677948u && d == 0x6e65476eu && c == 0x656e6975u; /* HygonGenuine */
+    if (!(amd || hygon) || !__get_cpuid(1, &a, &b, &c, &d))
+        return 0;
+    unsigned family = (a >> 8) & 0xf, model = (a >> 4) & 0xf;
+    if (family == 0xf) {
+        family += (a >> 20) & 0xff;
+        model |= ((a >> 16) & 0xf) << 4;
+    }
+    return (amd && family == 0x17 && model < 0x30) || (hygon && family == 0x18);
+}
+
 /* 2, 3 or 4 for "x86-64-v2" .. "x86-64-v4", else 0. */
 static int level_of(const char *name)
 {
@@ -51,6 +72,7 @@ static int level_of(const char *name)
     return 0;
 }
 #else
+static int splits_256(void) { return 0; }
 static int supports(int v) { return v == 0; }
 static int level_of(const char *name) { (void)name; return 0; }
 #endif
@@ -123,8 +145,16 @@ const char *cpu_level_pinned(const char *name, int needs, const char **refused)
 
 static const char *chosen;
 
+/* Defined (1) by the kernels of an executable whose AVX2 product kernel folds B's loads into
+ * its multiplies (alpha_core/codegen/gemm.py, FOLD_SYMBOL); absent from the others. */
+extern int64_t alpha_gemm_fold __attribute__((weak));
+
 const char *cpu_level_start(void)
 {
+    if (&alpha_gemm_fold) { /* every row of a tile reads all of B, or two vectors are held */
+        const char *forced = getenv(GEMM_FOLD_VARIABLE);
+        alpha_gemm_fold = forced && *forced ? forced[0] != '0' : splits_256();
+    }
     if (!alpha_cpu_level)
         return NULL;
     const char *refused = NULL;

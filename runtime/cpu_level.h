@@ -6,6 +6,10 @@
 #define ALPHA_CPU_LEVEL_H
 
 #define CPU_LEVEL_VARIABLE "ALPHA_CPU_LEVEL"
+/* "1" or "0": whether the AVX2 product kernel folds all of B's loads into its multiplies (the
+ * default on CPUs that split 256-bit operations, Zen 1) or holds two vectors in registers (the
+ * others); for tests: the bits are the same either way. */
+#define GEMM_FOLD_VARIABLE "ALPHA_GEMM_FOLD"
 
 /* The index in names[0..n) of the level to run: the one ALPHA_CPU_LEVEL names, or the widest
  * this CPU supports. -1 with *refused set to why when ALPHA_CPU_LEVEL names a level that is not
@@ -17,8 +21,8 @@ int cpu_level_choose(const char *const *names, int n, const char **refused);
 const char *cpu_level_pinned(const char *name, int needs, const char **refused);
 
 /* Chooses the level at start-up, before anything calls a kernel (refuses
- * cpu-level-unsupported), and returns its name; NULL for kernels without levels (a GPU role's,
- * the tests' fixtures). */
+ * cpu-level-unsupported), and how the AVX2 product kernel loads B; returns the level's name,
+ * NULL for kernels without levels (a GPU role's, the tests' fixtures). */
 const char *cpu_level_start(void);
 /* The level chosen by cpu_level_start, or NULL. */
 const char *cpu_level_name(void);

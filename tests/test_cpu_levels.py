@@ -151,6 +151,31 @@ def test_the_packed_gemm_gives_the_references_bits_at_every_level_and_thread_cou
             assert events[-1]["params_sha256"] == reference, (level, threads)
 
 
+def test_both_loads_of_b_in_the_avx2_kernel_give_the_references_bits(tmp_path: Path) -> None:
+    """The AVX2 unfused kernel folds all of B's loads into its multiplies on a CPU that splits
+    256-bit operations (Zen 1), and holds two of B's vectors in registers elsewhere
+    (runtime/cpu_level.c): ALPHA_GEMM_FOLD forces either, and both give the reference's bits."""
+    level = "x86-64-v3"
+    if not runs_here(level):
+        pytest.fail(f"this test needs a CPU that runs {level}")
+    program = program_of(WIDE % {"steps": 3}, tmp_path / "wide.alpha")
+    reference = train(program).sha256
+    exe = build_program(program, tmp_path / "out").executables[0].path
+    for fold in ("1", "0"):
+        for threads in ("1", "2"):
+            env = {k: v for k, v in os.environ.items() if k != LEVEL_VARIABLE}
+            env[LEVEL_VARIABLE], env["ALPHA_GEMM_FOLD"] = level, fold
+            done = subprocess.run(
+                [exe, "--quiet", "--threads", threads],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=300,
+            )
+            assert done.returncode == 0, done.stderr
+            assert events_of(done)[-1]["params_sha256"] == reference, (fold, threads)
+
+
 def run_exe_at(exe: str, level: str, *args: str) -> tuple[int, list[dict[str, object]], str]:
     done = run_at(exe, level, *args)
     return done.returncode, events_of(done), done.stderr

@@ -24,6 +24,7 @@ model's build time grows with its distinct code rather than with its matrix prod
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from llvmlite import ir
 
@@ -50,6 +51,11 @@ LINE_FLOATS = 16  # floats in a 64-byte cache line: one prefetch each
 VOID = ir.VoidType()
 # the pointer it is given, as a value the optimiser knows nothing about (no instruction)
 OPAQUE_PTR = ir.InlineAsm(ir.FunctionType(PTR, [PTR]), "", "=r,0", side_effect=False)
+# With fold_b, whether every row of the tile reads all of B's vectors again (1, the initial
+# value) or two of them are held in registers, the other two folded (0): set at start-up by
+# the runtime from the CPU (runtime/cpu_level.c), read once per kernel call
+FOLD_SYMBOL = "alpha_gemm_fold"
+HELD_VECTORS = 2  # B's vectors a step holds in registers when not folding them all
 CHAIN_MAX = 8  # the longest chain added as a product is stored (runtime/schedule.c, CHAIN)
 SCRATCH_SYMBOL = "alpha_scratch_floats"  # floats of scratch each worker needs (runtime/pool.c)
 PARALLEL_SYMBOL = "alpha_parallel"  # runs tasks 0..n-1, each once, on the role's threads
@@ -367,24 +373,28 @@ class GemmEmitter:
         # its own that LLVM cannot see through (an empty asm returning its operand): it would
         # otherwise load them once a step into registers the accumulators need. Each load has
         # one use and is folded into its multiply (`vmulps mem, a, t`), which takes no share
-        # of the floating-point unit's intake of operations.
+        # of the floating-point unit's intake of operations: the limit of CPUs that split each
+        # 256-bit operation in two (Zen 1). Where 256-bit units make the load ports the limit
+        # instead (15 loads a step against 6 cycles of multiplies and adds), two of the four
+        # vectors are held in registers and only two folded (`alpha_gemm_fold` 0: 11 loads).
         b_rows = [b.call(OPAQUE_PTR, [bp]) for _ in range(mr)] if K.fold_b else []
 
-        def step(p: ir.Value) -> None:
-            def b_vectors(base: ir.Value) -> list[ir.Value]:
+        def step(p: ir.Value, fold_all: bool = True) -> None:
+            def b_vectors(base: ir.Value, first: int = 0, last: int = nv) -> list[ir.Value]:
                 return [
                     b.load(
                         gep(b, base, b.add(b.mul(p, ldb), i64(v * K.width)), self.vec),
                         typ=self.vec,
                         align=4,
                     )
-                    for v in range(nv)
+                    for v in range(first, last)
                 ]
 
             brow = [] if K.fold_b else b_vectors(bp)
+            held = [] if fold_all or not K.fold_b else b_vectors(bp, 0, HELD_VECTORS)
             for r in range(mr):
                 if K.fold_b:
-                    brow = b_vectors(b_rows[r])
+                    brow = held + b_vectors(b_rows[r], len(held))
                 at_a = b.add(p, i64(r * stride)) if by_rows else b.add(b.mul(p, i64(mr)), i64(r))
                 av = b.load(gep(b, ap, at_a), typ=F32, align=4)
                 a_all = splat(b, av, K.width)
@@ -400,44 +410,15 @@ class GemmEmitter:
             in_place = ir.Constant(ir.IntType(1), 0)
         # llvm.prefetch(address, read or write, cache levels, data): a hint
         prefetch = intrinsic(self.module, "llvm.prefetch.p0", VOID, [PTR, I32, I32, I32])
-        with b.if_else(in_place) as (far, near):
-            with far:
-                # rows past the panel's last cost nothing but the hint (a prefetch never faults)
-                hint = [ir.Constant(I32, v) for v in (0, 3, 1)]  # read, every level, data
-
-                def step_ahead(p: ir.Value) -> None:
-                    row = b.mul(b.add(p, i64(PREFETCH_ROWS)), ldb)
-                    for line in range(0, K.nr, LINE_FLOATS):
-                        where = b.gep(bp, [b.add(row, i64(line))], source_etype=F32)
-                        b.call(prefetch, [where, *hint])
-                    step(p)
-
-                for_count(b, kc, step_ahead, "pd")
-            with near:
-                # Packed B: the next call's tile of C (the tile below: the block's row panels
-                # run down a column panel) is asked for, one row every two steps of the first
-                # 2 x mr, for writing. Its rows lie ldc apart, often 4 KiB, where no prefetcher
-                # follows them, and a block of C larger than L2 comes back from L3 for each
-                # block of p: loaded at the kernel's start it cost 6% of a 1024^3 product.
-                # Measured on a Sapphire Rapids core (bench/gemm.py, 1024^3, share of the
-                # measured peak): fused v4 77-81% -> 80-84%, fused v3 83% -> 88-92%, unfused
-                # v4 94% -> 96-97%. Asked all at once at entry it gained nothing (24 requests
-                # in flight ahead of the first step's loads); one a step, 7% of the loop.
-                for_write = [ir.Constant(I32, v) for v in (1, 3, 1)]
-                pairs = min_i64(b, b.lshr(kc, i64(1)), i64(mr))
-
-                def two_steps(j: ir.Value) -> None:
-                    row = b.mul(b.add(j, i64(mr)), ldc)
-                    for line in range(0, K.nr, LINE_FLOATS):
-                        where = b.gep(c, [b.add(row, i64(line))], source_etype=F32)
-                        b.call(prefetch, [where, *for_write])
-                    p = b.shl(j, i64(1))
-                    step(p)
-                    step(b.add(p, i64(1)))
-
-                for_count(b, pairs, two_steps, "pc")
-                start = b.shl(pairs, i64(1))
-                for_count(b, b.sub(kc, start), lambda q: step(b.add(q, start)), "p")
+        if K.fold_b:  # the loops twice: B's vectors all folded, or two held
+            fold = b.icmp_unsigned("!=", b.load(self._fold_flag(), typ=I64), i64(0))
+            with b.if_else(fold) as (folded, holding):
+                with folded:
+                    self._kernel_loops(b, step, True, in_place, prefetch, mr, bp, c, kc, ldb, ldc)
+                with holding:
+                    self._kernel_loops(b, step, False, in_place, prefetch, mr, bp, c, kc, ldb, ldc)
+        else:
+            self._kernel_loops(b, step, True, in_place, prefetch, mr, bp, c, kc, ldb, ldc)
 
         def link(t: ir.Value) -> None:  # chain[count - 1 - t], the innermost first
             base = b.load(gep(b, chain, b.sub(b.sub(count, i64(1)), t), PTR), typ=PTR)
@@ -459,6 +440,72 @@ class GemmEmitter:
                 b.store(b.load(slots[r][v], typ=self.vec), gep(b, c, at, self.vec), align=4)
         b.ret_void()
         return fn
+
+    def _kernel_loops(
+        self,
+        b: ir.IRBuilder,
+        step: Callable[[ir.Value, bool], None],
+        fold_all: bool,
+        in_place: ir.Value,
+        prefetch: ir.Function,
+        mr: int,
+        bp: ir.Value,
+        c: ir.Value,
+        kc: ir.Value,
+        ldb: ir.Value,
+        ldc: ir.Value,
+    ) -> None:
+        """The kernel's loop over kc steps, `step(p, fold_all)` each: B read in place asks for
+        the row it will read PREFETCH_ROWS steps later; packed B asks for the next tile of C."""
+        K = self.k
+        with b.if_else(in_place) as (far, near):
+            with far:
+                # rows past the panel's last cost nothing but the hint (a prefetch never faults)
+                hint = [ir.Constant(I32, v) for v in (0, 3, 1)]  # read, every level, data
+
+                def step_ahead(p: ir.Value) -> None:
+                    row = b.mul(b.add(p, i64(PREFETCH_ROWS)), ldb)
+                    for line in range(0, K.nr, LINE_FLOATS):
+                        where = b.gep(bp, [b.add(row, i64(line))], source_etype=F32)
+                        b.call(prefetch, [where, *hint])
+                    step(p, fold_all)
+
+                for_count(b, kc, step_ahead, "pd")
+            with near:
+                # Packed B: the next call's tile of C (the tile below: the block's row panels
+                # run down a column panel) is asked for, one row every two steps of the first
+                # 2 x mr, for writing. Its rows lie ldc apart, often 4 KiB, where no prefetcher
+                # follows them, and a block of C larger than L2 comes back from L3 for each
+                # block of p: loaded at the kernel's start it cost 6% of a 1024^3 product.
+                # Measured on a Sapphire Rapids core (bench/gemm.py, 1024^3, share of the
+                # measured peak): fused v4 77-81% -> 80-84%, fused v3 83% -> 88-92%, unfused
+                # v4 94% -> 96-97%. Asked all at once at entry it gained nothing (24 requests
+                # in flight ahead of the first step's loads); one a step, 7% of the loop.
+                for_write = [ir.Constant(I32, v) for v in (1, 3, 1)]
+                pairs = min_i64(b, b.lshr(kc, i64(1)), i64(mr))
+
+                def two_steps(j: ir.Value) -> None:
+                    row = b.mul(b.add(j, i64(mr)), ldc)
+                    for line in range(0, K.nr, LINE_FLOATS):
+                        where = b.gep(c, [b.add(row, i64(line))], source_etype=F32)
+                        b.call(prefetch, [where, *for_write])
+                    p = b.shl(j, i64(1))
+                    step(p, fold_all)
+                    step(b.add(p, i64(1)), fold_all)
+
+                for_count(b, pairs, two_steps, "pc")
+                start = b.shl(pairs, i64(1))
+                for_count(b, b.sub(kc, start), lambda q: step(b.add(q, start), fold_all), "p")
+
+    def _fold_flag(self) -> ir.GlobalVariable:
+        """alpha_gemm_fold (1 until the runtime says otherwise at start-up): one variable of the
+        executable, which every level's copy reads (codegen/levels.py, SHARED)."""
+        found = self.module.globals.get(FOLD_SYMBOL)
+        if isinstance(found, ir.GlobalVariable):
+            return found
+        flag = ir.GlobalVariable(self.module, I64, FOLD_SYMBOL)
+        flag.initializer = ir.Constant(I64, 1)
+        return flag
 
     # -- one block of C: the loops over k, then the panels of B and of A -----------------------
     def _emit_block(self, mr: int, by_rows: bool = False, a_row: int = 0) -> ir.Function:

@@ -86,7 +86,7 @@ SCRATCH = "alpha_scratch_floats"
 HOOK = "alpha_threads_hook"
 # variables the runtime writes and the kernels read: one of each, defined by the dispatcher,
 # which every copy reads as an external (name: its C type)
-SHARED = {"alpha_direct_rows": "int64_t", "alpha_clip_sqsum": "float"}
+SHARED = {"alpha_direct_rows": "int64_t", "alpha_clip_sqsum": "float", "alpha_gemm_fold": "int64_t"}
 # constant pointers to a runtime function, the same in every copy: the dispatcher's points there
 POINTERS = {"alpha_clip_hook": ('#include "schedule.h"', "clip_hook_fn")}
 
