@@ -20,6 +20,7 @@ from llvmlite import ir
 from alpha_core.codegen.loops import F32, I32, PTR, for_count, gep, i64, splat
 from alpha_core.codegen.packing import min_i64
 from alpha_core.ir.conv import Window
+from alpha_core.semantics.llvm_arith import intrinsic
 
 
 def max_i64(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
@@ -96,7 +97,6 @@ class Gather:
             dh, dw = self._offsets(kh, kw)
             lo0 = _clamp(b, b.sub(i64(0), dw), i64(0), i64(gw))
             hi0 = _clamp(b, b.sub(i64(sw), dw), lo0, i64(gw))
-            lead, body, trail = lo0, b.sub(hi0, lo0), b.sub(i64(gw), hi0)
 
         def grid_row(j: ir.Value) -> None:
             g = b.add(first, j)
@@ -117,11 +117,8 @@ class Gather:
             )
             with b.if_else(whole) as (then, other):
                 with then:
-                    dst = gep(b, out, shift)
                     line = gep(b, src, b.add(b.mul(srow, i64(sw)), dw))
-                    self._run(None, dst, lead)
-                    self._run(gep(b, line, lo0), gep(b, dst, lo0), body)
-                    self._run(None, gep(b, dst, hi0), trail)
+                    self._runs(line, gep(b, out, shift), (i64(0), lo0, hi0, i64(gw)))
                 with other:
                     self._affine(src, out, shift, g, kh, kw, a, e)
 
@@ -157,12 +154,19 @@ class Gather:
             mask = b.icmp_unsigned("<", lane, splat(b, rest, lanes))
             mask_ty = ir.VectorType(ir.IntType(1), lanes)
             name = f"llvm.masked.load.v{lanes}f32.p0"
-            load_fn = b.module.globals.get(name) or ir.Function(
-                b.module, ir.FunctionType(vec, [PTR, I32, mask_ty, vec]), name
-            )
+            load_fn = intrinsic(b.module, name, vec, [PTR, I32, mask_ty, vec])
             zero = ir.Constant(vec, None)
             v = b.call(load_fn, [gep(b, src, done), ir.Constant(I32, 4), mask, zero])
             self._put(v, dst, done)
+
+    def _runs(self, line: ir.Value, dst: ir.Value, bounds: tuple[ir.Value, ...]) -> None:
+        """dst[t] for t in a … e - 1, bounds (a, lo, hi, e): +0.0, then line[t] from lo, then
+        +0.0 from hi; three runs, each overwriting what the one before spilled."""
+        b = self.b
+        a, lo, hi, e = bounds
+        self._run(None, gep(b, dst, a), b.sub(lo, a))
+        self._run(gep(b, line, lo), gep(b, dst, lo), b.sub(hi, lo))
+        self._run(None, gep(b, dst, hi), b.sub(e, hi))
 
     def _put(self, v: ir.Value, dst: ir.Value, at: ir.Value) -> None:
         self.b.store(v, gep(self.b, dst, at, v.type), align=4)
@@ -212,10 +216,8 @@ class Gather:
                 hi = _clamp(b, hi, lo, e)
                 line = gep(b, src, b.add(b.mul(srow, i64(sw)), dw))  # column t at t·s
                 dst = gep(b, out, shift)
-                if s == 1:  # three runs, each overwriting what the one before spilled
-                    self._run(None, gep(b, dst, a), b.sub(lo, a))
-                    self._run(gep(b, line, lo), gep(b, dst, lo), b.sub(hi, lo))
-                    self._run(None, gep(b, dst, hi), b.sub(e, hi))
+                if s == 1:
+                    self._runs(line, dst, (a, lo, hi, e))
                 else:
                     self._zero(out, shift, a, lo)
                     _for(
