@@ -1,7 +1,7 @@
 """The matrix-product kernel on its own: GFLOP/s against this machine's measured peak.
 
     python bench/gemm.py [--cpu x86-64-v3] [--threads 1] [--seconds 0.5] [--json OUT]
-                         [--shapes 1024x1024x1024,32x1024x784:nt,...]
+                         [--shapes 1024x1024x1024,32x1024x784:nt,...] [--emit EXE]
 
 Each shape is MxNxK with an optional layout: `nn` (A·B), `tn` (Aᵀ·B, A stored K x M), `nt`
 (A·Bᵀ, B stored N x K), the three products a training step makes. The default shapes are the
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -246,6 +247,12 @@ def main() -> int:
         help="the kernel of `arithmetic fused` (one fma a term) against the fused peak, "
         "checked against an fmaf loop",
     )
+    parser.add_argument(
+        "--emit",
+        metavar="EXE",
+        help="only build the driver into EXE (run it elsewhere as `EXE THREADS SECONDS`: it "
+        "prints the timings and counts as JSON, the shapes in --shapes order)",
+    )
     args = parser.parse_args()
     shapes = parse_shapes(args.shapes)
     host = TARGETS["x86_64"]
@@ -260,6 +267,9 @@ def main() -> int:
             "gemm",
             ["-DFUSED"] if args.fma else [],
         )
+        if args.emit:
+            shutil.copy2(exe, args.emit)
+            return 0
         out = subprocess.run(
             [str(exe), str(args.threads), str(args.seconds)],
             capture_output=True,

@@ -41,7 +41,7 @@ def emit(folder: Path, profile: str, sizes: list[int]) -> None:
     from alpha_core.plan.profiles import DEVICE_PROFILES
 
     folder.mkdir(parents=True, exist_ok=True)
-    sms = DEVICE_PROFILES[profile].multiprocessors
+    sms = DEVICE_PROFILES[profile.replace("_", "-")].multiprocessors  # h100_80gb
     kernels = []
     for n in sizes:
         product = matmul_product(n, n, n)

@@ -116,7 +116,7 @@ def kernel_descriptions(program: Any, profile: str) -> dict[str, str]:
     from alpha_core.codegen.gpu_kernels import build_gpu_kernels
     from alpha_core.plan.profiles import DEVICE_PROFILES
 
-    processors = DEVICE_PROFILES[profile].multiprocessors
+    processors = DEVICE_PROFILES[profile.replace("_", "-")].multiprocessors  # h100_80gb
     _, layout = build_gpu_kernels(program, training_step(program), "ptx", "", processors)
     what: dict[str, str] = {}
     for name, product, tile in layout.products:
