@@ -43,6 +43,8 @@ SHAPES = (
     (1, 4, 12, 12, 100, 3, 1, 1),  # 100 rows of dw: two row blocks on SSE
     (1, 100, 8, 8, 6, 3, 1, 1),  # 100 rows of dx
     (3, 6, 21, 26, 17, 3, 2, 1),  # not square
+    (2, 3, 17, 17, 9, 5, 1, 2),  # stride 1, k 5: the gather's loop once per kw (CONSTANT_KW)
+    (2, 3, 16, 16, 9, 7, 1, 3),  # stride 1, k 7: wider than CONSTANT_KW, one loop for all kw
 )
 OPS = ("conv2d", "conv2d_dx", "conv2d_dw")
 
