@@ -12,9 +12,11 @@ AVX-512, its core). This bench splits the work:
 `build` (Alpha's build dependencies, any x86-64 machine) writes one default executable (no
 `--cpu`: it carries v2, v3 and v4 kernels and picks at start-up) per model and arithmetic —
 the 1.86 M and 8.39 M MLPs (bench/scale_models.py), the MNIST-shaped CNN (cnn_torch.py), the
-d-128 transformer (transformer_torch.py), unfused and fused — and examples/digits_cnn.alpha,
-with what the PyTorch twin needs (initial values and batches as .npz; the MLP twin draws its
-own rows, as scale_peers.py does). `run` needs Python 3 with NumPy and torch only.
+d-128 transformer (transformer_torch.py), examples/digits.alpha, unfused and fused — and
+examples/digits_cnn.alpha, with what the PyTorch twin needs (initial values and batches as .npz;
+the MLP twins draw their own rows, or read the digits table, as scale_peers.py does; the digits
+systems read examples/data/digits.csv at run time and are given it with `--data`). `run` needs
+Python 3 with NumPy and torch only.
 
 Timed in `run`, in interleaved rounds, each keeping its best: PyTorch eager at each thread count
 (torch.set_num_threads; ms per step over the timed steps after 2 warm-up steps), and each
@@ -41,8 +43,16 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-MLPS = {"mlp-1.86M": "784-1024-1024-10", "mlp-8.39M": "1024-4096-1024"}
-STEPS = {"mlp-1.86M": 12, "mlp-8.39M": 6, "cnn": 12, "transformer": 12, "digits_cnn": 400}
+MLPS = {"mlp-1.86M": "784-1024-1024-10", "mlp-8.39M": "1024-4096-1024", "digits": "digits"}
+STEPS = {
+    "mlp-1.86M": 12,
+    "mlp-8.39M": 6,
+    "cnn": 12,
+    "transformer": 12,
+    "digits": 2000,
+    "digits_cnn": 400,
+}
+DIGITS_CSV = "examples/data/digits.csv"  # read at run time: passed with --data, from the repo
 LEVELS = ("x86-64-v2", "x86-64-v3", "x86-64-v4")
 
 
@@ -86,6 +96,8 @@ def build(folder: Path, scale: float) -> None:
             if model in MLPS:
                 m = __import__("scale_models").MODELS[MLPS[model]]
                 entry["peer"] = {"dims": list(m.dims), "batch": m.batch, "lr": m.lr}
+            if model.startswith("digits"):
+                entry["data"] = DIGITS_CSV
             elif model in ("cnn", "transformer") and not fused:
                 program, _ = Workspace().analyze_file(str(path)).program()
                 assert program is not None
@@ -98,8 +110,9 @@ def build(folder: Path, scale: float) -> None:
 # ---- run (NumPy and torch) ---------------------------------------------------------------------
 
 
-def run_alpha(exe: Path, threads: int, level: str | None) -> dict[str, Any]:
-    """One run: ms per round (first step event to last), the level it ran at, its SHA-256."""
+def run_alpha(exe: Path, threads: int, level: str | None, data: str = "") -> dict[str, Any]:
+    """One run: ms per round (first step event to last), the level it ran at, its SHA-256.
+    `data`: the CSV it was built with, as the repo holds it here (`--data`)."""
     env = dict(os.environ)
     env.pop("ALPHA_CPU_LEVEL", None)
     if level:
@@ -109,6 +122,7 @@ def run_alpha(exe: Path, threads: int, level: str | None) -> dict[str, Any]:
     done: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="alpha-cpu-models-") as tmp:
         cmd = [str(exe), "--threads", str(threads), "--params-out", str(Path(tmp) / "params")]
+        cmd += ["--data", str(REPO / data)] if data else []
         proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
         )
@@ -138,7 +152,10 @@ def torch_ms(entry: dict[str, Any], folder: Path, threads: int) -> float:
         import scale_peers
 
         p = entry["peer"]
-        x, y = scale_peers.synthetic_rows(2 * p["batch"], p["dims"][0], p["dims"][-1], seed=7)
+        if entry.get("data"):
+            x, y = scale_peers.digits_rows(REPO / entry["data"])
+        else:
+            x, y = scale_peers.synthetic_rows(2 * p["batch"], p["dims"][0], p["dims"][-1], seed=7)
         step = scale_peers.TorchStep(p["dims"], x, y, p["batch"], p["lr"], threads)
         for s in range(2):
             step.step(s)
@@ -185,7 +202,7 @@ def run(folder: Path, rounds: int, threads: list[int], only: str) -> int:
                 if not entry["fused"] and entry["model"] != "digits_cnn":
                     key = (f"torch:{entry['model']}", "", t)
                     best[key] = min(best.get(key, float("inf")), torch_ms(entry, folder, t))
-                r = run_alpha(exe, t, None)
+                r = run_alpha(exe, t, None, entry.get("data", ""))
                 if "ms" in r:
                     key = (entry["label"], "default", t)
                     best[key] = min(best.get(key, float("inf")), r["ms"])
@@ -197,13 +214,13 @@ def run(folder: Path, rounds: int, threads: list[int], only: str) -> int:
         shas: dict[str, str] = {}
         forced: dict[str, float] = {}
         for t in sorted({1, 3, *threads}):
-            r = run_alpha(exe, t, None)
+            r = run_alpha(exe, t, None, entry.get("data", ""))
             shas[f"default --threads {t}"] = r.get("sha256", r.get("error", "?"))
         for level in levels_here():
             if entry["fused"] and level == "x86-64-v2":
                 continue  # refused by name: a fused multiply-add needs FMA
             for t in (1, 3):
-                r = run_alpha(exe, t, level)
+                r = run_alpha(exe, t, level, entry.get("data", ""))
                 shas[f"{level} --threads {t}"] = r.get("sha256", r.get("error", "?"))
                 if "ms" in r:
                     forced[f"{level} --threads {t}"] = round(r["ms"], 3)
