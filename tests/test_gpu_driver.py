@@ -441,3 +441,21 @@ def test_qualify_gpu_reports_a_failed_run(built: Built, tmp_path: Path) -> None:
     assert host.startswith("PASS  digits/host")
     assert gpu.startswith("FAIL  digits/one_gpu") and "gpu-launch-failed" in gpu
     assert "CUDA_ERROR_NOT_SUPPORTED" in gpu and "1 run(s) FAILED" in done.stderr
+
+
+LENT = QUALIFY.parent / "lent-machine"
+
+
+def test_lent_machine_is_valid_bash_and_runs_only_what_was_built(tmp_path: Path) -> None:
+    """scripts/lent-machine (one call on a lent GPU machine) checks as bash, and `run` on a
+    folder `build` never filled says so and stops before measuring anything."""
+    assert os.access(LENT, os.X_OK)
+    checked = subprocess.run(["bash", "-n", str(LENT)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    done = subprocess.run(
+        ["bash", str(LENT), "run"], capture_output=True, text=True, timeout=60,
+        env={**_plain_environment(), "LENT_MACHINE_DIR": str(tmp_path / "lent"),
+             "OUT": str(tmp_path / "out")},
+    )  # fmt: skip
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "holds no build" in done.stderr and not (tmp_path / "out").exists()
