@@ -90,9 +90,9 @@ class Gather:
     ) -> None:
         """out[q - p0] for grid positions q in p0 … p0 + n - 1, a grid row at a time. With a
         stride of 1 and a narrow window, the loop over grid rows is emitted once per kw, so
-        that its runs' lengths are constants (the copies straight lines of whole vectors):
-        with them worked out per row of the operand, each 26-float grid row of an
-        MNIST-shaped CNN's conv2d_dx cost ~33 cycles of loop control around its 4-5 stores."""
+        that its runs' lengths are constants (the copies straight lines of whole vectors).
+        As values worked out per row of the operand, they left each 26-float grid row of an
+        MNIST-shaped CNN's conv2d_dx ~33 cycles of loop control around its 4-5 stores."""
         b = self.b
         if self.win.stride != 1 or self.win.kw > CONSTANT_KW:
             self._grid_rows_at(src, out, kh, kw, p0, n)
