@@ -57,16 +57,13 @@ DRIVER = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "cpu_level.h"
 #include "pool.h"
 
 void bench_run(int shape, float *c, const float *a, const float *b);
 double bench_peak(int64_t iterations);
 extern const int64_t bench_shapes[][7]; /* m, n, k, a's strides, b's strides */
 extern const int bench_count;
-/* the AVX2 unfused kernel's loads of B (alpha_core/codegen/gemm.py): ALPHA_GEMM_FOLD=1 folds
- * all four of B's vectors into the multiplies (as on Zen 1), 0 holds two in registers (as on
- * other CPUs); unset: the kernel's own default, 1 */
-extern int64_t alpha_gemm_fold __attribute__((weak));
 
 static double cpu_now(void)
 {
@@ -80,9 +77,9 @@ int main(int argc, char **argv)
     unsigned threads = argc > 1 ? (unsigned)atoi(argv[1]) : 1;
     double seconds = argc > 2 ? atof(argv[2]) : 0.5;
     pool_start(threads);
-    const char *fold = getenv("ALPHA_GEMM_FOLD");
-    if (&alpha_gemm_fold && fold && *fold)
-        alpha_gemm_fold = fold[0] != '0';
+    /* the runtime's start-up choice, as an executable makes it: here (no levels inside), how
+     * the AVX2 unfused kernel loads B, from the CPU or ALPHA_GEMM_FOLD=1|0 */
+    cpu_level_start();
     /* the peak first: iterations sized to about `seconds` */
     int64_t it = 1 << 20;
     double t0 = cpu_now(), flops = bench_peak(it), t = cpu_now() - t0;

@@ -410,15 +410,19 @@ class GemmEmitter:
             in_place = ir.Constant(ir.IntType(1), 0)
         # llvm.prefetch(address, read or write, cache levels, data): a hint
         prefetch = intrinsic(self.module, "llvm.prefetch.p0", VOID, [PTR, I32, I32, I32])
+
+        def loops(fold_all: bool) -> None:
+            self._kernel_loops(b, step, fold_all, in_place, prefetch, mr, bp, c, kc, ldb, ldc)
+
         if K.fold_b:  # the loops twice: B's vectors all folded, or two held
-            fold = b.icmp_unsigned("!=", b.load(self._fold_flag(), typ=I64), i64(0))
-            with b.if_else(fold) as (folded, holding):
-                with folded:
-                    self._kernel_loops(b, step, True, in_place, prefetch, mr, bp, c, kc, ldb, ldc)
-                with holding:
-                    self._kernel_loops(b, step, False, in_place, prefetch, mr, bp, c, kc, ldb, ldc)
+            flag = self._runtime_i64(FOLD_SYMBOL, 1)
+            with b.if_else(b.icmp_unsigned("!=", b.load(flag, typ=I64), i64(0))) as (yes, no):
+                with yes:
+                    loops(True)
+                with no:
+                    loops(False)
         else:
-            self._kernel_loops(b, step, True, in_place, prefetch, mr, bp, c, kc, ldb, ldc)
+            loops(True)
 
         def link(t: ir.Value) -> None:  # chain[count - 1 - t], the innermost first
             base = b.load(gep(b, chain, b.sub(b.sub(count, i64(1)), t), PTR), typ=PTR)
@@ -497,15 +501,18 @@ class GemmEmitter:
                 start = b.shl(pairs, i64(1))
                 for_count(b, b.sub(kc, start), lambda q: step(b.add(q, start), fold_all), "p")
 
-    def _fold_flag(self) -> ir.GlobalVariable:
-        """alpha_gemm_fold (1 until the runtime says otherwise at start-up): one variable of the
-        executable, which every level's copy reads (codegen/levels.py, SHARED)."""
-        found = self.module.globals.get(FOLD_SYMBOL)
+    def _runtime_i64(self, name: str, initial: int) -> ir.GlobalVariable:
+        """The module's i64 variable `name`, defined with `initial` on first use: one the
+        runtime may set at start-up, and which every level's copy reads (codegen/levels.py,
+        SHARED). alpha_gemm_fold (1 until the runtime says otherwise); alpha_direct_rows (the
+        most rows of a product whose B is read in place; the runtime sets it to 0 for a role
+        with a local link; only where an output is read from, never its bits, depends on it)."""
+        found = self.module.globals.get(name)
         if isinstance(found, ir.GlobalVariable):
             return found
-        flag = ir.GlobalVariable(self.module, I64, FOLD_SYMBOL)
-        flag.initializer = ir.Constant(I64, 1)
-        return flag
+        variable = ir.GlobalVariable(self.module, I64, name)
+        variable.initializer = ir.Constant(I64, initial)
+        return variable
 
     # -- one block of C: the loops over k, then the panels of B and of A -----------------------
     def _emit_block(self, mr: int, by_rows: bool = False, a_row: int = 0) -> ir.Function:
@@ -675,6 +682,7 @@ class GemmEmitter:
         ti, tj = b.udiv(t, tiles_n), b.urem(t, tiles_n)
         rows = i64(mc) if tree else values[15]
         i0, j0 = b.mul(ti, rows), b.mul(tj, task_nc)
+        direct_rows = self._runtime_i64(DIRECT_ROWS_SYMBOL, DIRECT_ROWS)
         block = {
             "i0": i0,
             "j0": j0,
@@ -690,22 +698,11 @@ class GemmEmitter:
                 b.icmp_signed("==", b1, i64(1)),
                 b.and_(
                     b.icmp_signed("<=", m, i64(mc)),
-                    b.icmp_signed("<=", m, b.load(self._direct_rows(), typ=I64)),
+                    b.icmp_signed("<=", m, b.load(direct_rows, typ=I64)),
                 ),
             ),
         }
         return fn, b, values, scratch, block
-
-    def _direct_rows(self) -> ir.GlobalVariable:
-        """alpha_direct_rows: the most rows of a product whose B is read in place (the runtime
-        sets it to 0 for a role with a local link; only where an output is read from, never
-        its bits, depends on it)."""
-        found = self.module.globals.get(DIRECT_ROWS_SYMBOL)
-        if isinstance(found, ir.GlobalVariable):
-            return found
-        rows = ir.GlobalVariable(self.module, I64, DIRECT_ROWS_SYMBOL)
-        rows.initializer = ir.Constant(I64, DIRECT_ROWS)
-        return rows
 
     def call_block(
         self,

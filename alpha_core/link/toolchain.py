@@ -301,8 +301,9 @@ def gpu_runtime_sources(shadow: bool) -> tuple[list[Path], list[str]]:
     return [folder / "gpu_cuda.c"], ["-ldl"]
 
 
-# What a driver of the kernels alone needs of the runtime: the thread pool and what it reports.
-POOL_SOURCES = ("pool", "refusal", "events", "json")
+# What a driver of the kernels alone needs of the runtime: the thread pool and what it reports,
+# and the start-up CPU choice (cpu_level_start: how the AVX2 product kernel loads B)
+DRIVER_SOURCES = ("pool", "refusal", "events", "json", "cpu_level")
 
 
 def link_kernels_driver(
@@ -327,9 +328,9 @@ def link_kernels_driver(
         include_dirs=[runtime_dir()],
         extra_flags=extra_flags,
     )
-    for source in POOL_SOURCES:
+    for source in DRIVER_SOURCES:
         compile_c(zig_target, f"{source}.c", work / f"{source}.o", cwd=runtime_dir())
-    objects = [str(work / f"{source}.o") for source in POOL_SOURCES]
+    objects = [str(work / f"{source}.o") for source in DRIVER_SOURCES]
     command = ["cc", "-target", zig_target, "-O2", "-static", *objects, "driver.o", "kernels.o"]
     run_zig([*command, "-o", name], cwd=work)
     return work / name
